@@ -1,0 +1,61 @@
+"""Where datasets are read from and where their processed form is cached.
+
+Two directories matter:
+
+* the **data directory** holds raw benchmark files (read-only is fine). It is, in order of
+  precedence, the ``data_dir`` argument (CLI ``--data-dir``), the ``GRAPH_TRANSFORMERS_DATA``
+  environment variable, or ``None`` (then loaders download from the canonical source);
+* the **cache directory** holds processed datasets (graphs plus precomputed encodings). It is the
+  ``cache_dir`` argument, the ``GRAPH_TRANSFORMERS_CACHE`` environment variable, or
+  ``~/.cache/graph_transformers``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+DATA_ENV = "GRAPH_TRANSFORMERS_DATA"
+CACHE_ENV = "GRAPH_TRANSFORMERS_CACHE"
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path | None:
+    """The raw-data directory: ``data_dir``, else ``$GRAPH_TRANSFORMERS_DATA``, else ``None``."""
+    if data_dir is not None:
+        return Path(data_dir).expanduser()
+    env = os.environ.get(DATA_ENV)
+    return Path(env).expanduser() if env else None
+
+
+def resolve_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
+    """The processed-data cache: ``cache_dir``, else ``$GRAPH_TRANSFORMERS_CACHE``, else
+    ``~/.cache/graph_transformers``."""
+    if cache_dir is not None:
+        return Path(cache_dir).expanduser()
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "graph_transformers"
+
+
+def pre_transform_key(pre_transform: Any) -> str:
+    """A short stable hash of a pre-transform's ``repr``, used to name the processed directory so
+    that datasets processed with different encodings never share (or silently reuse) a cache."""
+    text = "none" if pre_transform is None else repr(pre_transform)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def sha256_of(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class DataNotFoundError(FileNotFoundError):
+    """Raised when a dataset's raw files are neither in the data directory nor downloadable.
+
+    The message says where the loader looked and how to get the files."""

@@ -1,0 +1,6 @@
+"""Positional and structural encodings, as pure functions on one graph plus PyG transforms."""
+from .lappe import AddLaplacianPE, laplacian_pe, normalized_laplacian, random_sign_flip
+from .wlpe import AddWLPE, wl_role_ids
+
+__all__ = ["AddLaplacianPE", "AddWLPE", "laplacian_pe", "normalized_laplacian",
+           "random_sign_flip", "wl_role_ids"]

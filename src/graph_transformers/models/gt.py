@@ -1,0 +1,130 @@
+"""The Graph Transformer network (GT) of Dwivedi & Bresson (2020)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.data import Batch
+
+from ..data.checks import check_batch
+from ..nn.gt import GraphTransformerLayer
+from .encoders import FeatureEncoder, LapPEEncoder
+from .heads import MLPReadout, graph_readout
+from .utils import full_graph_edge_index
+
+
+class GraphTransformer(nn.Module):
+    """GT: input embeddings (eq. 2), a positional encoding added at the input only (eq. 3),
+    ``num_layers`` :class:`~graph_transformers.nn.GraphTransformerLayer` s, and a task head.
+
+    Args:
+        hidden_dim: ``d``.
+        num_layers: ``L``.
+        num_heads: ``H``.
+        out_dim: outputs per graph (``task="graph"``) or per node (``task="node"``).
+        task: ``"graph"`` (readout, then MLP) or ``"node"`` (MLP on each node).
+        num_node_types / node_dim: categorical node features (``x`` long ``[num_nodes]``,
+            ``[num_nodes, 1]`` or one column per table) or continuous ones (``x [num_nodes, node_dim]``).
+        num_edge_types / edge_dim: same for ``edge_attr``; used when ``use_edge_features``.
+        use_edge_features: build the edge-stream form (eqs. 9-18).
+        pe: ``"lap"`` (``data.lap_pe [num_nodes, pe_dim]``), ``"wl"`` (``data.wl_pe [num_nodes]``
+            role ids, embedded) or ``None``.
+        pe_dim: LapPE dimension ``k``; for ``pe="wl"`` the number of role ids embedded.
+        sign_flip: LapPE sign flips in training: ``"batch"``, ``"graph"`` or ``"none"``.
+        full_graph: attend over all node pairs of each graph (the paper's "Full Graph" columns,
+            no self-pairs, as the official code); edge features are then not used.
+        norm, dropout, ffn_multiplier, qkv_bias: passed to the layers.
+        in_feat_dropout: dropout on the input embeddings.
+        readout: ``"mean"``, ``"sum"`` or ``"max"`` (graph task).
+        mlp_layers: hidden layers of the :class:`MLPReadout` head.
+
+    Forward takes a PyG ``Batch`` (``x``, ``edge_index``, ``batch``, optional ``edge_attr``,
+    ``lap_pe``/``wl_pe``) and returns ``[num_graphs, out_dim]`` or ``[num_nodes, out_dim]``.
+    """
+
+    def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
+                 task: str = "graph", num_node_types: int | Sequence[int] | None = None,
+                 node_dim: int | None = None, num_edge_types: int | Sequence[int] | None = None,
+                 edge_dim: int | None = None, use_edge_features: bool = False,
+                 pe: str | None = "lap", pe_dim: int = 8, sign_flip: str = "batch",
+                 full_graph: bool = False, norm: str = "batch", dropout: float = 0.0,
+                 in_feat_dropout: float = 0.0, ffn_multiplier: float = 2.0,
+                 qkv_bias: bool = False, readout: str = "mean", mlp_layers: int = 2) -> None:
+        super().__init__()
+        if task not in ("graph", "node"):
+            raise ValueError(f"task must be 'graph' or 'node', got {task!r}")
+        if pe not in (None, "lap", "wl"):
+            raise ValueError(f"pe must be 'lap', 'wl' or None, got {pe!r}")
+        if full_graph and use_edge_features:
+            raise ValueError("GT's full-graph mode attends over all pairs and discards edge "
+                             "features (paper, Table 1): set use_edge_features=false")
+        self.task = task
+        self.pe = pe
+        self.full_graph = full_graph
+        self.use_edge_features = use_edge_features
+        self.readout = readout
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, node_dim, name="node")
+        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, edge_dim, name="edge")
+                             if use_edge_features else None)
+        if pe == "lap":
+            self.pe_encoder: nn.Module | None = LapPEEncoder(pe_dim, hidden_dim, sign_flip)
+        elif pe == "wl":
+            self.pe_encoder = nn.Embedding(pe_dim, hidden_dim)
+        else:
+            self.pe_encoder = None
+        self.in_feat_dropout = nn.Dropout(in_feat_dropout)
+        self.layers = nn.ModuleList(
+            GraphTransformerLayer(hidden_dim, num_heads,
+                                  edge_dim=hidden_dim if use_edge_features else None,
+                                  dropout=dropout, norm=norm, ffn_multiplier=ffn_multiplier,
+                                  qkv_bias=qkv_bias)
+            for _ in range(num_layers))
+        self.head = MLPReadout(hidden_dim, out_dim, mlp_layers)
+
+    def reset_parameters(self) -> None:
+        for m in self.modules():
+            if m is not self and hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+
+    def encode(self, data: Batch, return_attention_weights: bool = False):
+        """Node embeddings after the last layer, ``[num_nodes, hidden_dim]`` (and, on request,
+        the list of per-layer ``(edge_index, weights [num_edges, num_heads])``)."""
+        check_batch(data, need_edge_attr=self.use_edge_features)
+        h = self.node_encoder(data.x)
+        batch = data.batch if data.batch is not None else h.new_zeros(h.size(0), dtype=torch.long)
+        if self.pe == "lap":
+            if getattr(data, "lap_pe", None) is None:
+                raise ValueError("the model uses LapPE but the batch has no lap_pe: add "
+                                 "encodings.lap_pe to the config")
+            h = h + self.pe_encoder(data.lap_pe, batch)
+        elif self.pe == "wl":
+            wl = getattr(data, "wl_pe", None)
+            if wl is None:
+                raise ValueError("the model uses WL-PE but the batch has no wl_pe: add "
+                                 "encodings.wl_pe to the config")
+            if wl.numel() and int(wl.max()) >= self.pe_encoder.num_embeddings:
+                raise ValueError(f"a WL role id {int(wl.max())} exceeds the embedding size "
+                                 f"{self.pe_encoder.num_embeddings}: raise model.pe_dim")
+            h = h + self.pe_encoder(wl)
+        h = self.in_feat_dropout(h)
+        edge_index = full_graph_edge_index(batch) if self.full_graph else data.edge_index
+        e = self.edge_encoder(data.edge_attr) if self.use_edge_features else None
+        attentions = []
+        for layer in self.layers:
+            out = layer(h, edge_index, e, return_attention_weights=return_attention_weights)
+            if return_attention_weights:
+                attentions.append((edge_index, out[-1]))
+                out = out[:-1] if len(out) > 2 else out[0]
+            if self.use_edge_features:
+                h, e = out
+            else:
+                h = out
+        return (h, attentions) if return_attention_weights else h
+
+    def forward(self, data: Batch) -> Tensor:
+        h = self.encode(data)
+        if self.task == "node":
+            return self.head(h)
+        batch = data.batch if data.batch is not None else h.new_zeros(h.size(0), dtype=torch.long)
+        return self.head(graph_readout(h, batch, self.readout, data.num_graphs))

@@ -1,0 +1,44 @@
+"""Output heads: graph readout and the benchmark's MLP."""
+from __future__ import annotations
+
+from torch import Tensor, nn
+from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_pool
+
+READOUTS = {"mean": global_mean_pool, "sum": global_add_pool, "max": global_max_pool}
+
+
+class MLPReadout(nn.Module):
+    """MLP whose width halves at each hidden layer (``d → d/2 → … → out``), ReLU between layers,
+    as the task heads of Dwivedi et al., "Benchmarking GNNs" and GT.
+
+    Shapes: ``[*, in_dim] → [*, out_dim]``.
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, num_layers: int = 2) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        dim = in_dim
+        for _ in range(num_layers):
+            layers += [nn.Linear(dim, dim // 2), nn.ReLU()]
+            dim //= 2
+        layers.append(nn.Linear(dim, out_dim))
+        self.mlp = nn.Sequential(*layers)
+
+    def reset_parameters(self) -> None:
+        for m in self.mlp:
+            if hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.mlp(x)
+
+
+def graph_readout(x: Tensor, batch: Tensor, kind: str, num_graphs: int | None = None) -> Tensor:
+    """Pools node features ``[num_nodes, d]`` into graph features ``[num_graphs, d]``.
+
+    Raises:
+        ValueError: for a readout other than mean, sum or max.
+    """
+    if kind not in READOUTS:
+        raise ValueError(f"unknown readout {kind!r}; expected one of {sorted(READOUTS)}")
+    return READOUTS[kind](x, batch, size=num_graphs)

@@ -1,0 +1,151 @@
+"""Graph Transformer layer of Dwivedi & Bresson, "A Generalization of Transformer Networks to
+Graphs" (AAAI-DLG 2021), on edge lists."""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from .attention import sparse_attention
+from .norm import make_norm
+
+
+class GraphTransformerLayer(nn.Module):
+    r"""The Graph Transformer layer, without (eqs. 4-8) or with (eqs. 9-18) an edge stream.
+
+    Node update, for each head :math:`k` and edge :math:`j \to i` of the graph:
+
+    .. math::
+        \hat w^k_{ij} = \frac{Q^k h_i \cdot K^k h_j}{\sqrt{d_k}} \;[\odot\, E^k e_{ij}]
+        \qquad w^k_{ij} = \operatorname{softmax}_{j \in \mathcal N(i)}(\mathrm{clamp}(\hat w^k_{ij}))
+
+        \hat h_i = O_h \big\Vert_k \sum_j w^k_{ij} V^k h_j,\quad
+        h'_i = \mathrm{Norm}(h_i + \hat h_i),\quad
+        h^{out}_i = \mathrm{Norm}(h'_i + W_2\,\mathrm{ReLU}(W_1 h'_i))
+
+    With ``edge_dim`` set, the product :math:`Q h_i \odot K h_j \odot E e_{ij} / \sqrt{d_k}` is kept
+    per dimension (summed over each head's dimensions for the score, eq. 12) and also forms the edge
+    update :math:`\hat e_{ij} = O_e \Vert_k \hat w^k_{ij}` (eq. 10), followed by the edge stream's own
+    residual, Norm, FFN, residual, Norm (eqs. 16-18).
+
+    Args:
+        hidden_dim: ``d``, node (and edge) channels; must be divisible by ``num_heads``.
+        num_heads: ``H``.
+        edge_dim: ``None`` for the node-only layer, else the edge channels (must equal
+            ``hidden_dim``: the edge stream is residual).
+        dropout: dropout on the attention output and inside the FFNs.
+        norm: ``"batch"`` (BatchNorm, the paper's best), ``"layer"`` or ``"none"``.
+        residual: residual connections (eqs. 6, 8, 13, 15, 16, 18).
+        ffn_multiplier: FFN width as a multiple of ``d`` (the paper uses 2).
+        qkv_bias: biases in ``Q, K, V, E`` (the official code has none; parameter counts in the
+            paper's Table 1 match that).
+        clamp: scores are clamped to ``[-clamp, clamp]`` before the exponential.
+
+    Shapes:
+        - x: ``[num_nodes, hidden_dim]``
+        - edge_index: ``[2, num_edges]`` (messages flow ``edge_index[0] -> edge_index[1]``)
+        - edge_attr: ``[num_edges, hidden_dim]`` (edge form only)
+        - output: ``x [num_nodes, hidden_dim]``, and ``edge_attr [num_edges, hidden_dim]`` in the
+          edge form.
+    """
+
+    def __init__(self, hidden_dim: int, num_heads: int, edge_dim: int | None = None,
+                 dropout: float = 0.0, norm: str = "batch", residual: bool = True,
+                 ffn_multiplier: float = 2.0, qkv_bias: bool = False, clamp: float = 5.0) -> None:
+        super().__init__()
+        if hidden_dim % num_heads != 0:
+            raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}")
+        if edge_dim is not None and edge_dim != hidden_dim:
+            raise ValueError(f"edge_dim={edge_dim} must equal hidden_dim={hidden_dim} "
+                             "(the edge stream is residual)")
+        self.hidden_dim = hidden_dim
+        self.num_heads = num_heads
+        self.head_dim = hidden_dim // num_heads
+        self.edge_dim = edge_dim
+        self.dropout = dropout
+        self.residual = residual
+        self.clamp = clamp
+        self.scale = 1.0 / math.sqrt(self.head_dim)
+
+        self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim, bias=qkv_bias)  # Q, K, V fused
+        self.o_h = nn.Linear(hidden_dim, hidden_dim)
+        self.norm1_h = make_norm(norm, hidden_dim)
+        self.ffn_h = _ffn(hidden_dim, ffn_multiplier, dropout)
+        self.norm2_h = make_norm(norm, hidden_dim)
+        if edge_dim is not None:
+            self.proj_e = nn.Linear(hidden_dim, hidden_dim, bias=qkv_bias)
+            self.o_e = nn.Linear(hidden_dim, hidden_dim)
+            self.norm1_e = make_norm(norm, hidden_dim)
+            self.ffn_e = _ffn(hidden_dim, ffn_multiplier, dropout)
+            self.norm2_e = make_norm(norm, hidden_dim)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Re-initialize all weights (PyTorch defaults for Linear and Norm layers)."""
+        for m in self.modules():
+            if m is not self and hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
+                return_attention_weights: bool = False):
+        """Apply the layer.
+
+        Args:
+            x: ``[num_nodes, hidden_dim]``.
+            edge_index: ``[2, num_edges]``.
+            edge_attr: ``[num_edges, hidden_dim]``; required iff the layer has an edge stream.
+            return_attention_weights: also return the weights ``[num_edges, num_heads]``.
+
+        Returns:
+            ``x`` (node-only form) or ``(x, edge_attr)`` (edge form); with
+            ``return_attention_weights``, a tuple whose last item is the weights.
+
+        Raises:
+            ValueError: when ``edge_attr`` is missing or given against the layer's form, or
+                has the wrong shape.
+        """
+        has_edges = self.edge_dim is not None
+        if has_edges and edge_attr is None:
+            raise ValueError("this GraphTransformerLayer has an edge stream: pass edge_attr")
+        if not has_edges and edge_attr is not None:
+            raise ValueError("edge_attr given to a GraphTransformerLayer built without edge_dim")
+        if has_edges and edge_attr.shape != (edge_index.size(1), self.hidden_dim):
+            raise ValueError(f"edge_attr must be [num_edges={edge_index.size(1)}, "
+                             f"{self.hidden_dim}], got {tuple(edge_attr.shape)}")
+        n, h, dk = x.size(0), self.num_heads, self.head_dim
+        q, k, v = self.qkv(x).view(n, 3, h, dk).unbind(1)
+        gate = self.proj_e(edge_attr).view(-1, h, dk) if has_edges else None
+        out, per_dim, weights = sparse_attention(
+            q, k, v, edge_index, self.scale, edge_gate=gate, clamp=self.clamp,
+            return_scores=has_edges, return_weights=return_attention_weights)
+
+        h_att = self.o_h(nn.functional.dropout(out.reshape(n, -1), self.dropout, self.training))
+        x = self._ffn_block(x, h_att, self.norm1_h, self.ffn_h, self.norm2_h)
+        if has_edges:
+            e_att = self.o_e(nn.functional.dropout(per_dim.reshape(per_dim.size(0), -1),
+                                                   self.dropout, self.training))
+            edge_attr = self._ffn_block(edge_attr, e_att, self.norm1_e, self.ffn_e, self.norm2_e)
+            result = (x, edge_attr)
+        else:
+            result = (x,)
+        if return_attention_weights:
+            result = result + (weights,)
+        return result[0] if len(result) == 1 else result
+
+    def _ffn_block(self, inp: Tensor, att: Tensor, norm1: nn.Module, ffn: nn.Module,
+                   norm2: nn.Module) -> Tensor:
+        h = inp + att if self.residual else att
+        h = norm1(h)
+        out = ffn(h)
+        return norm2(h + out if self.residual else out)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}({self.hidden_dim}, heads={self.num_heads}, "
+                f"edge_dim={self.edge_dim})")
+
+
+def _ffn(dim: int, multiplier: float, dropout: float) -> nn.Sequential:
+    hidden = int(round(dim * multiplier))
+    return nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Dropout(dropout),
+                         nn.Linear(hidden, dim))

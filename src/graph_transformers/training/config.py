@@ -1,0 +1,303 @@
+"""Run configuration: a validated schema for the YAML files under ``configs/``.
+
+Sections (see ``shared/ARCHITECTURE.md``): ``model``, ``data``, ``encodings``, ``optim``,
+``trainer``, ``seed`` (and an optional run ``name``). Unknown keys and wrong types are errors that
+name the key; ``--set a.b=value`` overrides are applied before validation. Keys under ``trainer``
+use Lightning's ``Trainer`` argument names.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+PositiveInt = Annotated[int, Field(gt=0)]
+Probability = Annotated[float, Field(ge=0.0, lt=1.0)]
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the offending key(s)."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# ----------------------------------------------------------------------------- model sections
+class GTModelConfig(_Section):
+    """Graph Transformer (Dwivedi & Bresson 2020); see :class:`graph_transformers.models.GraphTransformer`."""
+
+    name: Literal["gt"] = "gt"
+    hidden_dim: PositiveInt = 64
+    num_layers: PositiveInt = 10
+    num_heads: PositiveInt = 8
+    use_edge_features: bool = False
+    pe: Literal["lap", "wl"] | None = "lap"
+    sign_flip: Literal["batch", "graph", "none"] = "batch"
+    full_graph: bool = False
+    norm: Literal["batch", "layer", "none"] = "batch"
+    dropout: Probability = 0.0
+    in_feat_dropout: Probability = 0.0
+    ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
+    qkv_bias: bool = False
+    readout: Literal["mean", "sum", "max"] = "mean"
+    mlp_layers: Annotated[int, Field(ge=0)] = 2
+
+    @model_validator(mode="after")
+    def _check(self) -> "GTModelConfig":
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
+        if self.full_graph and self.use_edge_features:
+            raise ValueError("model.full_graph discards edge features (GT paper, Table 1): set "
+                             "model.use_edge_features=false")
+        return self
+
+
+#: model name → config schema; models added later register here.
+MODEL_CONFIGS: dict[str, type[BaseModel]] = {"gt": GTModelConfig}
+
+
+# ----------------------------------------------------------------------------- other sections
+class DataConfig(_Section):
+    """Which dataset, where its files are, and how it is batched."""
+
+    name: str = "csl"
+    data_dir: str | None = None
+    cache_dir: str | None = None
+    batch_size: PositiveInt = 128
+    eval_batch_size: PositiveInt | None = None
+    num_workers: Annotated[int, Field(ge=0)] = 0
+    fold: Annotated[int, Field(ge=0)] = 0
+
+
+class LapPEConfig(_Section):
+    k: PositiveInt = 8
+
+
+class WLPEConfig(_Section):
+    iterations: Annotated[int, Field(ge=0)] = 2
+    num_roles: PositiveInt = 64
+
+
+class EncodingsConfig(_Section):
+    """Encodings precomputed (and cached) with the dataset; ``null`` disables one."""
+
+    lap_pe: LapPEConfig | None = None
+    wl_pe: WLPEConfig | None = None
+
+
+class PlateauConfig(_Section):
+    """``ReduceLROnPlateau`` on the validation loss; training stops once the LR falls below
+    ``min_lr`` (the GT/benchmarking-GNNs protocol)."""
+
+    name: Literal["plateau"] = "plateau"
+    factor: Annotated[float, Field(gt=0, lt=1)] = 0.5
+    patience: Annotated[int, Field(ge=0)] = 15
+    min_lr: Annotated[float, Field(ge=0)] = 1e-6
+    stop_at_min_lr: bool = True
+
+
+class CosineConfig(_Section):
+    """Linear warmup for ``warmup_epochs``, then cosine decay to ``min_lr`` at ``max_epochs``."""
+
+    name: Literal["cosine"] = "cosine"
+    warmup_epochs: Annotated[int, Field(ge=0)] = 0
+    min_lr: Annotated[float, Field(ge=0)] = 0.0
+
+
+class OptimConfig(_Section):
+    optimizer: Literal["adam", "adamw"] = "adam"
+    lr: Annotated[float, Field(gt=0)] = 7e-4
+    weight_decay: Annotated[float, Field(ge=0)] = 0.0
+    scheduler: Annotated[Union[PlateauConfig, CosineConfig], Field(discriminator="name")] | None = \
+        Field(default_factory=PlateauConfig)
+
+
+class TrainerConfig(_Section):
+    """Arguments of ``lightning.Trainer`` (same names)."""
+
+    max_epochs: PositiveInt = 1000
+    max_time: str | None = None
+    accelerator: str = "auto"
+    devices: int | str = 1
+    strategy: str = "auto"
+    precision: str | int = "32-true"
+    gradient_clip_val: Annotated[float, Field(gt=0)] | None = None
+    accumulate_grad_batches: PositiveInt = 1
+    check_val_every_n_epoch: PositiveInt = 1
+    log_every_n_steps: PositiveInt = 50
+    enable_progress_bar: bool = True
+    deterministic: bool = False
+    limit_train_batches: int | float | None = None
+
+
+class Config(_Section):
+    """A whole run."""
+
+    name: str | None = None
+    model: Any = Field(default_factory=GTModelConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    encodings: EncodingsConfig = Field(default_factory=EncodingsConfig)
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    seed: int = 0
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_by_name(cls, value: Any) -> BaseModel:
+        if isinstance(value, BaseModel):
+            return value
+        if not isinstance(value, dict):
+            raise ValueError("model must be a mapping with a 'name'")
+        name = value.get("name", "gt")
+        if name not in MODEL_CONFIGS:
+            raise ValueError(f"unknown model name {name!r}; known: {sorted(MODEL_CONFIGS)}")
+        return MODEL_CONFIGS[name].model_validate(value)
+
+    @model_validator(mode="after")
+    def _cross_check(self) -> "Config":
+        pe = getattr(self.model, "pe", None)
+        if pe == "lap" and self.encodings.lap_pe is None:
+            raise ValueError("model.pe is 'lap' but encodings.lap_pe is not set")
+        if pe == "wl" and self.encodings.wl_pe is None:
+            raise ValueError("model.pe is 'wl' but encodings.wl_pe is not set")
+        return self
+
+    def to_dict(self) -> dict:
+        """Plain-Python form (what is saved as the resolved config)."""
+        return self.model_dump(mode="json")
+
+
+# ----------------------------------------------------------------------------- loading
+def _format_errors(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"] if not str(p).endswith("Config")
+                       and p not in ("plateau", "cosine"))
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"  {key or '<root>'}: {msg}" + (f" (got {e['input']!r})"
+                                                     if e["type"] != "extra_forbidden"
+                                                     and not isinstance(e["input"], dict) else ""))
+    return "invalid config:\n" + "\n".join(lines)
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``"optim.lr=1e-3"`` → ``(["optim", "lr"], 0.001)``; the value is parsed as YAML.
+
+    Raises:
+        ConfigError: without ``=`` or with an empty key.
+    """
+    if "=" not in text:
+        raise ConfigError(f"override {text!r} must look like key.subkey=value")
+    key, raw = text.split("=", 1)
+    parts = [p for p in key.strip().split(".")]
+    if not key.strip() or any(not p for p in parts):
+        raise ConfigError(f"override {text!r} has an empty key")
+    value = yaml.safe_load(raw) if raw.strip() else None
+    if isinstance(value, str):
+        try:  # YAML 1.1 reads 1e-3 as a string
+            value = float(value) if any(c in value for c in "eE.") else value
+        except ValueError:
+            pass
+    return parts, value
+
+
+def apply_overrides(raw: dict, overrides: list[str]) -> dict:
+    """Returns a copy of ``raw`` with ``key.sub=value`` overrides applied (sections created as
+    needed)."""
+    out = copy.deepcopy(raw)
+    for text in overrides:
+        parts, value = parse_override(text)
+        node = out
+        for p in parts[:-1]:
+            if node.get(p) is None:
+                node[p] = {}
+            if not isinstance(node[p], dict):
+                raise ConfigError(f"override {text!r}: {p!r} is not a section")
+            node = node[p]
+        node[parts[-1]] = value
+    return out
+
+
+def deep_merge(base: dict, update: dict) -> dict:
+    """``base`` updated by ``update``, recursing into mappings (``update`` wins)."""
+    out = copy.deepcopy(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_yaml(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict:
+    """Reads a YAML mapping with the safe loader.
+
+    A top-level ``base: other.yaml`` (relative to the file) names a config this one extends: the
+    base is loaded first and this file's keys are merged over it, so a paper's variants state only
+    what differs.
+
+    Raises:
+        ConfigError: for a missing file, a file that is not a mapping, or a ``base`` cycle.
+    """
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    if path in _seen:
+        raise ConfigError(f"config base cycle: {' -> '.join(map(str, _seen + (path,)))}")
+    with open(path) as f:
+        raw = yaml.safe_load(f) or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a config must be a YAML mapping, got {type(raw).__name__}")
+    base = raw.pop("base", None)
+    if base is not None:
+        raw = deep_merge(load_yaml(path.parent / base, _seen + (path,)), raw)
+    return raw
+
+
+def build_config(raw: dict, overrides: list[str] | None = None) -> Config:
+    """Validates a raw mapping (after overrides) into a :class:`Config`.
+
+    Raises:
+        ConfigError: listing every invalid or unknown key.
+    """
+    raw = apply_overrides(raw, overrides or [])
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as err:
+        raise ConfigError(_format_errors(err)) from None
+
+
+def load_config(path: str | os.PathLike, overrides: list[str] | None = None) -> Config:
+    """:func:`load_yaml` then :func:`build_config`."""
+    return build_config(load_yaml(path), overrides)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Writes ``text`` to ``path`` via a temporary file and ``os.replace`` (never half-written)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save_config(config: Config, path: str | os.PathLike) -> None:
+    """Writes the resolved config as YAML, atomically."""
+    atomic_write_text(path, yaml.safe_dump(config.to_dict(), sort_keys=False))

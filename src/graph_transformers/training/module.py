@@ -1,0 +1,124 @@
+"""The Lightning module: loss, metrics, optimizer and schedule around any registered model."""
+from __future__ import annotations
+
+import math
+
+import lightning as L
+import torch
+import torchmetrics
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from ..data.registry import DatasetSpec
+from .config import CosineConfig, OptimConfig, PlateauConfig
+
+
+def make_metrics(spec: DatasetSpec) -> torchmetrics.MetricCollection:
+    """The dataset's metrics (keys as in ``metrics.json``)."""
+    if spec.task == "regression":
+        return torchmetrics.MetricCollection({"mae": torchmetrics.MeanAbsoluteError()})
+    return torchmetrics.MetricCollection(
+        {"accuracy": torchmetrics.classification.MulticlassAccuracy(spec.out_dim, average="micro")})
+
+
+def task_loss(spec: DatasetSpec, out: Tensor, y: Tensor) -> Tensor:
+    """L1 for regression (the benchmark's ZINC loss), cross-entropy for classification."""
+    if spec.task == "regression":
+        pred = predictions(spec, out)
+        return F.l1_loss(pred, y.float().view_as(pred))
+    return F.cross_entropy(out, y.view(-1).long())
+
+
+def predictions(spec: DatasetSpec, out: Tensor) -> Tensor:
+    return out.view(-1) if spec.task == "regression" and out.size(-1) == 1 else out
+
+
+class GraphTaskModule(L.LightningModule):
+    """Trains ``model`` on the task a :class:`DatasetSpec` describes.
+
+    Logs ``train/loss`` and ``val/loss`` plus ``{train,val}/<metric>`` each epoch; the learning
+    rate as ``lr``.
+    """
+
+    def __init__(self, model: nn.Module, spec: DatasetSpec, optim: OptimConfig) -> None:
+        super().__init__()
+        self.model = model
+        self.spec = spec
+        self.optim = optim
+        self.train_metrics = make_metrics(spec).clone(prefix="train/")
+        self.val_metrics = make_metrics(spec).clone(prefix="val/")
+
+    def forward(self, batch) -> Tensor:
+        return self.model(batch)
+
+    def _step(self, batch, stage: str, metrics: torchmetrics.MetricCollection) -> Tensor:
+        out = self.model(batch)
+        y = batch.y
+        loss = task_loss(self.spec, out, y)
+        metrics.update(predictions(self.spec, out.detach()), y.view(-1))
+        self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True, batch_size=batch.num_graphs,
+                 prog_bar=stage == "val", sync_dist=True)
+        return loss
+
+    def training_step(self, batch, batch_idx: int) -> Tensor:
+        return self._step(batch, "train", self.train_metrics)
+
+    def validation_step(self, batch, batch_idx: int) -> None:
+        self._step(batch, "val", self.val_metrics)
+
+    def on_train_epoch_end(self) -> None:
+        self.log_dict(self.train_metrics.compute(), sync_dist=True)
+        self.train_metrics.reset()
+        self.log("lr", self.trainer.optimizers[0].param_groups[0]["lr"])
+
+    def on_validation_epoch_end(self) -> None:
+        self.log_dict(self.val_metrics.compute(), prog_bar=True, sync_dist=True)
+        self.val_metrics.reset()
+
+    def configure_optimizers(self):
+        cls = torch.optim.Adam if self.optim.optimizer == "adam" else torch.optim.AdamW
+        opt = cls(self.parameters(), lr=self.optim.lr, weight_decay=self.optim.weight_decay)
+        sched = self.optim.scheduler
+        if sched is None:
+            return opt
+        if isinstance(sched, PlateauConfig):
+            plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(
+                opt, mode="min", factor=sched.factor, patience=sched.patience)
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": plateau, "monitor": "val/loss",
+                                                       "interval": "epoch"}}
+        assert isinstance(sched, CosineConfig)
+        total = max(1, int(self.trainer.estimated_stepping_batches))
+        per_epoch = max(1, total // max(1, self.trainer.max_epochs))
+        warmup = sched.warmup_epochs * per_epoch
+        floor = sched.min_lr / self.optim.lr
+
+        def factor(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / warmup
+            progress = min(1.0, (step - warmup) / max(1, total - warmup))
+            return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+        lam = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": lam, "interval": "step"}}
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, spec: DatasetSpec, loader, device: torch.device | str = "cpu"
+             ) -> dict[str, float]:
+    """Loss and metrics of ``model`` (in eval mode) over a loader: ``{"loss": …, "<metric>": …}``."""
+    was_training = model.training
+    model.eval()
+    model.to(device)
+    metrics = make_metrics(spec).to(device)
+    total, count = 0.0, 0
+    for batch in loader:
+        batch = batch.to(device)
+        out = model(batch)
+        n = batch.num_graphs if spec.level == "graph" else batch.num_nodes
+        total += float(task_loss(spec, out, batch.y)) * n
+        count += n
+        metrics.update(predictions(spec, out), batch.y.view(-1))
+    result = {k: float(v) for k, v in metrics.compute().items()}
+    result["loss"] = total / max(count, 1)
+    model.train(was_training)
+    return result

@@ -1,0 +1,229 @@
+"""Runs a config end to end: data, model, Lightning training, evaluation at the best-val
+checkpoint, and the run directory (``config.yaml``, ``epochs.csv``, ``checkpoints/``,
+``metrics.json``)."""
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.loggers import CSVLogger
+from torch_geometric.loader import DataLoader
+
+from ..data.registry import DatasetSpec, get_spec, load_splits
+from ..models import build_model, count_parameters
+from .callbacks import EpochLog, StopAtMinLR
+from .checkpoint import AtomicCheckpointIO, load_checkpoint
+from .config import Config, PlateauConfig, atomic_write_text, load_yaml, build_config, save_config
+from .module import GraphTaskModule, evaluate
+
+log = logging.getLogger(__name__)
+
+
+class RunError(RuntimeError):
+    """A run that cannot start or continue (e.g. an existing run directory without --resume)."""
+
+
+def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
+    """Constructor arguments of the configured model, completed from the dataset spec and the
+    encodings (feature vocabularies, output size, PE dimensions)."""
+    kw = config.model.model_dump()
+    name = kw.pop("name")
+    kw.update(out_dim=spec.out_dim, task=spec.level, num_node_types=spec.node_types,
+              node_dim=spec.node_dim)
+    if kw.get("use_edge_features"):
+        if spec.edge_types is None and spec.edge_dim is None:
+            raise ValueError(f"model.use_edge_features is set but dataset {spec.name!r} has no "
+                             "edge features")
+        kw.update(num_edge_types=spec.edge_types, edge_dim=spec.edge_dim)
+    if kw.get("pe") == "lap":
+        kw["pe_dim"] = config.encodings.lap_pe.k
+    elif kw.get("pe") == "wl":
+        kw["pe_dim"] = config.encodings.wl_pe.num_roles
+    return {"name": name, **kw}
+
+
+def make_model(config: Config, spec: DatasetSpec) -> torch.nn.Module:
+    kw = model_kwargs(config, spec)
+    return build_model(kw.pop("name"), **kw)
+
+
+def make_loaders(config: Config, splits: dict) -> dict[str, DataLoader]:
+    bs = config.data.batch_size
+    ebs = config.data.eval_batch_size or bs
+    return {s: DataLoader(ds, batch_size=bs if s == "train" else ebs, shuffle=s == "train",
+                          num_workers=config.data.num_workers,
+                          persistent_workers=config.data.num_workers > 0)
+            for s, ds in splits.items()}
+
+
+def _monitor(spec: DatasetSpec) -> tuple[str, str]:
+    return f"val/{spec.metric}", ("max" if spec.higher_is_better else "min")
+
+
+def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str, Any]:
+    """Trains one seed of ``config`` into ``out_dir`` and returns its ``metrics.json`` content.
+
+    Raises:
+        RunError: when ``out_dir`` holds a run and ``resume`` is false, or ``resume`` is set and
+            there is nothing to resume.
+    """
+    out = Path(out_dir)
+    ckpt_dir = out / "checkpoints"
+    last = ckpt_dir / "last.ckpt"
+    if resume:
+        if not last.is_file():
+            raise RunError(f"--resume: no checkpoint to resume at {last}")
+        saved = out / "config.yaml"
+        if saved.is_file() and build_config(load_yaml(saved)).to_dict() != config.to_dict():
+            log.warning("resuming %s with a config that differs from its saved config.yaml; "
+                        "the new config is used and saved", out)
+    elif last.exists() or (out / "metrics.json").exists():
+        raise RunError(f"{out} already holds a run; pass --resume to continue it or choose "
+                       "another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    save_config(config, out / "config.yaml")
+
+    L.seed_everything(config.seed, workers=True, verbose=False)
+    spec = get_spec(config.data.name)
+    splits = load_splits(config.data, config.encodings)
+    provenance = {}
+    for s, ds in splits.items():
+        provenance.update(getattr(ds, "provenance", {}) or {})
+    for s, how in provenance.items():
+        if how != "exact":
+            log.warning("%s %s split: %s", spec.name, s, how)
+    loaders = make_loaders(config, splits)
+    model = make_model(config, spec)
+    num_params = count_parameters(model)
+    log.info("%s on %s: %d parameters; graphs train/val/test = %s", config.model.name,
+             spec.name, num_params, {s: len(d) for s, d in splits.items()})
+    module = GraphTaskModule(model, spec, config.optim)
+
+    monitor, mode = _monitor(spec)
+    best_ckpt = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor=monitor, mode=mode,
+                                save_last=True, save_top_k=1, auto_insert_metric_name=False,
+                                enable_version_counter=False)
+    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), best_ckpt]
+    sched = config.optim.scheduler
+    if isinstance(sched, PlateauConfig) and sched.stop_at_min_lr:
+        callbacks.append(StopAtMinLR(sched.min_lr))
+    if config.trainer.enable_progress_bar:
+        callbacks.append(TQDMProgressBar(refresh_rate=max(1, len(loaders["train"]) // 20)))
+    tkw = config.trainer.model_dump()
+    tkw = {k: v for k, v in tkw.items() if v is not None}
+    trainer = L.Trainer(default_root_dir=str(out), callbacks=callbacks,
+                        logger=CSVLogger(str(out), name="lightning_logs"),
+                        plugins=[AtomicCheckpointIO()], enable_model_summary=False, **tkw)
+    start = time.perf_counter()
+    trainer.fit(module, loaders["train"], loaders["val"], ckpt_path=str(last) if resume else None)
+    fit_time = time.perf_counter() - start
+    if not trainer.is_global_zero:
+        return {}
+
+    best_path = best_ckpt.best_model_path or str(last)
+    state = load_checkpoint(best_path)
+    module.load_state_dict(state["state_dict"])
+    best_epoch = int(state.get("epoch", -1)) + 1
+    results = {s: evaluate(module.model, spec, DataLoader(ds, batch_size=config.data.eval_batch_size
+                                                        or config.data.batch_size))
+               for s, ds in splits.items()}
+    elapsed = callbacks[0].elapsed or fit_time  # EpochLog: training time over all segments
+    epochs = trainer.current_epoch
+    metrics = {
+        "model": config.model.name,
+        "dataset": spec.name,
+        "name": config.name,
+        "config": config.to_dict(),
+        "num_params": num_params,
+        "num_graphs": {s: len(d) for s, d in splits.items()},
+        "epochs": epochs,
+        "best_epoch": best_epoch,
+        "wall_time_s": round(elapsed, 2),
+        "epoch_time_s": round(elapsed / max(epochs, 1), 3),
+        "seed": config.seed,
+        "provenance": provenance,
+        "metric": spec.metric,
+        **{s: r for s, r in results.items()},
+    }
+    write_json(out / "metrics.json", metrics)
+    log.info("best epoch %d: %s", best_epoch,
+             ", ".join(f"{s} {spec.metric} {results[s][spec.metric]:.4f}" for s in results))
+    return metrics
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Writes JSON atomically."""
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean ± std (population std, as the papers' tables) of every split metric over runs."""
+    if not runs:
+        return {}
+    summary: dict[str, Any] = {"model": runs[0]["model"], "dataset": runs[0]["dataset"],
+                               "metric": runs[0]["metric"], "num_params": runs[0]["num_params"],
+                               "seeds": [r["seed"] for r in runs]}
+    for split in ("train", "val", "test"):
+        keys = runs[0].get(split, {}).keys()
+        summary[split] = {k: {"mean": statistics.fmean(r[split][k] for r in runs),
+                              "std": statistics.pstdev([r[split][k] for r in runs])}
+                          for k in keys}
+    for k in ("epochs", "wall_time_s", "epoch_time_s"):
+        summary[k] = {"mean": statistics.fmean(r[k] for r in runs),
+                      "std": statistics.pstdev([r[k] for r in runs])}
+    return summary
+
+
+def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
+                resume: bool = False) -> dict[str, Any]:
+    """Runs ``num_seeds`` seeds (``config.seed``, ``config.seed + 1``, …). One seed trains into
+    ``out_dir`` itself; several into ``out_dir/seed_<s>/`` plus ``summary.json``. With
+    ``resume``, finished seeds are read back and unfinished ones continued or started."""
+    if num_seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {num_seeds}")
+    if num_seeds == 1:
+        return train(config, out_dir, resume=resume)
+    out = Path(out_dir)
+    runs = []
+    for i in range(num_seeds):
+        cfg = config.model_copy(update={"seed": config.seed + i})
+        seed_dir = out / f"seed_{cfg.seed}"
+        done = seed_dir / "metrics.json"
+        if resume and done.is_file():
+            runs.append(json.loads(done.read_text()))
+            continue
+        runs.append(train(cfg, seed_dir, resume=resume and (seed_dir / "checkpoints" /
+                                                              "last.ckpt").is_file()))
+    summary = summarize(runs)
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
+                 checkpoint: str = "best") -> dict[str, dict[str, float]]:
+    """Re-computes the metrics of a finished (or interrupted) run from its checkpoint.
+
+    Raises:
+        RunError: when the run directory has no config or checkpoint.
+    """
+    run = Path(run_dir)
+    if not (run / "config.yaml").is_file():
+        raise RunError(f"{run} is not a run directory (no config.yaml)")
+    config = build_config(load_yaml(run / "config.yaml"))
+    if data_dir is not None:
+        config.data.data_dir = data_dir
+    spec = get_spec(config.data.name)
+    model = make_model(config, spec)
+    state = load_checkpoint(run / "checkpoints" / f"{checkpoint}.ckpt")
+    model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
+                           if k.startswith("model.")})
+    splits = load_splits(config.data, config.encodings)
+    bs = config.data.eval_batch_size or config.data.batch_size
+    return {s: evaluate(model, spec, DataLoader(ds, batch_size=bs)) for s, ds in splits.items()}

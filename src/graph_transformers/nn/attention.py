@@ -62,8 +62,9 @@ def sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, scale:
     """
     src, dst = edge_index[0], edge_index[1]
     num_nodes = q.size(0)
-    per_dim = q.index_select(0, dst) * k.index_select(0, src)
-    per_dim = per_dim * (scale if edge_gate is None else edge_gate * scale)
+    per_dim = (q * scale).index_select(0, dst) * k.index_select(0, src)  # scale on N, not E rows
+    if edge_gate is not None:
+        per_dim = per_dim * edge_gate
     scores = per_dim.sum(-1)
     ex = scores.clamp(-clamp, clamp).exp()  # [E, H]
     denom = ex.new_zeros((num_nodes, ex.size(1))).index_add_(0, dst, ex)

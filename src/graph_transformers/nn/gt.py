@@ -120,11 +120,10 @@ class GraphTransformerLayer(nn.Module):
             q, k, v, edge_index, self.scale, edge_gate=gate, clamp=self.clamp,
             return_scores=has_edges, return_weights=return_attention_weights)
 
-        h_att = self.o_h(nn.functional.dropout(out.reshape(n, -1), self.dropout, self.training))
+        h_att = self.o_h(self._dropout(out.reshape(n, -1)))
         x = self._ffn_block(x, h_att, self.norm1_h, self.ffn_h, self.norm2_h)
         if has_edges:
-            e_att = self.o_e(nn.functional.dropout(per_dim.reshape(per_dim.size(0), -1),
-                                                   self.dropout, self.training))
+            e_att = self.o_e(self._dropout(per_dim.reshape(per_dim.size(0), -1)))
             edge_attr = self._ffn_block(edge_attr, e_att, self.norm1_e, self.ffn_e, self.norm2_e)
             result = (x, edge_attr)
         else:
@@ -132,6 +131,11 @@ class GraphTransformerLayer(nn.Module):
         if return_attention_weights:
             result = result + (weights,)
         return result[0] if len(result) == 1 else result
+
+    def _dropout(self, x: Tensor) -> Tensor:
+        if self.dropout == 0.0 or not self.training:
+            return x
+        return nn.functional.dropout(x, self.dropout, True)
 
     def _ffn_block(self, inp: Tensor, att: Tensor, norm1: nn.Module, ffn: nn.Module,
                    norm2: nn.Module) -> Tensor:
@@ -147,5 +151,6 @@ class GraphTransformerLayer(nn.Module):
 
 def _ffn(dim: int, multiplier: float, dropout: float) -> nn.Sequential:
     hidden = int(round(dim * multiplier))
-    return nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Dropout(dropout),
+    return nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(),
+                         nn.Dropout(dropout) if dropout > 0 else nn.Identity(),
                          nn.Linear(hidden, dim))

@@ -6,24 +6,22 @@ FFN(2d), residual, BatchNorm], mean readout, MLP head; hidden 64, 8 heads) and d
 attention kernel: ours (``GraphTransformerLayer``), or PyG's ``TransformerConv`` followed by the same
 O_h. Steps alternate between models so that machine noise hits all of them alike.
 
-Peak memory is the growth of the process's peak resident set during training steps, measured in a
-fresh child process per model (CPU has no allocator counter); on CUDA it is
-``torch.cuda.max_memory_allocated``.
+Peak memory is the memory allocated during one training step above what was live before it
+(activations, gradients, optimizer temporaries), see :func:`peak_step_memory_mib`.
 
 Usage:
-    python benchmarks/gt_zinc_speed.py --data-dir ../shared/data [--steps 30] [--threads 2]
+    python benchmarks/gt_zinc_speed.py --data-dir ../shared/data [--steps 30] [--threads 2] [--device cuda]
 """
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
-import resource
 import statistics
 import time
 
 import torch
 from torch import nn
 from torch_geometric.loader import DataLoader
+from torch.profiler import ProfilerActivity, profile
 from torch_geometric.nn import TransformerConv
 
 from graph_transformers.data.zinc import ZINC
@@ -98,27 +96,31 @@ def step(model, opt, batch):
     opt.step()
 
 
-def _peak_memory_child(name, data_dir, steps, threads, queue):
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    data = batches(data_dir, steps)
-    model = build(name)
-    opt = torch.optim.Adam(model.parameters(), 1e-3)
-    step(model, opt, data[0])
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    for b in data:
-        step(model, opt, b)
-    queue.put((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)  # KiB → MiB
+def peak_step_memory_mib(model, opt, batch) -> float:
+    """Peak memory allocated during one training step, above what was live before it (MiB).
 
-
-def peak_memory_mib(name, data_dir, steps, threads) -> float:
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    p = ctx.Process(target=_peak_memory_child, args=(name, data_dir, steps, threads, q))
-    p.start()
-    value = q.get()
-    p.join()
-    return value
+    CUDA: ``torch.cuda.max_memory_allocated``. CPU: replays the profiler's allocation and free
+    events of the step in time order and takes the running maximum (CPU has no allocator
+    counter)."""
+    if next(model.parameters()).is_cuda:
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        step(model, opt, batch)
+        torch.cuda.synchronize()
+        return (torch.cuda.max_memory_allocated() - base) / 2**20
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step(model, opt, batch)
+    deltas = []
+    for e in prof.events():
+        delta = e.cpu_memory_usage if e.name == "[memory]" else e.self_cpu_memory_usage
+        if delta:
+            deltas.append((e.time_range.start, delta))
+    live = peak = 0
+    for _, delta in sorted(deltas):
+        live += delta
+        peak = max(peak, live)
+    return peak / 2**20
 
 
 def main() -> None:
@@ -129,13 +131,14 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    data = batches(args.data_dir, args.steps)
+    data = [b.to(args.device) for b in batches(args.data_dir, args.steps)]
     graphs = [b.num_graphs for b in data]
-    models = {n: build(n) for n in args.models}
-    opts = {n: torch.optim.Adam(m.parameters(), 1e-3) for n, m in models.items()}
+    models = {n: build(n).to(args.device) for n in args.models}
+    opts = {n: torch.optim.Adam(m.parameters(), 1e-3, fused=True) for n, m in models.items()}
     for n in models:
         for b in data[: args.warmup]:
             step(models[n], opts[n], b)
@@ -144,15 +147,17 @@ def main() -> None:
         for n in models:
             t = time.perf_counter()
             step(models[n], opts[n], b)
+            if args.device.startswith("cuda"):
+                torch.cuda.synchronize()
             times[n].append(time.perf_counter() - t)
-    print(f"GT on ZINC, batch 128, {args.steps} training steps per model, "
+    print(f"GT on ZINC, batch 128, {args.steps} training steps per model, {args.device}, "
           f"{args.threads} threads, torch {torch.__version__}")
     print(f"{'model':<26} {'params':>8} {'ms/step':>8} {'graphs/s':>9} {'peak MiB':>9}")
     rate = {}
     for n in models:
         med = statistics.median(times[n])
         rate[n] = statistics.fmean(graphs) / med
-        mem = "-" if args.no_memory else f"{peak_memory_mib(n, args.data_dir, 10, args.threads):.0f}"
+        mem = "-" if args.no_memory else f"{peak_step_memory_mib(models[n], opts[n], data[0]):.0f}"
         print(f"{n:<26} {count_parameters(models[n]):>8} {med * 1e3:>8.1f} {rate[n]:>9.0f} {mem:>9}")
     for ours, ref in (("gt", "pyg-transformerconv"), ("gt-edge", "pyg-transformerconv-edge")):
         if ours in rate and ref in rate:

@@ -77,7 +77,9 @@ class GraphTaskModule(L.LightningModule):
 
     def configure_optimizers(self):
         cls = torch.optim.Adam if self.optim.optimizer == "adam" else torch.optim.AdamW
-        opt = cls(self.parameters(), lr=self.optim.lr, weight_decay=self.optim.weight_decay)
+        # the fused kernel (CPU and CUDA) is several times faster than the per-tensor loop
+        opt = cls(self.parameters(), lr=self.optim.lr, weight_decay=self.optim.weight_decay,
+                  fused=all(p.is_floating_point() for p in self.parameters()))
         sched = self.optim.scheduler
         if sched is None:
             return opt

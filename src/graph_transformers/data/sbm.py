@@ -1,0 +1,666 @@
+"""The SBM node-classification benchmarks PATTERN and CLUSTER, generated in code.
+
+Both datasets were introduced by Dwivedi et al., "Benchmarking Graph Neural Networks" (JMLR 2023,
+arXiv:2003.00982) and are used by the Graph Transformer paper (Dwivedi & Bresson, 2021). Their
+graphs are drawn from stochastic block models (SBMs). The original pickles
+(``SBM_PATTERN.pkl`` / ``SBM_CLUSTER.pkl``) are not available, so this module regenerates both
+datasets with the procedure and parameters of graphdeeplearning/benchmarking-gnns
+``data/SBMs/generate_SBM_{PATTERN,CLUSTER}.ipynb`` (see ``shared/data/README.md``, section 7).
+
+**SBM.** Each of ``K`` communities gets a size drawn uniformly from ``5..34``
+(``randint(5, 35)``, upper bound exclusive). Every pair of nodes ``i < j`` is connected
+independently with probability ``p`` inside a community and ``q`` between communities; edges are
+undirected, without self-loops. The nodes are then relabelled by a uniform random permutation.
+
+**PATTERN** (binary node classification, detect a planted subgraph): ``K = 5``, ``p = 0.5``,
+``q = 0.35``; node features ``u ~ randint(3)``. There are 100 pattern instances; instance ``k``
+has a size ``n0 ~ randint(5, 35)``, an adjacency drawn from ``G(n0, 0.5)`` and node features
+``u0 ~ randint(3)``, all drawn once and shared by every graph of the instance. A graph of instance
+``k`` is an SBM with the pattern appended as an extra block: every (pattern node, SBM node) pair
+is connected with probability ``0.5``, the pattern's internal edges are exactly those of the
+instance. Features are ``concat(u, u0)``, the label is 1 on pattern nodes and 0 elsewhere, then
+the nodes are shuffled. Each instance contributes 100 train, 20 val and 20 test graphs
+(10,000 / 2,000 / 2,000), so val/test graphs contain the same 100 patterns as train.
+
+**CLUSTER** (6-class node classification, semi-supervised clustering): ``K = 6``, ``p = 0.55``,
+``q = 0.25``. All node features are 0 except one uniformly chosen node per community ``r``, which
+gets feature ``r + 1``; the label is the community ``r``. 10,000 / 1,000 / 1,000 independent
+graphs.
+
+Each generated graph is a :class:`~torch_geometric.data.Data` with
+
+* ``x``: ``LongTensor [num_nodes, 1]``, the categorical node feature (vocabulary 3 for PATTERN,
+  7 for CLUSTER);
+* ``edge_index``: ``LongTensor [2, num_edges]``, both directions of every edge, sorted by
+  ``(row, col)``, no self-loops or duplicates. No ``edge_attr`` (the benchmark gives every edge
+  the same feature 1);
+* ``y``: ``LongTensor [num_nodes]``, the node labels.
+
+Differences from the original files: the original notebooks used NumPy's global legacy RNG with
+no recorded seed, so these graphs are a fresh draw from the same distribution, not the published
+graphs (numbers are comparable statistically, not graph by graph). Randomness here comes from
+``numpy.random.default_rng`` streams spawned from ``SeedSequence(seed)``: one per split (and one
+for PATTERN's pattern instances), so a split's graphs do not depend on how many graphs the other
+splits have. As in the notebook, PATTERN's graphs are ordered by pattern instance: graph ``i`` of
+a split with ``c`` graphs per instance belongs to instance ``i // c``.
+
+Metric: the benchmark's class-balanced ("weighted") accuracy, :func:`weighted_accuracy`.
+"""
+from __future__ import annotations
+
+import os
+import os.path as osp
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.data import Data, InMemoryDataset
+from torchmetrics.functional.classification import multiclass_accuracy
+
+from graph_transformers.data.cache import pre_transform_key, resolve_cache_dir
+
+__all__ = [
+    "CLUSTER",
+    "CLUSTER_NUM_CLASSES",
+    "CLUSTER_NUM_COMMUNITIES",
+    "CLUSTER_NUM_GRAPHS",
+    "CLUSTER_NUM_NODE_TYPES",
+    "CLUSTER_P",
+    "CLUSTER_Q",
+    "PATTERN",
+    "PATTERN_GRAPHS_PER_PATTERN",
+    "PATTERN_NUM_CLASSES",
+    "PATTERN_NUM_COMMUNITIES",
+    "PATTERN_NUM_NODE_TYPES",
+    "PATTERN_NUM_PATTERNS",
+    "PATTERN_P",
+    "PATTERN_P_INSIDE",
+    "PATTERN_Q",
+    "PATTERN_Q_PATTERN",
+    "SBM_SIZE_MAX",
+    "SBM_SIZE_MIN",
+    "generate_cluster",
+    "generate_pattern",
+    "sbm_graph",
+    "weighted_accuracy",
+]
+
+#: Community (and pattern) sizes are drawn uniformly from ``SBM_SIZE_MIN .. SBM_SIZE_MAX - 1``
+#: (``randint(5, 35)``: the upper bound is exclusive, so sizes are 5..34).
+SBM_SIZE_MIN = 5
+SBM_SIZE_MAX = 35
+
+#: PATTERN: 5 SBM communities, intra-/inter-community edge probabilities ("v4" of the notebook).
+PATTERN_NUM_COMMUNITIES = 5
+PATTERN_P = 0.5
+PATTERN_Q = 0.35
+#: Edge probability inside a pattern instance (the notebook passes the SBM ``p`` = 0.5).
+PATTERN_P_INSIDE = 0.5
+#: Probability of an edge between a pattern node and an SBM node.
+PATTERN_Q_PATTERN = 0.5
+#: Node-feature vocabulary (features 0, 1, 2).
+PATTERN_NUM_NODE_TYPES = 3
+PATTERN_NUM_CLASSES = 2
+PATTERN_NUM_PATTERNS = 100
+#: Graphs per pattern instance in the train / val / test splits.
+PATTERN_GRAPHS_PER_PATTERN: tuple[int, int, int] = (100, 20, 20)
+
+#: CLUSTER: 6 communities with intra-/inter-community edge probabilities 0.55 / 0.25.
+CLUSTER_NUM_COMMUNITIES = 6
+CLUSTER_P = 0.55
+CLUSTER_Q = 0.25
+#: Node-feature vocabulary: 0 (unlabelled) and ``r + 1`` for the seed node of community ``r``.
+CLUSTER_NUM_NODE_TYPES = CLUSTER_NUM_COMMUNITIES + 1
+CLUSTER_NUM_CLASSES = CLUSTER_NUM_COMMUNITIES
+#: Graphs in the train / val / test splits.
+CLUSTER_NUM_GRAPHS: tuple[int, int, int] = (10000, 1000, 1000)
+
+_SPLITS = ("train", "val", "test")
+
+
+# --------------------------------------------------------------------------------------------
+# Graph primitives
+# --------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def _triu(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices of the strict upper triangle of an ``n x n`` matrix (cached)."""
+    iu, ju = np.triu_indices(n, k=1)
+    iu.setflags(write=False)
+    ju.setflags(write=False)
+    return iu, ju
+
+
+def _block_pairs(
+    rng: np.random.Generator, block: np.ndarray, prob: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Independent Bernoulli edges over all pairs ``i < j``: pair ``(i, j)`` is an edge with
+    probability ``prob[block[i], block[j]]`` (``prob`` symmetric). One uniform draw per pair, all
+    at once. Returns the edges' ``(i, j)`` with ``i < j``."""
+    iu, ju = _triu(block.shape[0])
+    keep = rng.random(iu.shape[0]) < prob[block[iu], block[ju]]
+    return iu[keep], ju[keep]
+
+
+def _sbm_prob(num_blocks: int, p: float, q: float) -> np.ndarray:
+    """``num_blocks x num_blocks`` matrix with ``p`` on the diagonal and ``q`` elsewhere."""
+    prob = np.full((num_blocks, num_blocks), float(q))
+    np.fill_diagonal(prob, float(p))
+    return prob
+
+
+def _undirected(src: np.ndarray, dst: np.ndarray, n: int, perm: np.ndarray | None = None) -> Tensor:
+    """Both directions of the edges ``src[k] - dst[k]`` (``src != dst``, no duplicate pairs),
+    nodes relabelled ``i -> perm[i]`` when ``perm`` is given, sorted by ``(row, col)``."""
+    if perm is not None:
+        src, dst = perm[src], perm[dst]
+    key = np.sort(np.concatenate([src * n + dst, dst * n + src]))
+    return torch.from_numpy(np.stack([key // n, key % n])).long()
+
+
+def _check_prob(name: str, value: float) -> float:
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
+    return value
+
+
+def sbm_graph(
+    rng: np.random.Generator, block_sizes: Sequence[int], p: float, q: float
+) -> tuple[Tensor, Tensor]:
+    """A stochastic-block-model graph, nodes ordered by block (not shuffled).
+
+    Block ``r`` holds the ``block_sizes[r]`` consecutive nodes starting at
+    ``sum(block_sizes[:r])``. Each pair ``i < j`` is an edge independently with probability ``p``
+    when both nodes are in the same block and ``q`` otherwise; the strict upper triangle of the
+    Bernoulli adjacency matrix is drawn in one vectorized call (one ``rng.random`` value per
+    pair, in ``np.triu_indices`` order) and mirrored.
+
+    Args:
+        rng (numpy.random.Generator): source of randomness.
+        block_sizes (sequence of int): non-negative block sizes.
+        p (float): intra-block edge probability.
+        q (float): inter-block edge probability.
+
+    Returns:
+        ``(edge_index, block)``: LongTensor ``[2, E]`` with both directions of every edge, sorted
+        by ``(row, col)``, without self-loops or duplicates; LongTensor ``[n]`` with the block of
+        each node.
+
+    Raises:
+        ValueError: for a negative block size or a probability outside ``[0, 1]``.
+    """
+    sizes = np.asarray(block_sizes, dtype=np.int64).reshape(-1)
+    if (sizes < 0).any():
+        raise ValueError(f"block sizes must be non-negative, got {list(block_sizes)}")
+    p, q = _check_prob("p", p), _check_prob("q", q)
+    block = np.repeat(np.arange(sizes.shape[0]), sizes)
+    src, dst = _block_pairs(rng, block, _sbm_prob(sizes.shape[0], p, q))
+    return _undirected(src, dst, block.shape[0]), torch.from_numpy(block).long()
+
+
+# --------------------------------------------------------------------------------------------
+# PATTERN
+# --------------------------------------------------------------------------------------------
+
+
+def _check_counts(name: str, counts: Sequence[int]) -> tuple[int, int, int]:
+    try:
+        values = tuple(counts)
+    except TypeError:
+        raise ValueError(f"{name} must be three counts (train, val, test), got {counts!r}") from None
+    if len(values) != 3 or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0 for v in values
+    ):
+        raise ValueError(
+            f"{name} must be three non-negative integers (train, val, test), got {counts!r}"
+        )
+    return tuple(int(v) for v in values)  # type: ignore[return-value]
+
+
+def _check_seed(seed: int) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _draw_patterns(
+    rng: np.random.Generator, num_patterns: int
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``num_patterns`` pattern instances ``(src, dst, u0)``: size ``randint(5, 35)``, edges
+    ``i < j`` of ``G(n0, PATTERN_P_INSIDE)``, features ``randint(3)``."""
+    patterns = []
+    for _ in range(num_patterns):
+        n0 = int(rng.integers(SBM_SIZE_MIN, SBM_SIZE_MAX))
+        src, dst = _block_pairs(rng, np.zeros(n0, dtype=np.int64),
+                                np.array([[PATTERN_P_INSIDE]]))
+        u0 = rng.integers(0, PATTERN_NUM_NODE_TYPES, size=n0)
+        patterns.append((src, dst, u0))
+    return patterns
+
+
+def _pattern_prob() -> np.ndarray:
+    """Edge probabilities between the 5 SBM blocks and the pattern block (index 5). Pairs inside
+    the pattern get 0: its edges are the fixed ones of the instance."""
+    k = PATTERN_NUM_COMMUNITIES
+    prob = np.zeros((k + 1, k + 1))
+    prob[:k, :k] = _sbm_prob(k, PATTERN_P, PATTERN_Q)
+    prob[:k, k] = prob[k, :k] = PATTERN_Q_PATTERN
+    return prob
+
+
+def _pattern_graph(
+    rng: np.random.Generator,
+    pattern: tuple[np.ndarray, np.ndarray, np.ndarray],
+    prob: np.ndarray,
+    keep_blocks: bool,
+) -> Data:
+    """One PATTERN graph: SBM + appended pattern block, shuffled."""
+    p_src, p_dst, u0 = pattern
+    k = PATTERN_NUM_COMMUNITIES
+    sizes = rng.integers(SBM_SIZE_MIN, SBM_SIZE_MAX, size=k)
+    n_sbm = int(sizes.sum())
+    n0 = u0.shape[0]
+    n = n_sbm + n0
+    block = np.repeat(np.arange(k + 1), np.append(sizes, n0))
+    src, dst = _block_pairs(rng, block, prob)  # SBM-SBM and SBM-pattern pairs
+    src = np.concatenate([src, p_src + n_sbm])
+    dst = np.concatenate([dst, p_dst + n_sbm])
+    u = rng.integers(0, PATTERN_NUM_NODE_TYPES, size=n_sbm)
+    perm = rng.permutation(n)  # old node i becomes node perm[i]
+    x = np.empty(n, dtype=np.int64)
+    x[perm] = np.concatenate([u, u0])
+    new_block = np.empty(n, dtype=np.int64)
+    new_block[perm] = block
+    data = Data(
+        x=torch.from_numpy(x).view(n, 1),
+        edge_index=_undirected(src, dst, n, perm),
+        y=torch.from_numpy((new_block == k).astype(np.int64)),
+    )
+    if keep_blocks:
+        data.block = torch.from_numpy(new_block)
+    return data
+
+
+def _pattern_streams(seed: int) -> list[np.random.SeedSequence]:
+    """Independent streams: pattern instances, train, val, test."""
+    return np.random.SeedSequence(seed).spawn(4)
+
+
+def _pattern_split(
+    seed: int,
+    split: str,
+    count: int,
+    num_patterns: int,
+    keep_blocks: bool = False,
+) -> list[Data]:
+    streams = _pattern_streams(seed)
+    patterns = _draw_patterns(np.random.default_rng(streams[0]), num_patterns)
+    rng = np.random.default_rng(streams[1 + _SPLITS.index(split)])
+    prob = _pattern_prob()
+    return [_pattern_graph(rng, pat, prob, keep_blocks) for pat in patterns for _ in range(count)]
+
+
+def generate_pattern(
+    num_graphs_per_pattern: Sequence[int] = PATTERN_GRAPHS_PER_PATTERN,
+    num_patterns: int = PATTERN_NUM_PATTERNS,
+    seed: int = 0,
+    *,
+    return_patterns: bool = False,
+    keep_blocks: bool = False,
+) -> dict[str, list[Data]] | tuple[dict[str, list[Data]], list[Data]]:
+    """Generate the PATTERN splits (see the module docstring for the procedure).
+
+    Args:
+        num_graphs_per_pattern (three ints): graphs per pattern instance in train / val / test
+            (benchmark: ``(100, 20, 20)``).
+        num_patterns (int): number of pattern instances, shared by all splits (benchmark: 100).
+        seed (int): the same seed gives identical graphs. Split ``s`` is drawn from its own
+            stream, so it does not depend on the other splits' counts.
+        return_patterns (bool): also return the pattern instances.
+        keep_blocks (bool): attach ``block`` (LongTensor ``[num_nodes]``: SBM community ``0..4``,
+            ``5`` for pattern nodes) to every graph, for analysis and tests. The datasets do not
+            store it.
+
+    Returns:
+        ``{"train": [...], "val": [...], "test": [...]}`` with
+        ``num_patterns * num_graphs_per_pattern[s]`` graphs in split ``s``, ordered by pattern
+        instance (graph ``i`` uses instance ``i // num_graphs_per_pattern[s]``). Graphs have
+        ``x`` LongTensor ``[n, 1]`` in ``{0, 1, 2}``, ``edge_index`` ``[2, E]`` and ``y``
+        LongTensor ``[n]`` (1 on the pattern's nodes). With ``return_patterns``, a pair
+        ``(splits, patterns)`` where ``patterns[k]`` is a :class:`~torch_geometric.data.Data`
+        with the instance's ``x`` ``[n0, 1]`` and ``edge_index`` (in the instance's own node
+        order).
+
+    Raises:
+        ValueError: for counts that are not three non-negative integers, ``num_patterns < 1``
+            or a negative seed.
+    """
+    counts = _check_counts("num_graphs_per_pattern", num_graphs_per_pattern)
+    if isinstance(num_patterns, bool) or not isinstance(num_patterns, (int, np.integer)) or (
+        num_patterns < 1
+    ):
+        raise ValueError(f"num_patterns must be a positive integer, got {num_patterns!r}")
+    seed = _check_seed(seed)
+    splits = {
+        split: _pattern_split(seed, split, count, int(num_patterns), keep_blocks)
+        for split, count in zip(_SPLITS, counts)
+    }
+    if not return_patterns:
+        return splits
+    raw = _draw_patterns(np.random.default_rng(_pattern_streams(seed)[0]), int(num_patterns))
+    patterns = [
+        Data(x=torch.from_numpy(u0.astype(np.int64)).view(-1, 1),
+             edge_index=_undirected(src, dst, u0.shape[0]))
+        for src, dst, u0 in raw
+    ]
+    return splits, patterns
+
+
+# --------------------------------------------------------------------------------------------
+# CLUSTER
+# --------------------------------------------------------------------------------------------
+
+
+def _cluster_graph(rng: np.random.Generator, prob: np.ndarray) -> Data:
+    """One CLUSTER graph: 6-block SBM, one seed node per community, shuffled."""
+    k = CLUSTER_NUM_COMMUNITIES
+    sizes = rng.integers(SBM_SIZE_MIN, SBM_SIZE_MAX, size=k)
+    n = int(sizes.sum())
+    block = np.repeat(np.arange(k), sizes)
+    src, dst = _block_pairs(rng, block, prob)
+    x = np.zeros(n, dtype=np.int64)
+    starts = np.cumsum(sizes) - sizes
+    x[starts + rng.integers(0, sizes)] = np.arange(1, k + 1)  # one uniform node per community
+    perm = rng.permutation(n)
+    new_x = np.empty(n, dtype=np.int64)
+    new_x[perm] = x
+    y = np.empty(n, dtype=np.int64)
+    y[perm] = block
+    return Data(
+        x=torch.from_numpy(new_x).view(n, 1),
+        edge_index=_undirected(src, dst, n, perm),
+        y=torch.from_numpy(y),
+    )
+
+
+def _cluster_split(seed: int, split: str, count: int) -> list[Data]:
+    streams = np.random.SeedSequence(seed).spawn(3)
+    rng = np.random.default_rng(streams[_SPLITS.index(split)])
+    prob = _sbm_prob(CLUSTER_NUM_COMMUNITIES, CLUSTER_P, CLUSTER_Q)
+    return [_cluster_graph(rng, prob) for _ in range(count)]
+
+
+def generate_cluster(
+    num_graphs: Sequence[int] = CLUSTER_NUM_GRAPHS, seed: int = 0
+) -> dict[str, list[Data]]:
+    """Generate the CLUSTER splits (see the module docstring for the procedure).
+
+    Args:
+        num_graphs (three ints): graphs in train / val / test (benchmark:
+            ``(10000, 1000, 1000)``).
+        seed (int): the same seed gives identical graphs; each split has its own stream.
+
+    Returns:
+        ``{"train": [...], "val": [...], "test": [...]}``. Graphs have ``x`` LongTensor
+        ``[n, 1]`` in ``0..6`` (exactly one node of community ``r`` has ``r + 1``, all others 0),
+        ``edge_index`` ``[2, E]`` and ``y`` LongTensor ``[n]`` (community ``0..5``).
+
+    Raises:
+        ValueError: for counts that are not three non-negative integers or a negative seed.
+    """
+    counts = _check_counts("num_graphs", num_graphs)
+    seed = _check_seed(seed)
+    return {split: _cluster_split(seed, split, count) for split, count in zip(_SPLITS, counts)}
+
+
+# --------------------------------------------------------------------------------------------
+# Metric
+# --------------------------------------------------------------------------------------------
+
+
+def weighted_accuracy(pred: Tensor, target: Tensor, num_classes: int) -> float:
+    """The SBM benchmarks' class-balanced ("weighted") accuracy, as a fraction in ``[0, 1]``.
+
+    The benchmark (``accuracy_SBM`` in benchmarking-gnns ``train/metrics.py``) builds the sklearn
+    confusion matrix of (target, prediction), whose classes are those occurring in the targets
+    *or* the predictions, and returns ``100 *`` the mean over those classes of the per-class
+    recall ``TP_c / #{target == c}`` (0 for a class that is predicted but absent from the
+    targets). Classes absent from both are not counted. This function returns the same mean
+    without the factor 100: it is ``torchmetrics``' ``multiclass_accuracy(average="macro")``,
+    which gives weight 0 to classes with ``TP + FP + FN = 0`` (absent from both) and recall 0 to
+    predicted-only classes, exactly as above.
+
+    One corner case differs, a quirk of the benchmark code: it indexes the confusion matrix by
+    class id, which is only right when the occurring classes are ``0..m-1``; with a gap (e.g.
+    only classes 0 and 2 occur) it misattributes recalls. This function uses the class ids
+    correctly. Every PATTERN and CLUSTER graph contains all classes among its targets, so on any
+    batch of whole graphs the two agree exactly.
+
+    Note that the benchmark reports the mean over test *batches* of this per-batch value, not the
+    value on the concatenated predictions.
+
+    Args:
+        pred (Tensor): predicted labels ``[N]`` (integers) or scores/logits ``[N, num_classes]``
+            (the argmax is taken).
+        target (Tensor): true labels ``[N]`` in ``0..num_classes-1``.
+        num_classes (int): number of classes.
+
+    Returns:
+        float in ``[0, 1]`` (multiply by 100 for the benchmark's percentages).
+
+    Raises:
+        ValueError: for empty or mismatched inputs, or labels outside ``0..num_classes-1``.
+    """
+    target = torch.as_tensor(target).reshape(-1).long()
+    pred = torch.as_tensor(pred)
+    if pred.dim() == 2:
+        if pred.shape[1] != num_classes:
+            raise ValueError(f"scores must have {num_classes} columns, got {tuple(pred.shape)}")
+        pred = pred.argmax(dim=1)
+    pred = pred.reshape(-1).long()
+    if target.numel() == 0:
+        raise ValueError("weighted_accuracy needs at least one target")
+    if pred.shape != target.shape:
+        raise ValueError(f"pred and target sizes differ: {tuple(pred.shape)} vs "
+                         f"{tuple(target.shape)}")
+    for name, t in (("pred", pred), ("target", target)):
+        if int(t.min()) < 0 or int(t.max()) >= num_classes:
+            raise ValueError(f"{name} labels must be in 0..{num_classes - 1}")
+    return float(multiclass_accuracy(pred.cpu(), target.cpu(), num_classes=num_classes,
+                                     average="macro"))
+
+
+# --------------------------------------------------------------------------------------------
+# Datasets
+# --------------------------------------------------------------------------------------------
+
+
+class _SBMDataset(InMemoryDataset):
+    """Shared machinery: generated splits cached one file per split under
+    ``root/processed/<pre_transform_key(pre_transform)>_seed<seed>[_<sizes>]/<split>.pt``."""
+
+    name = ""
+    num_classes = 0
+    num_node_types = 0
+    metric = "weighted_accuracy"
+    level = "node"
+
+    def __init__(
+        self,
+        root: str | os.PathLike | None,
+        split: str,
+        seed: int,
+        transform: Callable | None,
+        pre_transform: Callable | None,
+        force_reload: bool,
+    ) -> None:
+        if split not in _SPLITS:
+            raise ValueError(f"{self.name} split must be one of {_SPLITS}, got {split!r}")
+        self.split = split
+        self.seed = _check_seed(seed)
+        if root is None:
+            root = resolve_cache_dir() / self.name
+        super().__init__(os.fspath(root), transform, pre_transform, force_reload=force_reload)
+        self.load(self.processed_paths[_SPLITS.index(split)])
+
+    def _size_tag(self) -> str:
+        """Suffix of the processed directory for non-benchmark sizes ('' for the benchmark)."""
+        raise NotImplementedError
+
+    def _generate_split(self, split: str) -> list[Data]:
+        raise NotImplementedError
+
+    @property
+    def raw_file_names(self) -> list[str]:
+        return []
+
+    @property
+    def processed_dir(self) -> str:
+        key = f"{pre_transform_key(self.pre_transform)}_seed{self.seed}{self._size_tag()}"
+        return osp.join(self.root, "processed", key)
+
+    @property
+    def processed_file_names(self) -> list[str]:
+        return [f"{split}.pt" for split in _SPLITS]
+
+    def process(self) -> None:
+        # one split at a time: each split has its own random stream, and peak memory stays at
+        # one split (PATTERN's train split alone is ~1 GB of edge indices)
+        for split, path in zip(_SPLITS, self.processed_paths):
+            data_list = self._generate_split(split)
+            if self.pre_transform is not None:
+                data_list = [self.pre_transform(d) for d in data_list]
+            self.save(data_list, path)
+            del data_list
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({len(self)}, split={self.split!r}, seed={self.seed})"
+
+
+class PATTERN(_SBMDataset):
+    r"""The PATTERN node-classification benchmark of Dwivedi et al., "Benchmarking Graph Neural
+    Networks": find the nodes of a planted pattern (label 1) in an SBM graph. 10,000 / 2,000 /
+    2,000 graphs of 30..204 nodes (mean ~117), 100 pattern instances shared by all splits.
+
+    Generated in code by :func:`generate_pattern`; ``root`` is only a cache. Each split is one
+    file ``root/processed/<pre_transform_key(pre_transform)>_seed<seed>/<split>.pt``; the first
+    instantiation generates and saves all three splits, later ones load them.
+
+    Graphs have ``x`` LongTensor ``[n, 1]`` (3 node types), ``edge_index`` (both directions) and
+    ``y`` LongTensor ``[n]`` (binary node labels). Metric: :func:`weighted_accuracy`.
+
+    Args:
+        root (str or PathLike, optional): cache directory (default
+            ``resolve_cache_dir() / "PATTERN"``).
+        split (str): ``"train"``, ``"val"`` or ``"test"``.
+        seed (int): generation seed (see :func:`generate_pattern`).
+        transform, pre_transform (callable, optional): as in PyG.
+        force_reload (bool): regenerate the processed files.
+        num_graphs_per_pattern (three ints): keyword-only, for tests and quick experiments:
+            graphs per pattern instance in train/val/test (default the benchmark's
+            ``(100, 20, 20)``).
+        num_patterns (int): keyword-only, number of pattern instances (default 100).
+            Non-default sizes are cached in a directory with the suffix
+            ``_p<num_patterns>x<train>-<val>-<test>``.
+
+    Raises:
+        ValueError: for an unknown ``split``, a negative ``seed`` or invalid sizes.
+    """
+
+    name = "PATTERN"
+    num_classes = PATTERN_NUM_CLASSES
+    num_node_types = PATTERN_NUM_NODE_TYPES
+    metric = "weighted_accuracy"
+    level = "node"
+
+    def __init__(
+        self,
+        root: str | os.PathLike | None = None,
+        split: str = "train",
+        seed: int = 0,
+        transform: Callable | None = None,
+        pre_transform: Callable | None = None,
+        force_reload: bool = False,
+        *,
+        num_graphs_per_pattern: Sequence[int] = PATTERN_GRAPHS_PER_PATTERN,
+        num_patterns: int = PATTERN_NUM_PATTERNS,
+    ) -> None:
+        self.num_graphs_per_pattern = _check_counts("num_graphs_per_pattern",
+                                                    num_graphs_per_pattern)
+        if isinstance(num_patterns, bool) or not isinstance(num_patterns, (int, np.integer)) or (
+            num_patterns < 1
+        ):
+            raise ValueError(f"num_patterns must be a positive integer, got {num_patterns!r}")
+        self.num_patterns = int(num_patterns)
+        super().__init__(root, split, seed, transform, pre_transform, force_reload)
+
+    def _size_tag(self) -> str:
+        if (self.num_patterns == PATTERN_NUM_PATTERNS
+                and self.num_graphs_per_pattern == PATTERN_GRAPHS_PER_PATTERN):
+            return ""
+        return f"_p{self.num_patterns}x" + "-".join(map(str, self.num_graphs_per_pattern))
+
+    def _generate_split(self, split: str) -> list[Data]:
+        count = self.num_graphs_per_pattern[_SPLITS.index(split)]
+        return _pattern_split(self.seed, split, count, self.num_patterns)
+
+
+class CLUSTER(_SBMDataset):
+    r"""The CLUSTER node-classification benchmark of Dwivedi et al., "Benchmarking Graph Neural
+    Networks": semi-supervised clustering of 6-community SBM graphs, one labelled node per
+    community. 10,000 / 1,000 / 1,000 graphs of 30..204 nodes (mean ~117).
+
+    Generated in code by :func:`generate_cluster`; ``root`` is only a cache. Each split is one
+    file ``root/processed/<pre_transform_key(pre_transform)>_seed<seed>/<split>.pt``; the first
+    instantiation generates and saves all three splits, later ones load them.
+
+    Graphs have ``x`` LongTensor ``[n, 1]`` (7 node types: 0 = unlabelled, ``r + 1`` = the seed
+    node of community ``r``), ``edge_index`` (both directions) and ``y`` LongTensor ``[n]``
+    (community ``0..5``). Metric: :func:`weighted_accuracy`.
+
+    Args:
+        root (str or PathLike, optional): cache directory (default
+            ``resolve_cache_dir() / "CLUSTER"``).
+        split (str): ``"train"``, ``"val"`` or ``"test"``.
+        seed (int): generation seed (see :func:`generate_cluster`).
+        transform, pre_transform (callable, optional): as in PyG.
+        force_reload (bool): regenerate the processed files.
+        num_graphs (three ints): keyword-only, for tests and quick experiments: graphs in
+            train/val/test (default the benchmark's ``(10000, 1000, 1000)``). Non-default sizes
+            are cached in a directory with the suffix ``_n<train>-<val>-<test>``.
+
+    Raises:
+        ValueError: for an unknown ``split``, a negative ``seed`` or invalid sizes.
+    """
+
+    name = "CLUSTER"
+    num_classes = CLUSTER_NUM_CLASSES
+    num_node_types = CLUSTER_NUM_NODE_TYPES
+    metric = "weighted_accuracy"
+    level = "node"
+
+    def __init__(
+        self,
+        root: str | os.PathLike | None = None,
+        split: str = "train",
+        seed: int = 0,
+        transform: Callable | None = None,
+        pre_transform: Callable | None = None,
+        force_reload: bool = False,
+        *,
+        num_graphs: Sequence[int] = CLUSTER_NUM_GRAPHS,
+    ) -> None:
+        self.num_graphs = _check_counts("num_graphs", num_graphs)
+        super().__init__(root, split, seed, transform, pre_transform, force_reload)
+
+    def _size_tag(self) -> str:
+        if self.num_graphs == CLUSTER_NUM_GRAPHS:
+            return ""
+        return "_n" + "-".join(map(str, self.num_graphs))
+
+    def _generate_split(self, split: str) -> list[Data]:
+        return _cluster_split(self.seed, split, self.num_graphs[_SPLITS.index(split)])

@@ -182,3 +182,24 @@ def test_layer_rejects_bad_input():
         layer(x, ei, torch.randn(3, 8))
     with pytest.raises(ValueError, match="divisible"):
         GraphTransformerLayer(10, 3)
+
+
+def test_node_task_is_equivariant_and_sign_flips_only_in_training():
+    torch.manual_seed(0)
+    model = GraphTransformer(16, 2, 2, out_dim=3, task="node", num_node_types=5, pe="lap",
+                             pe_dim=4).double()
+    g = _molecule_like(9, 0)
+    g.lap_pe = g.lap_pe.double()
+    model.eval()
+    out = model(Batch.from_data_list([g]))
+    assert out.shape == (9, 3)
+    torch.testing.assert_close(out, model(Batch.from_data_list([g])))  # no flips in eval
+    perm = torch.randperm(9)
+    inv = torch.empty_like(perm)
+    inv[perm] = torch.arange(9)
+    gp = Data(x=g.x[perm], edge_index=inv[g.edge_index], lap_pe=g.lap_pe[perm])
+    torch.testing.assert_close(model(Batch.from_data_list([gp])), out[perm])
+    # training mode draws random signs: the PE projection changes between calls
+    enc = model.pe_encoder.train()
+    outs = {tuple(enc(g.lap_pe).sum(0).round(decimals=6).tolist()) for _ in range(20)}
+    assert len(outs) > 1

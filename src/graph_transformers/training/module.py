@@ -13,12 +13,15 @@ from ..data.registry import DatasetSpec
 from .config import CosineConfig, OptimConfig, PlateauConfig
 
 
-def make_metrics(spec: DatasetSpec) -> torchmetrics.MetricCollection:
-    """The dataset's metrics (keys as in ``metrics.json``)."""
+def make_metrics(spec: DatasetSpec, **metric_kwargs) -> torchmetrics.MetricCollection:
+    """The dataset's metrics (keys as in ``metrics.json``); ``metric_kwargs`` go to every
+    torchmetrics constructor (e.g. ``sync_on_compute=False``)."""
     if spec.task == "regression":
-        return torchmetrics.MetricCollection({"mae": torchmetrics.MeanAbsoluteError()})
+        return torchmetrics.MetricCollection(
+            {"mae": torchmetrics.MeanAbsoluteError(**metric_kwargs)})
     return torchmetrics.MetricCollection(
-        {"accuracy": torchmetrics.classification.MulticlassAccuracy(spec.out_dim, average="micro")})
+        {"accuracy": torchmetrics.classification.MulticlassAccuracy(
+            spec.out_dim, average="micro", **metric_kwargs)})
 
 
 def task_loss(spec: DatasetSpec, out: Tensor, y: Tensor) -> Tensor:
@@ -69,7 +72,7 @@ class GraphTaskModule(L.LightningModule):
     def on_train_epoch_end(self) -> None:
         self.log_dict(self.train_metrics.compute(), sync_dist=True)
         self.train_metrics.reset()
-        self.log("lr", self.trainer.optimizers[0].param_groups[0]["lr"])
+        self.log("lr", self.trainer.optimizers[0].param_groups[0]["lr"], sync_dist=True)
 
     def on_validation_epoch_end(self) -> None:
         self.log_dict(self.val_metrics.compute(), prog_bar=True, sync_dist=True)
@@ -111,7 +114,7 @@ def evaluate(model: nn.Module, spec: DatasetSpec, loader, device: torch.device |
     was_training = model.training
     model.eval()
     model.to(device)
-    metrics = make_metrics(spec).to(device)
+    metrics = make_metrics(spec, sync_on_compute=False).to(device)  # one process evaluates
     total, count = 0.0, 0
     for batch in loader:
         batch = batch.to(device)

@@ -1,0 +1,1034 @@
+"""Molecules from SMILES: OGB-style featurization, the Bemis-Murcko scaffold split, datasets read
+from CSV files (a user's own or the MoleculeNet benchmarks) and the OGB evaluator's metrics.
+
+Graphs follow the convention of OGB's ``smiles2graph`` (Hu et al., "Open Graph Benchmark", 2020),
+reimplemented here with RDKit:
+
+* ``x``: ``LongTensor [num_nodes, 9]``, one categorical index per column of
+  :data:`ATOM_FEATURE_NAMES` (vocabulary sizes :data:`ATOM_FEATURE_DIMS`);
+* ``edge_index``: ``LongTensor [2, num_edges]``, every bond stored twice, ``(i, j)`` then
+  ``(j, i)``, in RDKit bond order (``num_edges = 2 * num_bonds``);
+* ``edge_attr``: ``LongTensor [num_edges, 3]``, one index per column of
+  :data:`BOND_FEATURE_NAMES` (sizes :data:`BOND_FEATURE_DIMS`);
+* ``y`` (datasets only): ``FloatTensor [1, num_tasks]``, ``NaN`` where a label is missing.
+
+Each column can be embedded with its own ``nn.Embedding(ATOM_FEATURE_DIMS[k], d)``; every index
+is ``< ATOM_FEATURE_DIMS[k]`` (values outside OGB's allowable lists go to the column's last,
+"misc", entry).
+
+Splits are the deterministic scaffold split of :func:`scaffold_split` (the rule of DeepChem's
+``ScaffoldSplitter`` and snap-stanford/pretrain-gnns ``scaffold_split``, which OGB used to make the
+``ogbg-mol*`` splits). The data files are described in ``shared/data/README.md``, section 3.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import json
+import logging
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data, InMemoryDataset
+
+from .cache import (
+    DATA_ENV,
+    DataNotFoundError,
+    pre_transform_key,
+    resolve_cache_dir,
+    resolve_data_dir,
+    sha256_of,
+)
+
+__all__ = [
+    "ATOM_FEATURE_NAMES",
+    "ATOM_FEATURE_VALUES",
+    "ATOM_FEATURE_DIMS",
+    "BOND_FEATURE_NAMES",
+    "BOND_FEATURE_VALUES",
+    "BOND_FEATURE_DIMS",
+    "SPLITS",
+    "MoleculeNetInfo",
+    "MOLECULENET",
+    "atom_features",
+    "bond_features",
+    "mol_to_graph",
+    "smiles_to_graph",
+    "murcko_scaffold",
+    "scaffold_split",
+    "roc_auc_per_task",
+    "roc_auc_multitask",
+    "rmse",
+    "mae",
+    "MultitaskROCAUC",
+    "MoleculeCSV",
+    "MoleculeNet",
+]
+
+log = logging.getLogger(__name__)
+
+# --------------------------------------------------------------------------------------------
+# Featurization (OGB smiles2graph semantics)
+# --------------------------------------------------------------------------------------------
+_MISC = "misc"
+
+#: Names of the 9 atom-feature columns of ``x``, in order.
+ATOM_FEATURE_NAMES: tuple[str, ...] = (
+    "atomic_num",             # Atom.GetAtomicNum()
+    "chirality",              # str(Atom.GetChiralTag())
+    "degree",                 # Atom.GetTotalDegree()  (hydrogens included)
+    "formal_charge",          # Atom.GetFormalCharge()
+    "num_hs",                 # Atom.GetTotalNumHs()
+    "num_radical_electrons",  # Atom.GetNumRadicalElectrons()
+    "hybridization",          # str(Atom.GetHybridization())
+    "is_aromatic",            # Atom.GetIsAromatic()
+    "is_in_ring",             # Atom.IsInRing()
+)
+
+#: OGB's allowable values per atom column; the index of a value is the feature. A value not in
+#: the list maps to the last entry (``"misc"``), e.g. atomic number 0 (``*``), chirality
+#: ``CHI_ALLENE``/``CHI_SQUAREPLANAR``/..., degree > 10, |charge| > 5, hybridization ``S`` /
+#: ``SP2D`` / ``OTHER`` / ``UNSPECIFIED``.
+ATOM_FEATURE_VALUES: tuple[tuple[Any, ...], ...] = (
+    tuple(range(1, 119)) + (_MISC,),
+    ("CHI_UNSPECIFIED", "CHI_TETRAHEDRAL_CW", "CHI_TETRAHEDRAL_CCW", "CHI_OTHER", _MISC),
+    tuple(range(0, 11)) + (_MISC,),
+    tuple(range(-5, 6)) + (_MISC,),
+    tuple(range(0, 9)) + (_MISC,),
+    tuple(range(0, 5)) + (_MISC,),
+    ("SP", "SP2", "SP3", "SP3D", "SP3D2", _MISC),
+    (False, True),
+    (False, True),
+)
+
+#: Names of the 3 bond-feature columns of ``edge_attr``, in order.
+BOND_FEATURE_NAMES: tuple[str, ...] = (
+    "bond_type",      # str(Bond.GetBondType())
+    "bond_stereo",    # str(Bond.GetStereo())
+    "is_conjugated",  # Bond.GetIsConjugated()
+)
+
+#: OGB's allowable values per bond column. Bond types outside the list (dative, quadruple, ...)
+#: map to ``"misc"``. OGB's stereo list has no misc entry; stereo values newer RDKit can produce
+#: (``STEREOATROPCW`` / ``STEREOATROPCCW``) map to the last entry, ``STEREOANY``.
+BOND_FEATURE_VALUES: tuple[tuple[Any, ...], ...] = (
+    ("SINGLE", "DOUBLE", "TRIPLE", "AROMATIC", _MISC),
+    ("STEREONONE", "STEREOZ", "STEREOE", "STEREOCIS", "STEREOTRANS", "STEREOANY"),
+    (False, True),
+)
+
+#: Vocabulary size of every atom column: ``[119, 5, 12, 12, 10, 6, 6, 2, 2]`` (= OGB's
+#: ``get_atom_feature_dims()``); usable as ``num_types`` of one embedding per column.
+ATOM_FEATURE_DIMS: list[int] = [len(v) for v in ATOM_FEATURE_VALUES]
+#: Vocabulary size of every bond column: ``[5, 6, 2]`` (= OGB's ``get_bond_feature_dims()``).
+BOND_FEATURE_DIMS: list[int] = [len(v) for v in BOND_FEATURE_VALUES]
+
+_ATOM_LOOKUP = [{v: i for i, v in enumerate(vals)} for vals in ATOM_FEATURE_VALUES]
+_BOND_LOOKUP = [{v: i for i, v in enumerate(vals)} for vals in BOND_FEATURE_VALUES]
+
+
+def _lookup(table: dict, value: Any, size: int) -> int:
+    """Index of ``value`` in a column's table; the last index (misc) when absent."""
+    return table.get(value, size - 1)
+
+
+def atom_features(atom: Any) -> list[int]:
+    """The 9 OGB feature indices of an RDKit atom (columns :data:`ATOM_FEATURE_NAMES`)."""
+    t = _ATOM_LOOKUP
+    d = ATOM_FEATURE_DIMS
+    return [
+        _lookup(t[0], atom.GetAtomicNum(), d[0]),
+        _lookup(t[1], str(atom.GetChiralTag()), d[1]),
+        _lookup(t[2], atom.GetTotalDegree(), d[2]),
+        _lookup(t[3], atom.GetFormalCharge(), d[3]),
+        _lookup(t[4], atom.GetTotalNumHs(), d[4]),
+        _lookup(t[5], atom.GetNumRadicalElectrons(), d[5]),
+        _lookup(t[6], str(atom.GetHybridization()), d[6]),
+        int(bool(atom.GetIsAromatic())),
+        int(bool(atom.IsInRing())),
+    ]
+
+
+def bond_features(bond: Any) -> list[int]:
+    """The 3 OGB feature indices of an RDKit bond (columns :data:`BOND_FEATURE_NAMES`)."""
+    t = _BOND_LOOKUP
+    d = BOND_FEATURE_DIMS
+    return [
+        _lookup(t[0], str(bond.GetBondType()), d[0]),
+        _lookup(t[1], str(bond.GetStereo()), d[1]),
+        int(bool(bond.GetIsConjugated())),
+    ]
+
+
+_ENUM_TABLES: tuple[dict, ...] | None = None
+
+
+def _enum_tables() -> tuple[dict, ...]:
+    """The string-valued columns re-keyed by RDKit enum value (chirality, hybridization, bond
+    type, bond stereo), so the bulk featurizer in :func:`mol_to_graph` avoids ``str()`` calls.
+    Same indices as :func:`atom_features` / :func:`bond_features`."""
+    global _ENUM_TABLES
+    if _ENUM_TABLES is None:
+        from rdkit import Chem
+
+        def table(enum, lookup: dict) -> dict:
+            return {v: lookup[name] for name, v in enum.names.items() if name in lookup}
+
+        _ENUM_TABLES = (
+            table(Chem.ChiralType, _ATOM_LOOKUP[1]),
+            table(Chem.HybridizationType, _ATOM_LOOKUP[6]),
+            table(Chem.BondType, _BOND_LOOKUP[0]),
+            table(Chem.BondStereo, _BOND_LOOKUP[1]),
+        )
+    return _ENUM_TABLES
+
+
+def mol_to_graph(mol: Any) -> Data:
+    r"""Featurize an RDKit molecule the way OGB's ``smiles2graph`` does.
+
+    Nodes are the atoms of ``mol`` in RDKit order (the hydrogens RDKit keeps implicit are not
+    nodes; they are counted in ``num_hs`` and ``degree``). Each bond gives two directed edges,
+    ``(begin, end)`` then ``(end, begin)``, in bond order. Row ``i`` of ``x`` equals
+    ``atom_features(mol.GetAtomWithIdx(i))``; edge rows equal :func:`bond_features`.
+
+    Args:
+        mol: an ``rdkit.Chem.Mol`` (sanitized, as ``Chem.MolFromSmiles`` returns it).
+
+    Returns:
+        :class:`~torch_geometric.data.Data` with ``x`` (``LongTensor [num_nodes, 9]``),
+        ``edge_index`` (``LongTensor [2, 2 * num_bonds]``), ``edge_attr``
+        (``LongTensor [2 * num_bonds, 3]``) and ``num_nodes``. Column ``k`` of ``x`` lies in
+        ``[0, ATOM_FEATURE_DIMS[k])``, column ``k`` of ``edge_attr`` in
+        ``[0, BOND_FEATURE_DIMS[k])``.
+
+    Raises:
+        ValueError: ``mol`` is ``None`` or has no atoms.
+    """
+    if mol is None:
+        raise ValueError("mol_to_graph: got None (an RDKit parse failure?)")
+    n = mol.GetNumAtoms()
+    if n == 0:
+        raise ValueError("mol_to_graph: the molecule has no atoms")
+    chiral_t, hyb_t, btype_t, stereo_t = _enum_tables()
+    num_t, deg_t, chg_t, nh_t, rad_t = (_ATOM_LOOKUP[k] for k in (0, 2, 3, 4, 5))
+    d = ATOM_FEATURE_DIMS
+    x: list[int] = []
+    for i in range(n):
+        a = mol.GetAtomWithIdx(i)
+        x += (
+            num_t.get(a.GetAtomicNum(), d[0] - 1),
+            chiral_t.get(a.GetChiralTag(), d[1] - 1),
+            deg_t.get(a.GetTotalDegree(), d[2] - 1),
+            chg_t.get(a.GetFormalCharge(), d[3] - 1),
+            nh_t.get(a.GetTotalNumHs(), d[4] - 1),
+            rad_t.get(a.GetNumRadicalElectrons(), d[5] - 1),
+            hyb_t.get(a.GetHybridization(), d[6] - 1),
+            1 if a.GetIsAromatic() else 0,
+            1 if a.IsInRing() else 0,
+        )
+    m = mol.GetNumBonds()
+    db = BOND_FEATURE_DIMS
+    ends: list[int] = []
+    attr: list[int] = []
+    for k in range(m):
+        b = mol.GetBondWithIdx(k)
+        i, j = b.GetBeginAtomIdx(), b.GetEndAtomIdx()
+        f = (
+            btype_t.get(b.GetBondType(), db[0] - 1),
+            stereo_t.get(b.GetStereo(), db[1] - 1),
+            1 if b.GetIsConjugated() else 0,
+        )
+        ends += (i, j, j, i)
+        attr += f + f
+    edges = torch.tensor(ends, dtype=torch.long).view(m, 2, 2)  # [bond, direction, (src, dst)]
+    return Data(
+        x=torch.tensor(x, dtype=torch.long).view(n, len(d)),
+        edge_index=edges.reshape(2 * m, 2).t().contiguous(),
+        edge_attr=torch.tensor(attr, dtype=torch.long).view(2 * m, len(db)),
+        num_nodes=n,
+    )
+
+
+def _parse_smiles(smiles: str) -> tuple[Any, str | None]:
+    """``(mol, None)`` when RDKit parses and sanitizes ``smiles`` (and it has atoms), else
+    ``(None, reason)``. RDKit's own log output is blocked while parsing."""
+    from rdkit import Chem, rdBase
+
+    if not smiles:
+        return None, "empty SMILES"
+    blocker = rdBase.BlockLogs()
+    try:
+        mol = Chem.MolFromSmiles(smiles)
+        if mol is not None:
+            if mol.GetNumAtoms() == 0:
+                return None, "no atoms"
+            return mol, None
+        raw = Chem.MolFromSmiles(smiles, sanitize=False)
+        if raw is None:
+            return None, "SMILES syntax error"
+        try:
+            Chem.SanitizeMol(raw)
+        except Exception as e:  # noqa: BLE001 - RDKit raises several sanitization exceptions
+            return None, f"RDKit sanitization failed: {e}"
+        return None, "RDKit could not parse it"
+    finally:
+        del blocker
+
+
+def smiles_to_graph(smiles: str) -> Data:
+    """Featurize a SMILES string: ``Chem.MolFromSmiles`` (default sanitization) then
+    :func:`mol_to_graph`.
+
+    Returns:
+        :class:`~torch_geometric.data.Data` as :func:`mol_to_graph` (no ``y``).
+
+    Raises:
+        ValueError: RDKit cannot parse or sanitize ``smiles``, or it has no atoms; the message
+            names the SMILES and the reason.
+    """
+    mol, reason = _parse_smiles(smiles.strip() if isinstance(smiles, str) else smiles)
+    if mol is None:
+        raise ValueError(f"invalid SMILES {smiles!r}: {reason}")
+    return mol_to_graph(mol)
+
+
+# --------------------------------------------------------------------------------------------
+# Scaffold split
+# --------------------------------------------------------------------------------------------
+SPLITS: tuple[str, ...] = ("train", "val", "test")
+
+
+def murcko_scaffold(smiles_or_mol: Any) -> str:
+    """The Bemis-Murcko scaffold SMILES with chirality
+    (``MurckoScaffold.MurckoScaffoldSmiles(..., includeChirality=True)``); ``""`` for an acyclic
+    molecule.
+
+    Raises:
+        ValueError: a SMILES RDKit cannot parse.
+    """
+    from rdkit.Chem.Scaffolds import MurckoScaffold
+
+    mol = smiles_or_mol
+    if isinstance(smiles_or_mol, str):
+        mol, reason = _parse_smiles(smiles_or_mol.strip())
+        if mol is None:
+            raise ValueError(f"murcko_scaffold: invalid SMILES {smiles_or_mol!r}: {reason}")
+    return MurckoScaffold.MurckoScaffoldSmiles(mol=mol, includeChirality=True)
+
+
+def _check_frac(frac: Sequence[float]) -> tuple[float, float, float]:
+    try:
+        f = tuple(float(v) for v in frac)
+    except (TypeError, ValueError):
+        raise ValueError(f"frac must be three numbers (train, val, test), got {frac!r}") from None
+    if len(f) != 3 or any(not (0.0 <= v <= 1.0) for v in f) or abs(sum(f) - 1.0) > 1e-6:
+        raise ValueError(f"frac must be three fractions in [0, 1] summing to 1, got {frac!r}")
+    return f  # type: ignore[return-value]
+
+
+def _split_from_scaffolds(
+    scaffolds: Sequence[str], frac: Sequence[float] = (0.8, 0.1, 0.1)
+) -> dict[str, list[int]]:
+    """The scaffold-split rule of :func:`scaffold_split`, given each molecule's scaffold."""
+    f_train, f_val, _ = _check_frac(frac)
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(scaffolds):
+        groups.setdefault(s, []).append(i)  # indices ascend within a group
+    ordered = sorted(groups.values(), key=lambda g: (len(g), g[0]), reverse=True)
+    n = len(scaffolds)
+    train_cut = f_train * n
+    val_cut = (f_train + f_val) * n
+    out: dict[str, list[int]] = {s: [] for s in SPLITS}
+    for g in ordered:
+        if len(out["train"]) + len(g) <= train_cut:
+            out["train"] += g
+        elif len(out["train"]) + len(out["val"]) + len(g) <= val_cut:
+            out["val"] += g
+        else:
+            out["test"] += g
+    return {s: sorted(v) for s, v in out.items()}
+
+
+def scaffold_split(
+    smiles_list: Sequence[str], frac: Sequence[float] = (0.8, 0.1, 0.1)
+) -> dict[str, list[int]]:
+    r"""The deterministic Bemis-Murcko scaffold split (the DeepChem / pretrain-gnns rule OGB used
+    for its ``ogbg-mol*`` splits).
+
+    The exact rule, for ``N = len(smiles_list)``:
+
+    1. scaffold of molecule ``i`` = :func:`murcko_scaffold` (``MurckoScaffoldSmiles`` with
+       ``includeChirality=True``; all acyclic molecules share the scaffold ``""``);
+    2. group the indices by scaffold (ascending inside each group);
+    3. order the groups by the key ``(group size, first index)`` **descending**: larger groups
+       first, and among groups of equal size the one whose first member comes *later* first
+       (``sorted(..., key=lambda g: (len(g), g[0]), reverse=True)``, as in the reference code);
+    4. with ``train_cut = frac[0] * N`` and ``val_cut = (frac[0] + frac[1]) * N``, place each
+       group, in that order, whole into: train if ``len(train) + len(group) <= train_cut``, else
+       val if ``len(train) + len(val) + len(group) <= val_cut``, else test. (A later, smaller
+       group may still go to train or val after a larger one went further down.)
+
+    No scaffold is shared between splits; sizes are close to ``frac`` but not exact.
+
+    Args:
+        smiles_list: the molecules, in dataset order.
+        frac: ``(train, val, test)`` fractions, each in ``[0, 1]``, summing to 1.
+
+    Returns:
+        ``{"train": [...], "val": [...], "test": [...]}``: positions in ``smiles_list``, each
+        list sorted ascending; disjoint and together covering ``range(N)``.
+
+    Raises:
+        ValueError: a SMILES RDKit cannot parse (the message gives its position), or bad
+            ``frac``.
+    """
+    _check_frac(frac)
+    scaffolds = []
+    for i, s in enumerate(smiles_list):
+        try:
+            scaffolds.append(murcko_scaffold(s))
+        except ValueError as e:
+            raise ValueError(f"scaffold_split: position {i}: {e}") from None
+    return _split_from_scaffolds(scaffolds, frac)
+
+
+# --------------------------------------------------------------------------------------------
+# Metrics (OGB evaluator semantics)
+# --------------------------------------------------------------------------------------------
+def _as_2d(y_true: Any, y_pred: Any, who: str) -> tuple[Tensor, Tensor]:
+    t = torch.as_tensor(y_true).detach().to("cpu", torch.float64)
+    p = torch.as_tensor(y_pred).detach().to("cpu", torch.float64)
+    if t.dim() == 1:
+        t = t.unsqueeze(1)
+    if p.dim() == 1:
+        p = p.unsqueeze(1)
+    if t.dim() != 2 or t.shape != p.shape:
+        raise ValueError(
+            f"{who}: y_true and the predictions must have the same shape [N] or [N, num_tasks], "
+            f"got {tuple(torch.as_tensor(y_true).shape)} and {tuple(torch.as_tensor(y_pred).shape)}"
+        )
+    return t, p
+
+
+def roc_auc_per_task(y_true: Any, y_score: Any) -> list[float]:
+    r"""ROC-AUC of every task, ``NaN`` for a task that does not qualify.
+
+    Per task (column): rows whose label is ``NaN`` are ignored; the task qualifies when the
+    remaining labels contain both a 0 and a 1. The AUC is computed with torchmetrics'
+    ``BinaryAUROC`` (exact, ties counted as half). Scores may be probabilities or logits: only
+    their order matters (they are mapped to ranks in ``[0, 1]`` first, so no sigmoid is applied
+    and large logits cannot saturate into ties).
+
+    Args:
+        y_true: ``[N]`` or ``[N, T]`` labels in ``{0, 1}`` or ``NaN`` (tensor, array or list).
+        y_score: same shape, real scores.
+
+    Raises:
+        ValueError: shape mismatch, a label other than 0 / 1 / NaN, or a NaN score where the
+            label is present.
+    """
+    from torchmetrics.classification import BinaryAUROC
+
+    t, s = _as_2d(y_true, y_score, "roc_auc")
+    out: list[float] = []
+    for k in range(t.shape[1]):
+        labelled = ~torch.isnan(t[:, k])
+        yk, sk = t[labelled, k], s[labelled, k]
+        if not bool(((yk == 0) | (yk == 1)).all()):
+            raise ValueError(f"roc_auc: task {k} has labels other than 0, 1 and NaN")
+        if bool(torch.isnan(sk).any()):
+            raise ValueError(f"roc_auc: task {k} has NaN scores for labelled rows")
+        if not (bool((yk == 1).any()) and bool((yk == 0).any())):
+            out.append(float("nan"))
+            continue
+        uniq, rank = torch.unique(sk, return_inverse=True)
+        pk = rank.to(torch.float64) / max(len(uniq) - 1, 1)
+        metric = BinaryAUROC(thresholds=None)
+        metric.update(pk, yk.long())
+        out.append(float(metric.compute()))
+    return out
+
+
+def roc_auc_multitask(y_true: Any, y_score: Any) -> float:
+    r"""ROC-AUC averaged over tasks, as OGB's ``Evaluator`` computes ``rocauc`` for
+    ``ogbg-molhiv`` / ``ogbg-moltox21`` / ...: per task, ``NaN`` labels are ignored, tasks
+    without both classes are skipped, and the mean is over the remaining tasks (see
+    :func:`roc_auc_per_task`).
+
+    Args:
+        y_true: ``[N]`` or ``[N, T]`` labels in ``{0, 1}`` or ``NaN``.
+        y_score: same shape, real scores (probabilities or logits).
+
+    Returns:
+        float in ``[0, 1]``.
+
+    Raises:
+        ValueError: no task has both a positive and a negative label (ROC-AUC undefined), or an
+            error of :func:`roc_auc_per_task`.
+    """
+    per_task = [v for v in roc_auc_per_task(y_true, y_score) if not math.isnan(v)]
+    if not per_task:
+        raise ValueError(
+            "roc_auc_multitask: no task has both a positive and a negative label among its "
+            "non-NaN labels, so ROC-AUC is undefined"
+        )
+    return float(sum(per_task) / len(per_task))
+
+
+def _regression_metric(y_true: Any, y_pred: Any, who: str, make_metric: Callable) -> float:
+    t, p = _as_2d(y_true, y_pred, who)
+    values = []
+    for k in range(t.shape[1]):
+        labelled = ~torch.isnan(t[:, k])
+        if not bool(labelled.any()):
+            continue
+        if bool(torch.isnan(p[labelled, k]).any()):
+            raise ValueError(f"{who}: task {k} has NaN predictions for labelled rows")
+        metric = make_metric()
+        metric.update(p[labelled, k], t[labelled, k])
+        values.append(float(metric.compute()))
+    if not values:
+        raise ValueError(f"{who}: every label is NaN")
+    return float(sum(values) / len(values))
+
+
+def rmse(y_true: Any, y_pred: Any) -> float:
+    """Root-mean-squared error as OGB's evaluator (``rmse``): per task over the non-``NaN``
+    labels (torchmetrics ``MeanSquaredError(squared=False)``), then the mean over tasks.
+
+    Args:
+        y_true: ``[N]`` or ``[N, T]`` targets, ``NaN`` = missing.
+        y_pred: same shape.
+
+    Raises:
+        ValueError: shape mismatch, every label ``NaN``, or a NaN prediction for a labelled row.
+    """
+    from torchmetrics import MeanSquaredError
+
+    return _regression_metric(y_true, y_pred, "rmse", lambda: MeanSquaredError(squared=False))
+
+
+def mae(y_true: Any, y_pred: Any) -> float:
+    """Mean absolute error: per task over the non-``NaN`` labels (torchmetrics
+    ``MeanAbsoluteError``), then the mean over tasks. Same arguments and errors as :func:`rmse`.
+    """
+    from torchmetrics import MeanAbsoluteError
+
+    return _regression_metric(y_true, y_pred, "mae", MeanAbsoluteError)
+
+
+try:  # a torchmetrics wrapper for training loops (accumulates, then roc_auc_multitask)
+    from torchmetrics import Metric as _Metric
+    from torchmetrics.utilities import dim_zero_cat as _dim_zero_cat
+except ImportError:  # pragma: no cover - torchmetrics is a dependency
+    _Metric = object  # type: ignore[assignment,misc]
+
+
+class MultitaskROCAUC(_Metric):  # type: ignore[misc,valid-type]
+    """torchmetrics ``Metric`` for :func:`roc_auc_multitask`: ``update(preds, target)`` with
+    ``[B]`` or ``[B, T]`` scores and labels (``NaN`` = missing); ``compute()`` returns the mean
+    ROC-AUC over qualifying tasks as a 0-dim tensor (``NaN`` when no task qualifies yet, instead
+    of raising, so that a sanity-check validation pass on few batches does not crash)."""
+
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_state("preds", default=[], dist_reduce_fx="cat")
+        self.add_state("target", default=[], dist_reduce_fx="cat")
+
+    def update(self, preds: Tensor, target: Tensor) -> None:
+        p = preds.detach().to(torch.float64)
+        t = target.detach().to(torch.float64)
+        self.preds.append(p.reshape(p.shape[0], -1) if p.dim() else p.reshape(1, 1))
+        self.target.append(t.reshape(t.shape[0], -1) if t.dim() else t.reshape(1, 1))
+
+    def compute(self) -> Tensor:
+        p, t = _dim_zero_cat(self.preds), _dim_zero_cat(self.target)
+        try:
+            return torch.tensor(roc_auc_multitask(t, p), dtype=torch.float64)
+        except ValueError as e:
+            if "undefined" not in str(e):
+                raise
+            return torch.tensor(float("nan"), dtype=torch.float64)
+
+
+# --------------------------------------------------------------------------------------------
+# Datasets
+# --------------------------------------------------------------------------------------------
+_TASKS = ("classification", "regression")
+_FORMAT_VERSION = 1  # bump when the processed format or the featurization changes
+_MISSING = {"", "nan", "na", "n/a", "none", "null"}
+_MAX_LOGGED_ROWS = 20
+
+
+def _open_text(path: Path):
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
+
+
+def _read_header(path: Path) -> list[str]:
+    with _open_text(path) as f:
+        header = next(csv.reader(f), None)
+    if not header:
+        raise ValueError(f"{path}: empty file (expected a CSV header line)")
+    return [h.strip() for h in header]
+
+
+def _parse_label(text: str, task: str, path: Path, line: int, column: str) -> float:
+    t = text.strip()
+    if t.lower() in _MISSING:
+        return float("nan")
+    try:
+        v = float(t)
+    except ValueError:
+        raise ValueError(
+            f"{path}: line {line}, column {column!r}: label {text!r} is not a number "
+            f"(leave the cell blank for a missing label)"
+        ) from None
+    if task == "classification" and v not in (0.0, 1.0) and not math.isnan(v):
+        raise ValueError(
+            f"{path}: line {line}, column {column!r}: classification label {text!r} is not 0 or "
+            f"1 (leave the cell blank for a missing label)"
+        )
+    return v
+
+
+def _format_skipped(skipped: Sequence[dict]) -> str:
+    shown = "; ".join(
+        f"line {s['line']}: {s['smiles']!r} ({s['reason']})" for s in skipped[:_MAX_LOGGED_ROWS]
+    )
+    more = len(skipped) - _MAX_LOGGED_ROWS
+    return shown + (f"; ... and {more} more" if more > 0 else "")
+
+
+class MoleculeCSV(InMemoryDataset):
+    r"""Molecular graph property prediction from a CSV file of SMILES and labels (``.csv`` or
+    ``.csv.gz``), featurized like OGB (:func:`mol_to_graph`) and split by scaffold
+    (:func:`scaffold_split`).
+
+    Each graph: ``x`` ``LongTensor [num_nodes, 9]``, ``edge_index`` ``LongTensor [2, num_edges]``,
+    ``edge_attr`` ``LongTensor [num_edges, 3]``, ``y`` ``FloatTensor [1, num_tasks]`` (``NaN`` for
+    a blank / ``NA`` label).
+
+    Rows whose SMILES RDKit cannot parse or sanitize (or that has no atoms) are **skipped**: they
+    are listed in :attr:`skipped` and a WARNING on ``logging.getLogger(__name__)`` gives their
+    count and line numbers + SMILES every time the dataset is built or loaded. The scaffold split
+    is computed over the remaining (valid) molecules in file order.
+
+    The file is read in place. Processed graphs are cached in
+    ``root/processed/<sha256 of file>_<settings hash>_<pre_transform_key(pre_transform)>/``
+    (``data.pt`` with all valid molecules + ``meta.json`` with the split, skipped rows and
+    provenance), so editing the file, the columns, the task, ``frac``, ``max_rows`` or the
+    pre-transform gives a new cache entry, never a stale one.
+
+    Args:
+        root: cache directory (default ``resolve_cache_dir() / "MoleculeCSV" / <file stem>``).
+        split (str): ``"train"``, ``"val"``, ``"test"`` or ``"all"`` (every valid molecule in
+            file order).
+        path: the CSV file (required). First line = header.
+        smiles_column (str): the SMILES column.
+        target_columns: label columns (default: every column but ``smiles_column``).
+        task (str): ``"classification"`` (labels 0 / 1 / blank) or ``"regression"``.
+        transform, pre_transform, force_reload: as in
+            :class:`~torch_geometric.data.InMemoryDataset`.
+        frac: ``(train, val, test)`` fractions of the scaffold split.
+        max_rows (int, optional): read only the first ``max_rows`` data rows (a prefix, e.g. for
+            quick tests); the split is then the scaffold split of that prefix.
+
+    Attributes:
+        skipped (list[dict]): skipped rows: ``row`` (0-based data row), ``line`` (line in the
+            file, the header being line 1), ``smiles``, ``reason``.
+        provenance (dict): source path and sha256, settings, row / valid / skipped counts and
+            split sizes.
+        smiles (list[str]): SMILES of this split's molecules, in dataset order.
+        rows (list[int]): 0-based data-row number in the file of each molecule of this split.
+        split_indices (dict[str, list[int]]): positions of each split among the valid molecules.
+        task_names (list[str]), num_tasks (int), task (str), metric (str): the targets, and
+            ``"rocauc"`` for classification / ``"rmse"`` for regression.
+
+    Raises:
+        DataNotFoundError: ``path`` does not exist.
+        ValueError: unknown split / task, a column not in the header, a label that is not a
+            number (or not 0 / 1 for classification), bad ``frac``.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike | None = None,
+        split: str = "train",
+        path: str | os.PathLike | None = None,
+        smiles_column: str = "smiles",
+        target_columns: Sequence[str] | None = None,
+        task: str = "classification",
+        transform: Callable | None = None,
+        pre_transform: Callable | None = None,
+        force_reload: bool = False,
+        *,
+        frac: Sequence[float] = (0.8, 0.1, 0.1),
+        max_rows: int | None = None,
+    ) -> None:
+        name = type(self).__name__
+        if split not in SPLITS + ("all",):
+            raise ValueError(f"{name}: split must be one of {SPLITS + ('all',)}, got {split!r}")
+        if task not in _TASKS:
+            raise ValueError(f"{name}: task must be one of {_TASKS}, got {task!r}")
+        if path is None:
+            raise ValueError(f"{name}: path (the CSV file) is required")
+        if max_rows is not None and (isinstance(max_rows, bool) or int(max_rows) < 1):
+            raise ValueError(f"{name}: max_rows must be a positive integer or None, got {max_rows!r}")
+        self.path = Path(path).expanduser()
+        if not self.path.is_file():
+            raise DataNotFoundError(f"{name}: CSV file not found: {self.path}")
+        header = _read_header(self.path)
+        if smiles_column not in header:
+            raise ValueError(
+                f"{name}: SMILES column {smiles_column!r} not in the header of {self.path}; "
+                f"columns: {header}"
+            )
+        if target_columns is None:
+            target_columns = [c for c in header if c != smiles_column]
+        elif isinstance(target_columns, str):
+            target_columns = [target_columns]
+        target_columns = list(target_columns)
+        missing = [c for c in target_columns if c not in header]
+        if missing or not target_columns:
+            raise ValueError(
+                f"{name}: target columns {missing or target_columns} not in the header of "
+                f"{self.path}; columns: {header}"
+            )
+        self.split = split
+        self.smiles_column = smiles_column
+        self.task_names = target_columns
+        self.task = task
+        self.frac = _check_frac(frac)
+        self.max_rows = None if max_rows is None else int(max_rows)
+        self.file_sha256 = sha256_of(self.path)
+        settings = json.dumps(
+            {"format": _FORMAT_VERSION, "smiles": smiles_column, "targets": target_columns,
+             "task": task, "frac": self.frac, "max_rows": self.max_rows},
+            sort_keys=True,
+        )
+        self._key = "_".join((
+            self.file_sha256[:16],
+            hashlib.sha256(settings.encode()).hexdigest()[:8],
+            pre_transform_key(pre_transform),
+        ))
+        if root is None:
+            stem = self.path.name.split(".")[0] or "data"
+            root = resolve_cache_dir() / "MoleculeCSV" / stem
+        super().__init__(os.fspath(root), transform, pre_transform, force_reload=force_reload)
+        with open(self.processed_paths[1]) as f:
+            meta = json.load(f)
+        self.skipped: list[dict] = meta["skipped"]
+        self.split_indices: dict[str, list[int]] = meta["split"]
+        self.provenance: dict[str, Any] = meta["provenance"]
+        if self.skipped:
+            log.warning(
+                "%s(%s): skipped %d of %d rows whose SMILES RDKit cannot use (%d molecules "
+                "kept): %s", name, self.path, len(self.skipped),
+                self.provenance["num_rows"], self.provenance["num_molecules"],
+                _format_skipped(self.skipped),
+            )
+        self.load(self.processed_paths[0])
+        idx = (list(range(len(meta["smiles"]))) if split == "all"
+               else self.split_indices[split])
+        self.smiles: list[str] = [meta["smiles"][i] for i in idx]
+        self.rows: list[int] = [meta["rows"][i] for i in idx]
+        if split != "all":
+            if idx:
+                self.data, self.slices = self.collate([self.get(i) for i in idx])
+            else:
+                log.warning("%s(%s): split %r is empty (%d molecules are too few for frac=%s)",
+                            name, self.path, split, len(meta["smiles"]), self.frac)
+                self.data, self.slices = Data(), {}
+            self._data_list = None
+
+    # -- PyG hooks ------------------------------------------------------------------------
+    @property
+    def raw_dir(self) -> str:
+        return str(self.path.parent)  # read in place, never copied
+
+    @property
+    def raw_file_names(self) -> list[str]:
+        return [self.path.name]
+
+    @property
+    def processed_dir(self) -> str:
+        return os.path.join(self.root, "processed", self._key)
+
+    @property
+    def processed_file_names(self) -> list[str]:
+        return ["data.pt", "meta.json"]
+
+    def download(self) -> None:  # pragma: no cover - the file's existence is checked earlier
+        raise DataNotFoundError(f"{type(self).__name__}: CSV file not found: {self.path}")
+
+    # -- task description -----------------------------------------------------------------
+    @property
+    def num_tasks(self) -> int:
+        return len(self.task_names)
+
+    @property
+    def metric(self) -> str:
+        return "rocauc" if self.task == "classification" else "rmse"
+
+    def _read_rows(self):
+        """Yield ``(row, line, smiles, labels)`` for the data rows (up to ``max_rows``)."""
+        with _open_text(self.path) as f:
+            reader = csv.reader(f)
+            header = [h.strip() for h in next(reader)]
+            s_col = header.index(self.smiles_column)
+            t_cols = [header.index(c) for c in self.task_names]
+            row = 0
+            for record in reader:
+                if not record or all(not c.strip() for c in record):
+                    continue  # blank line
+                if self.max_rows is not None and row >= self.max_rows:
+                    break
+                line = reader.line_num
+                cell = lambda j: record[j] if j < len(record) else ""  # noqa: E731
+                labels = [
+                    _parse_label(cell(j), self.task, self.path, line, self.task_names[k])
+                    for k, j in enumerate(t_cols)
+                ]
+                yield row, line, cell(s_col).strip(), labels
+                row += 1
+
+    def process(self) -> None:
+        """Parse every row, featurize the valid molecules, compute their scaffolds and the
+        split, apply ``pre_transform`` and save graphs + metadata."""
+        graphs: list[Data] = []
+        smiles: list[str] = []
+        rows: list[int] = []
+        scaffolds: list[str] = []
+        skipped: list[dict] = []
+        num_rows = 0
+        for row, line, smi, labels in self._read_rows():
+            num_rows += 1
+            mol, reason = _parse_smiles(smi)
+            graph = None
+            if mol is not None:
+                try:
+                    graph = mol_to_graph(mol)
+                    scaffold = murcko_scaffold(mol)
+                except Exception as e:  # noqa: BLE001 - RDKit errors on exotic molecules
+                    reason = f"featurization failed: {e}"
+                    graph = None
+            if graph is None:
+                skipped.append({"row": row, "line": line, "smiles": smi, "reason": reason})
+                continue
+            graph.y = torch.tensor(labels, dtype=torch.float32).view(1, -1)
+            graphs.append(graph)
+            smiles.append(smi)
+            rows.append(row)
+            scaffolds.append(scaffold)
+        if not graphs:
+            raise ValueError(
+                f"{type(self).__name__}: no valid molecule in {self.path} "
+                f"({num_rows} rows, {len(skipped)} skipped)"
+            )
+        split = _split_from_scaffolds(scaffolds, self.frac)
+        if self.pre_transform is not None:
+            graphs = [self.pre_transform(g) for g in graphs]
+        self.save(graphs, self.processed_paths[0])
+        provenance = {
+            "source": str(self.path),
+            "sha256": self.file_sha256,
+            "smiles_column": self.smiles_column,
+            "target_columns": self.task_names,
+            "task": self.task,
+            "frac": list(self.frac),
+            "max_rows": self.max_rows,
+            "num_rows": num_rows,
+            "num_molecules": len(graphs),
+            "num_skipped": len(skipped),
+            "split_sizes": {s: len(v) for s, v in split.items()},
+            "split_rule": "scaffold (MurckoScaffoldSmiles includeChirality=True; groups by "
+                          "(size, first index) descending; greedy train/val/test fill)",
+            "featurization": "OGB smiles2graph (9 atom / 3 bond categorical features)",
+            "format_version": _FORMAT_VERSION,
+        }
+        meta = {"provenance": provenance, "skipped": skipped, "split": split,
+                "smiles": smiles, "rows": rows}
+        tmp = self.processed_paths[1] + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(meta, f)
+        os.replace(tmp, self.processed_paths[1])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)}, split={self.split!r}, tasks={self.num_tasks})"
+
+
+@dataclass(frozen=True)
+class MoleculeNetInfo:
+    """One MoleculeNet benchmark: its file in ``<data_dir>/MoleculeNet/``, label columns, task
+    type, metric (OGB evaluator key), and the sha256 / data-row count of the reference copy
+    (``shared/data/README.md`` section 3)."""
+
+    file: str
+    target_columns: tuple[str, ...]
+    task: str
+    metric: str
+    sha256: str
+    num_rows: int
+    smiles_column: str = "smiles"
+
+    @property
+    def num_tasks(self) -> int:
+        return len(self.target_columns)
+
+
+_TOX21_TASKS = (
+    "NR-AR", "NR-AR-LBD", "NR-AhR", "NR-Aromatase", "NR-ER", "NR-ER-LBD", "NR-PPAR-gamma",
+    "SR-ARE", "SR-ATAD5", "SR-HSE", "SR-MMP", "SR-p53",
+)
+_SIDER_TASKS = (
+    "Hepatobiliary_disorders", "Metabolism_and_nutrition_disorders", "Product_issues",
+    "Eye_disorders", "Investigations", "Musculoskeletal_and_connective_tissue_disorders",
+    "Gastrointestinal_disorders", "Social_circumstances", "Immune_system_disorders",
+    "Reproductive_system_and_breast_disorders",
+    "Neoplasms_benign,_malignant_and_unspecified_(incl_cysts_and_polyps)",
+    "General_disorders_and_administration_site_conditions", "Endocrine_disorders",
+    "Surgical_and_medical_procedures", "Vascular_disorders", "Blood_and_lymphatic_system_disorders",
+    "Skin_and_subcutaneous_tissue_disorders", "Congenital,_familial_and_genetic_disorders",
+    "Infections_and_infestations", "Respiratory,_thoracic_and_mediastinal_disorders",
+    "Psychiatric_disorders", "Renal_and_urinary_disorders",
+    "Pregnancy,_puerperium_and_perinatal_conditions", "Ear_and_labyrinth_disorders",
+    "Cardiac_disorders", "Nervous_system_disorders",
+    "Injury,_poisoning_and_procedural_complications",
+)
+
+#: The MoleculeNet benchmarks: name → :class:`MoleculeNetInfo`. ``hiv`` is also ogbg-molhiv
+#: (same molecules and label; scaffold split; metric ROC-AUC).
+MOLECULENET: dict[str, MoleculeNetInfo] = {
+    "hiv": MoleculeNetInfo(
+        "HIV.csv.gz", ("HIV_active",), "classification", "rocauc",
+        "81c0dc45814deb6ee9d8cc83078e06b95736fb2eb78d747b0d055fee1c6ec4c5", 41127),
+    "esol": MoleculeNetInfo(
+        "esol.csv", ("logSolubility",), "regression", "rmse",
+        "9e2bf77f3fc2d0ced4572341e2094904b992c9edf3762795f77cfc2bfd4de5ac", 1128),
+    "freesolv": MoleculeNetInfo(
+        "freesolv.csv", ("freesolv",), "regression", "rmse",
+        "97d74c86228d4c16c0fbbf063bb8280354d8152db09a85ade8517a2f43bd9824", 642),
+    "lipo": MoleculeNetInfo(
+        "lipo.csv", ("lipo",), "regression", "rmse",
+        "aa9bd9669188e35efd908758a75561bba402016d901fed2d0d949289abbcf31c", 4200),
+    "tox21": MoleculeNetInfo(
+        "tox21.csv", _TOX21_TASKS, "classification", "rocauc",
+        "b58cc1f683e78e3c7a1bf7116e9aac0119804018d100f7b8cdb0857941c31aca", 7831),
+    "clintox": MoleculeNetInfo(
+        "clintox.csv", ("FDA_APPROVED", "CT_TOX"), "classification", "rocauc",
+        "cc561402d058a0d996a9f5e5d02bc20f6652b7003525b32c3598b8da4b24e9b7", 1478),
+    "sider": MoleculeNetInfo(
+        "sider.csv", _SIDER_TASKS, "classification", "rocauc",
+        "87b937d1ddb1879bb14e8f23d94ceffcb9ad3e534ae59602820b3bcf03844fbf", 1427),
+}
+_ALIASES = {"ogbg-molhiv": "hiv", "molhiv": "hiv", "delaney": "esol", "lipophilicity": "lipo"}
+
+
+def _moleculenet_dir(data_dir: Path) -> Path:
+    """``data_dir/MoleculeNet`` if it exists, else ``data_dir`` itself when it holds one of the
+    MoleculeNet files."""
+    if (data_dir / "MoleculeNet").is_dir():
+        return data_dir / "MoleculeNet"
+    if any((data_dir / info.file).is_file() for info in MOLECULENET.values()):
+        return data_dir
+    return data_dir / "MoleculeNet"
+
+
+class MoleculeNet(MoleculeCSV):
+    r"""A MoleculeNet benchmark (:data:`MOLECULENET`): ``hiv`` (= ogbg-molhiv semantics), ``esol``,
+    ``freesolv``, ``lipo`` (RMSE regression), ``tox21``, ``clintox``, ``sider`` (multi-task
+    ROC-AUC), read from ``resolve_data_dir(data_dir) / "MoleculeNet" / <file>`` and split by
+    scaffold 80 / 10 / 10 (:func:`scaffold_split`). See :class:`MoleculeCSV` for the graphs,
+    skipped rows and caching.
+
+    For ``hiv`` this gives the ogbg-molhiv setting (same 41,127 molecules and ``HIV_active``
+    label, OGB featurization, scaffold split, ROC-AUC) but not necessarily its exact split: the
+    current RDKit rejects 7 of the molecules that OGB's RDKit accepted, and the split is computed
+    over the valid ones (see the project report for the counts).
+
+    Args:
+        root: cache directory (default ``resolve_cache_dir() / "MoleculeNet"``); this dataset's
+            files go to ``root/<name>/processed/<key>/``.
+        name (str): a key of :data:`MOLECULENET` (case-insensitive; ``"ogbg-molhiv"`` = ``"hiv"``).
+        split (str): ``"train"``, ``"val"``, ``"test"`` or ``"all"``.
+        data_dir: raw-data directory holding ``MoleculeNet/`` (default
+            ``$GRAPH_TRANSFORMERS_DATA``).
+        transform, pre_transform, force_reload: as in PyG.
+        max_rows (int, optional): use only the first ``max_rows`` rows of the file (the split is
+            then the scaffold split of that prefix; for quick tests).
+
+    Attributes:
+        name (str), info (:class:`MoleculeNetInfo`), plus those of :class:`MoleculeCSV`.
+
+    Raises:
+        ValueError: unknown name or split.
+        DataNotFoundError: no data directory, or the file is not in it; the message says where
+            it looked and how to provide the data.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike | None = None,
+        name: str = "esol",
+        split: str = "train",
+        data_dir: str | os.PathLike | None = None,
+        transform: Callable | None = None,
+        pre_transform: Callable | None = None,
+        force_reload: bool = False,
+        *,
+        max_rows: int | None = None,
+    ) -> None:
+        key = str(name).lower()
+        key = _ALIASES.get(key, key)
+        if key not in MOLECULENET:
+            raise ValueError(
+                f"MoleculeNet: unknown name {name!r}; known: {sorted(MOLECULENET)} "
+                f"(aliases {sorted(_ALIASES)})"
+            )
+        self.name = key
+        self.info = info = MOLECULENET[key]
+        data = resolve_data_dir(data_dir)
+        if data is None:
+            raise DataNotFoundError(
+                f"MoleculeNet {key}: no data directory. Pass data_dir=... (CLI --data-dir) or set "
+                f"${DATA_ENV} to a folder holding MoleculeNet/{info.file} (laid out like "
+                f"shared/data/MoleculeNet, see shared/data/README.md section 3)."
+            )
+        path = _moleculenet_dir(data) / info.file
+        if not path.is_file():
+            raise DataNotFoundError(
+                f"MoleculeNet {key}: {info.file} not found; looked for {path} (data directory "
+                f"{data}). Pass data_dir=... (CLI --data-dir) or set ${DATA_ENV} to a folder "
+                f"holding MoleculeNet/{info.file} (see shared/data/README.md section 3)."
+            )
+        base = Path(root).expanduser() if root is not None else resolve_cache_dir() / "MoleculeNet"
+        super().__init__(
+            base / key, split, path, info.smiles_column, list(info.target_columns), info.task,
+            transform, pre_transform, force_reload, max_rows=max_rows,
+        )
+        if self.file_sha256 != info.sha256:
+            log.warning(
+                "MoleculeNet %s: %s has sha256 %s, not the reference copy's %s "
+                "(shared/data/README.md section 3); results may not be comparable.",
+                key, path, self.file_sha256[:16], info.sha256[:16],
+            )
+
+    @property
+    def metric(self) -> str:
+        return self.info.metric
+
+    def __repr__(self) -> str:
+        return f"MoleculeNet({self.name}, {len(self)}, split={self.split!r})"

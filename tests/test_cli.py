@@ -114,3 +114,16 @@ def test_loss_goes_down_on_real_zinc(data_dir):
             total += float(loss) * b.num_graphs
         losses.append(total / len(ds))
     assert losses[-1] < 0.75 * losses[0], losses
+
+
+def test_benchmark_writes_tables(tmp_path):
+    out = tmp_path / "bench"
+    assert main(["benchmark", "--config", str(CONFIG), "--seeds", "2", "--out", str(out),
+                 "--set", "trainer.max_epochs=1", *FAST]) == 0
+    rows = json.loads((out / "table.json").read_text())
+    assert len(rows) == 1 and rows[0]["seeds"] == [0, 1] and rows[0]["epochs"] == 1
+    text = (out / "table.md").read_text()
+    assert "test ± s.d." in text and "csl-gt-lappe" in text and " ± " in text.splitlines()[2]
+    # resuming reuses the finished seeds
+    assert main(["benchmark", "--config", str(CONFIG), "--seeds", "2", "--out", str(out),
+                 "--resume", "--set", "trainer.max_epochs=1", *FAST]) == 0

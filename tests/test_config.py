@@ -92,3 +92,11 @@ def test_zinc_config_mirrors_paper():
     assert count_parameters(make_model(cfg, get_spec("zinc"))) == 588353
     cfg = load_config(REPO / "configs/zinc/gt_wlpe.yaml")
     assert count_parameters(make_model(cfg, get_spec("zinc"))) == 590721  # paper Table 3
+
+
+def test_param_budget_check():
+    from graph_transformers.training.runner import check_param_budget
+    check_param_budget(105_000, 100_000)
+    check_param_budget(123, None)
+    with pytest.raises(ConfigError, match="outside the budget 500,000"):
+        check_param_budget(588_929, 500_000)  # GT's own "500k" ZINC model is 18% over

@@ -25,6 +25,7 @@ def _parser() -> argparse.ArgumentParser:
                "  graph-transformers train                      # the embedded CSL demo\n"
                "  graph-transformers train --config configs/zinc/gt.yaml --data-dir DATA\n"
                "  graph-transformers train --config configs/zinc/gt.yaml --set optim.lr=1e-3\n"
+               "  graph-transformers benchmark --config configs/zinc/gt.yaml --seeds 4\n"
                "  graph-transformers evaluate runs/zinc-gt",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -36,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
                     "Transformer with Laplacian PE on CSL next to the same model without PE, and "
                     "prints both test accuracies.")
     t.add_argument("--config", type=Path, help="YAML config (see configs/)")
-    t.add_argument("--set", dest="overrides", nargs="+", default=[], metavar="KEY=VALUE",
+    t.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[],
+                   metavar="KEY=VALUE",
                    help="override config keys, e.g. --set optim.lr=1e-3 trainer.max_epochs=10")
     t.add_argument("--data-dir", help="raw data directory (else $GRAPH_TRANSFORMERS_DATA)")
     t.add_argument("--out", type=Path, help="run directory (default: runs/<config name>)")
@@ -44,6 +46,21 @@ def _parser() -> argparse.ArgumentParser:
                    help="continue the interrupted run in --out from its last checkpoint")
     t.add_argument("--seeds", type=int, default=1,
                    help="number of seeds; reports mean ± std over them (default 1)")
+
+    b = sub.add_parser(
+        "benchmark", help="run configs over several seeds and write a results table",
+        description="Train each config for --seeds seeds (resumable) and write table.md and "
+                    "table.json in the papers' format: test ± s.d., train ± s.d., #params, "
+                    "#epochs, epoch time / total.")
+    b.add_argument("--config", dest="configs", type=Path, nargs="+", action="extend",
+                   required=True, help="one or more YAML configs")
+    b.add_argument("--seeds", type=int, default=4, help="seeds per config (default 4)")
+    b.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[],
+                   metavar="KEY=VALUE", help="overrides applied to every config")
+    b.add_argument("--data-dir", help="raw data directory (else $GRAPH_TRANSFORMERS_DATA)")
+    b.add_argument("--out", type=Path, default=Path("runs") / "benchmark",
+                   help="output directory (default runs/benchmark)")
+    b.add_argument("--resume", action="store_true", help="reuse finished seeds, continue others")
 
     e = sub.add_parser("evaluate", help="re-compute a run's metrics from its best checkpoint",
                        description="Re-compute train/val/test metrics of RUN_DIR from its best "
@@ -113,6 +130,31 @@ def _print_result(result: dict, out: Path) -> None:
         print(f"  {split:<5} {metric}: {_fmt(result, split, metric, pct)}")
 
 
+def _benchmark(args: argparse.Namespace) -> int:
+    from .training.config import build_config, load_yaml
+    from .training.runner import summarize, train_seeds, write_json
+    from .training.tables import markdown_table, table_row
+
+    overrides = list(args.overrides)
+    if args.data_dir:
+        overrides.append(f"data.data_dir={args.data_dir}")
+    rows = []
+    for path in args.configs:
+        config = build_config(load_yaml(path), overrides)
+        name = config.name or path.stem
+        result = train_seeds(config, args.out / name, args.seeds, resume=args.resume)
+        if not result:  # a non-zero DDP rank
+            return 0
+        summary = result if args.seeds > 1 else summarize([result])
+        rows.append(table_row(name, summary))
+    text = markdown_table(rows)
+    from .training.config import atomic_write_text
+    atomic_write_text(args.out / "table.md", text)
+    write_json(args.out / "table.json", rows)
+    print("\n" + text)
+    return 0
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from .training.runner import evaluate_run
     results = evaluate_run(args.run_dir, data_dir=args.data_dir, checkpoint=args.checkpoint)
@@ -120,11 +162,31 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+class _NoAdverts(logging.Filter):
+    """Drops Lightning's promotional 'Tip' lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Tip:" not in record.getMessage()
+
+
+def _setup_logging(verbose: bool) -> None:
+    """Our messages go to stderr with a timestamp; Lightning keeps its own handler (no
+    duplicates through the root logger)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s",
+                                           datefmt="%H:%M:%S"))
+    ours = logging.getLogger("graph_transformers")
+    if not ours.handlers:
+        ours.addHandler(handler)
+    ours.setLevel(logging.DEBUG if verbose else logging.INFO)
+    ours.propagate = False
+    logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_NoAdverts())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``graph-transformers`` console script."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    _setup_logging(args.verbose)
     from .data.cache import DataNotFoundError
     from .training.config import ConfigError
     from .training.runner import RunError
@@ -133,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
             return _train(args)
         if args.command == "evaluate":
             return _evaluate(args)
+        if args.command == "benchmark":
+            return _benchmark(args)
     except (ConfigError, RunError, DataNotFoundError, ValueError, FileNotFoundError) as err:
         if args.verbose:
             raise

@@ -147,6 +147,8 @@ class Config(_Section):
     optim: OptimConfig = Field(default_factory=OptimConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     seed: int = 0
+    #: the papers' parameter budget (e.g. 100000 or 500000); runs refuse a model outside ±10%
+    param_budget: PositiveInt | None = None
 
     @field_validator("model", mode="before")
     @classmethod

@@ -20,7 +20,8 @@ from ..data.registry import DatasetSpec, get_spec, load_splits
 from ..models import build_model, count_parameters
 from .callbacks import EpochLog, StopAtMinLR
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
-from .config import Config, PlateauConfig, atomic_write_text, load_yaml, build_config, save_config
+from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
+                     load_yaml, save_config)
 from .module import GraphTaskModule, evaluate
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,25 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
 def make_model(config: Config, spec: DatasetSpec) -> torch.nn.Module:
     kw = model_kwargs(config, spec)
     return build_model(kw.pop("name"), **kw)
+
+
+#: tolerance of the papers' "≈100k / ≈500k parameters" budgets
+BUDGET_TOLERANCE = 0.10
+
+
+def check_param_budget(num_params: int, budget: int | None, tolerance: float = BUDGET_TOLERANCE
+                       ) -> None:
+    """Checks a model against its parameter budget.
+
+    Raises:
+        ConfigError: when ``num_params`` is outside ``budget ± tolerance``.
+    """
+    if budget is None:
+        return
+    if abs(num_params - budget) > tolerance * budget:
+        raise ConfigError(f"the model has {num_params:,} parameters, outside the budget "
+                          f"{budget:,} ± {tolerance:.0%} (param_budget); adjust hidden_dim or "
+                          "num_layers")
 
 
 def make_loaders(config: Config, splits: dict) -> dict[str, DataLoader]:
@@ -102,6 +122,7 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     loaders = make_loaders(config, splits)
     model = make_model(config, spec)
     num_params = count_parameters(model)
+    check_param_budget(num_params, config.param_budget)
     log.info("%s on %s: %d parameters; graphs train/val/test = %s", config.model.name,
              spec.name, num_params, {s: len(d) for s, d in splits.items()})
     module = GraphTaskModule(model, spec, config.optim)

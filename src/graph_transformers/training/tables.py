@@ -1,0 +1,48 @@
+"""Results tables in the papers' format (GT Table 1 / benchmarking-GNNs style)."""
+from __future__ import annotations
+
+from typing import Any
+
+PERCENT_METRICS = {"accuracy", "weighted_accuracy", "f1", "roc_auc", "ap"}
+
+
+def _cell(stat: dict[str, float], metric: str) -> str:
+    scale, digits = (100.0, 3) if metric in PERCENT_METRICS else (1.0, 3)
+    return f"{stat['mean'] * scale:.{digits}f} ± {stat['std'] * scale:.{digits}f}"
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f}hr" if seconds >= 3600 else f"{seconds / 60:.1f}min"
+
+
+def table_row(name: str, summary: dict[str, Any]) -> dict[str, Any]:
+    """One row from a :func:`~graph_transformers.training.runner.summarize` result."""
+    metric = summary["metric"]
+    return {
+        "name": name,
+        "model": summary["model"],
+        "dataset": summary["dataset"],
+        "metric": metric,
+        "num_params": summary["num_params"],
+        "seeds": summary["seeds"],
+        "test": summary["test"][metric],
+        "train": summary["train"][metric],
+        "epochs": summary["epochs"]["mean"],
+        "epoch_time_s": summary["epoch_time_s"]["mean"],
+        "total_time_s": summary["wall_time_s"]["mean"],
+    }
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The rows as a Markdown table with the columns of GT's Table 1: test ± s.d., train ± s.d.,
+    #params, #epochs, epoch time / total time (means over seeds; population s.d.)."""
+    lines = ["| run | dataset | metric | #params | test ± s.d. | train ± s.d. | #epochs | "
+             "epoch / total | seeds |",
+             "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['name']} | {r['dataset']} | {r['metric']} | {r['num_params']:,} | "
+            f"{_cell(r['test'], r['metric'])} | {_cell(r['train'], r['metric'])} | "
+            f"{r['epochs']:.2f} | {r['epoch_time_s']:.2f}s/{_hours(r['total_time_s'])} | "
+            f"{len(r['seeds'])} |")
+    return "\n".join(lines) + "\n"

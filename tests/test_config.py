@@ -100,3 +100,14 @@ def test_param_budget_check():
     check_param_budget(123, None)
     with pytest.raises(ConfigError, match="outside the budget 500,000"):
         check_param_budget(588_929, 500_000)  # GT's own "500k" ZINC model is 18% over
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("configs/pattern/gt.yaml", 522982), ("configs/pattern/gt_nope.yaml", 522742),
+    ("configs/cluster/gt.yaml", 524026), ("configs/cluster/gt_nope.yaml", 523146)])
+def test_sbm_configs_match_paper_parameter_counts(path, expected):
+    from graph_transformers.data.registry import get_spec
+    from graph_transformers.models import count_parameters
+    from graph_transformers.training.runner import make_model
+    cfg = load_config(REPO / path)
+    assert count_parameters(make_model(cfg, get_spec(cfg.data.name))) == expected  # Table 1

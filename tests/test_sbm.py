@@ -29,8 +29,8 @@ from graph_transformers.data.sbm import (
     generate_cluster,
     generate_pattern,
     sbm_graph,
-    weighted_accuracy,
 )
+from graph_transformers.training.metrics import weighted_accuracy
 
 SIZE_MEAN = (5 + 34) / 2  # uniform on 5..34
 SIZE_STD = math.sqrt((30**2 - 1) / 12)

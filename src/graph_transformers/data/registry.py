@@ -25,6 +25,9 @@ class DatasetSpec:
             continuous or absent).
         node_dim / edge_dim: widths of continuous features.
         splits: split names.
+        loss: ``"auto"`` (L1 for regression, cross-entropy for classification) or
+            ``"weighted_ce"`` (cross-entropy with per-batch class weights ``(V - V_c) / V``, the
+            SBM benchmarks' loss).
         load: ``load(split, data_dir, cache_dir, pre_transform, options) -> Dataset``.
     """
 
@@ -39,6 +42,7 @@ class DatasetSpec:
     node_dim: int | None = None
     edge_dim: int | None = None
     splits: tuple[str, ...] = ("train", "val", "test")
+    loss: str = "auto"
     notes: dict = field(default_factory=dict)
 
     @property
@@ -56,7 +60,21 @@ def _load_csl(split, data_dir, cache_dir, pre_transform, options):
     from .csl import CSL
     root = resolve_cache_dir(cache_dir) / "CSL"
     return CSL(root=str(root), split=split, fold=options.get("fold", 0),
-               pre_transform=pre_transform)
+               seed=options.get("seed", 0), pre_transform=pre_transform)
+
+
+def _load_pattern(split, data_dir, cache_dir, pre_transform, options):
+    from .sbm import PATTERN
+    root = resolve_cache_dir(cache_dir) / "PATTERN"
+    return PATTERN(root=str(root), split=split, seed=options.get("seed", 0),
+                   pre_transform=pre_transform)
+
+
+def _load_cluster(split, data_dir, cache_dir, pre_transform, options):
+    from .sbm import CLUSTER
+    root = resolve_cache_dir(cache_dir) / "CLUSTER"
+    return CLUSTER(root=str(root), split=split, seed=options.get("seed", 0),
+                   pre_transform=pre_transform)
 
 
 DATASETS: dict[str, DatasetSpec] = {
@@ -64,6 +82,10 @@ DATASETS: dict[str, DatasetSpec] = {
                         node_types=28, edge_types=4),
     "csl": DatasetSpec("csl", "graph", "classification", 10, "accuracy", _load_csl,
                        node_types=1),
+    "pattern": DatasetSpec("pattern", "node", "classification", 2, "weighted_accuracy",
+                           _load_pattern, node_types=3, loss="weighted_ce"),
+    "cluster": DatasetSpec("cluster", "node", "classification", 6, "weighted_accuracy",
+                           _load_cluster, node_types=7, loss="weighted_ce"),
 }
 
 
@@ -95,6 +117,6 @@ def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
     """Loads every split of the dataset a config names, with its encodings precomputed."""
     spec = get_spec(data_cfg.name)
     pre = build_pre_transform(encodings)
-    options = {"fold": data_cfg.fold}
+    options = {"fold": data_cfg.fold, "seed": data_cfg.seed}
     return {s: spec.load(s, data_cfg.data_dir, data_cfg.cache_dir, pre, options)
             for s in spec.splits}

@@ -44,7 +44,7 @@ for PATTERN's pattern instances), so a split's graphs do not depend on how many 
 splits have. As in the notebook, PATTERN's graphs are ordered by pattern instance: graph ``i`` of
 a split with ``c`` graphs per instance belongs to instance ``i // c``.
 
-Metric: the benchmark's class-balanced ("weighted") accuracy, :func:`weighted_accuracy`.
+Metric: the benchmark's class-balanced ("weighted") accuracy, :func:`graph_transformers.training.metrics.weighted_accuracy`.
 """
 from __future__ import annotations
 
@@ -57,7 +57,6 @@ import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
-from torchmetrics.functional.classification import multiclass_accuracy
 
 from graph_transformers.data.cache import pre_transform_key, resolve_cache_dir
 
@@ -84,7 +83,6 @@ __all__ = [
     "generate_cluster",
     "generate_pattern",
     "sbm_graph",
-    "weighted_accuracy",
 ]
 
 #: Community (and pattern) sizes are drawn uniformly from ``SBM_SIZE_MIN .. SBM_SIZE_MAX - 1``
@@ -211,7 +209,8 @@ def _check_counts(name: str, counts: Sequence[int]) -> tuple[int, int, int]:
     try:
         values = tuple(counts)
     except TypeError:
-        raise ValueError(f"{name} must be three counts (train, val, test), got {counts!r}") from None
+        msg = f"{name} must be three counts (train, val, test), got {counts!r}"
+        raise ValueError(msg) from None
     if len(values) != 3 or not all(
         isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0 for v in values
     ):
@@ -422,58 +421,6 @@ def generate_cluster(
 # --------------------------------------------------------------------------------------------
 
 
-def weighted_accuracy(pred: Tensor, target: Tensor, num_classes: int) -> float:
-    """The SBM benchmarks' class-balanced ("weighted") accuracy, as a fraction in ``[0, 1]``.
-
-    The benchmark (``accuracy_SBM`` in benchmarking-gnns ``train/metrics.py``) builds the sklearn
-    confusion matrix of (target, prediction), whose classes are those occurring in the targets
-    *or* the predictions, and returns ``100 *`` the mean over those classes of the per-class
-    recall ``TP_c / #{target == c}`` (0 for a class that is predicted but absent from the
-    targets). Classes absent from both are not counted. This function returns the same mean
-    without the factor 100: it is ``torchmetrics``' ``multiclass_accuracy(average="macro")``,
-    which gives weight 0 to classes with ``TP + FP + FN = 0`` (absent from both) and recall 0 to
-    predicted-only classes, exactly as above.
-
-    One corner case differs, a quirk of the benchmark code: it indexes the confusion matrix by
-    class id, which is only right when the occurring classes are ``0..m-1``; with a gap (e.g.
-    only classes 0 and 2 occur) it misattributes recalls. This function uses the class ids
-    correctly. Every PATTERN and CLUSTER graph contains all classes among its targets, so on any
-    batch of whole graphs the two agree exactly.
-
-    Note that the benchmark reports the mean over test *batches* of this per-batch value, not the
-    value on the concatenated predictions.
-
-    Args:
-        pred (Tensor): predicted labels ``[N]`` (integers) or scores/logits ``[N, num_classes]``
-            (the argmax is taken).
-        target (Tensor): true labels ``[N]`` in ``0..num_classes-1``.
-        num_classes (int): number of classes.
-
-    Returns:
-        float in ``[0, 1]`` (multiply by 100 for the benchmark's percentages).
-
-    Raises:
-        ValueError: for empty or mismatched inputs, or labels outside ``0..num_classes-1``.
-    """
-    target = torch.as_tensor(target).reshape(-1).long()
-    pred = torch.as_tensor(pred)
-    if pred.dim() == 2:
-        if pred.shape[1] != num_classes:
-            raise ValueError(f"scores must have {num_classes} columns, got {tuple(pred.shape)}")
-        pred = pred.argmax(dim=1)
-    pred = pred.reshape(-1).long()
-    if target.numel() == 0:
-        raise ValueError("weighted_accuracy needs at least one target")
-    if pred.shape != target.shape:
-        raise ValueError(f"pred and target sizes differ: {tuple(pred.shape)} vs "
-                         f"{tuple(target.shape)}")
-    for name, t in (("pred", pred), ("target", target)):
-        if int(t.min()) < 0 or int(t.max()) >= num_classes:
-            raise ValueError(f"{name} labels must be in 0..{num_classes - 1}")
-    return float(multiclass_accuracy(pred.cpu(), target.cpu(), num_classes=num_classes,
-                                     average="macro"))
-
-
 # --------------------------------------------------------------------------------------------
 # Datasets
 # --------------------------------------------------------------------------------------------
@@ -551,7 +498,7 @@ class PATTERN(_SBMDataset):
     instantiation generates and saves all three splits, later ones load them.
 
     Graphs have ``x`` LongTensor ``[n, 1]`` (3 node types), ``edge_index`` (both directions) and
-    ``y`` LongTensor ``[n]`` (binary node labels). Metric: :func:`weighted_accuracy`.
+    ``y`` LongTensor ``[n]`` (binary node labels). Metric: :func:`graph_transformers.training.metrics.weighted_accuracy`.
 
     Args:
         root (str or PathLike, optional): cache directory (default
@@ -620,7 +567,7 @@ class CLUSTER(_SBMDataset):
 
     Graphs have ``x`` LongTensor ``[n, 1]`` (7 node types: 0 = unlabelled, ``r + 1`` = the seed
     node of community ``r``), ``edge_index`` (both directions) and ``y`` LongTensor ``[n]``
-    (community ``0..5``). Metric: :func:`weighted_accuracy`.
+    (community ``0..5``). Metric: :func:`graph_transformers.training.metrics.weighted_accuracy`.
 
     Args:
         root (str or PathLike, optional): cache directory (default

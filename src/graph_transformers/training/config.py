@@ -74,6 +74,8 @@ class DataConfig(_Section):
     eval_batch_size: PositiveInt | None = None
     num_workers: Annotated[int, Field(ge=0)] = 0
     fold: Annotated[int, Field(ge=0)] = 0
+    #: generation seed of generated datasets (CSL permutations, PATTERN/CLUSTER graphs)
+    seed: Annotated[int, Field(ge=0)] = 0
 
 
 class LapPEConfig(_Section):

@@ -11,6 +11,7 @@ from torch.nn import functional as F
 
 from ..data.registry import DatasetSpec
 from .config import CosineConfig, OptimConfig, PlateauConfig
+from .metrics import BatchMeanWeightedAccuracy
 
 
 def make_metrics(spec: DatasetSpec, **metric_kwargs) -> torchmetrics.MetricCollection:
@@ -19,21 +20,36 @@ def make_metrics(spec: DatasetSpec, **metric_kwargs) -> torchmetrics.MetricColle
     if spec.task == "regression":
         return torchmetrics.MetricCollection(
             {"mae": torchmetrics.MeanAbsoluteError(**metric_kwargs)})
+    if spec.metric == "weighted_accuracy":
+        return torchmetrics.MetricCollection(
+            {"weighted_accuracy": BatchMeanWeightedAccuracy(spec.out_dim, **metric_kwargs)})
     return torchmetrics.MetricCollection(
         {"accuracy": torchmetrics.classification.MulticlassAccuracy(
             spec.out_dim, average="micro", **metric_kwargs)})
 
 
 def task_loss(spec: DatasetSpec, out: Tensor, y: Tensor) -> Tensor:
-    """L1 for regression (the benchmark's ZINC loss), cross-entropy for classification."""
+    """L1 for regression (the benchmark's ZINC loss), cross-entropy for classification, or the
+    SBM benchmarks' class-weighted cross-entropy (weights ``(V - V_c) / V`` from the batch's label
+    counts ``V_c``, zero for absent classes) when ``spec.loss == "weighted_ce"``."""
     if spec.task == "regression":
         pred = predictions(spec, out)
         return F.l1_loss(pred, y.float().view_as(pred))
-    return F.cross_entropy(out, y.view(-1).long())
+    y = y.view(-1).long()
+    if spec.loss == "weighted_ce":
+        counts = torch.bincount(y, minlength=out.size(-1)).to(out.dtype)
+        weight = (y.numel() - counts) / y.numel() * (counts > 0).to(out.dtype)
+        return F.cross_entropy(out, y, weight=weight)
+    return F.cross_entropy(out, y)
 
 
 def predictions(spec: DatasetSpec, out: Tensor) -> Tensor:
     return out.view(-1) if spec.task == "regression" and out.size(-1) == 1 else out
+
+
+def _batch_size(spec: DatasetSpec, batch) -> int:
+    """Items the loss averages over: graphs for graph tasks, nodes for node tasks."""
+    return batch.num_graphs if spec.level == "graph" else batch.num_nodes
 
 
 class GraphTaskModule(L.LightningModule):
@@ -59,8 +75,8 @@ class GraphTaskModule(L.LightningModule):
         y = batch.y
         loss = task_loss(self.spec, out, y)
         metrics.update(predictions(self.spec, out.detach()), y.view(-1))
-        self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True, batch_size=batch.num_graphs,
-                 prog_bar=stage == "val", sync_dist=True)
+        self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True,
+                 batch_size=_batch_size(self.spec, batch), prog_bar=stage == "val", sync_dist=True)
         return loss
 
     def training_step(self, batch, batch_idx: int) -> Tensor:
@@ -119,7 +135,7 @@ def evaluate(model: nn.Module, spec: DatasetSpec, loader, device: torch.device |
     for batch in loader:
         batch = batch.to(device)
         out = model(batch)
-        n = batch.num_graphs if spec.level == "graph" else batch.num_nodes
+        n = _batch_size(spec, batch)
         total += float(task_loss(spec, out, batch.y)) * n
         count += n
         metrics.update(predictions(spec, out), batch.y.view(-1))

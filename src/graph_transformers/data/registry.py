@@ -18,16 +18,18 @@ class DatasetSpec:
     Attributes:
         name: config name.
         level: ``"graph"`` or ``"node"`` prediction.
-        task: ``"regression"`` or ``"classification"``.
-        out_dim: model outputs (1 for scalar regression, number of classes for classification).
+        task: ``"regression"``, ``"classification"`` (one label of ``out_dim`` classes) or
+            ``"binary"`` (``out_dim`` binary tasks, NaN = missing label); see
+            :mod:`graph_transformers.training.tasks`.
+        out_dim: model outputs (1 for scalar regression, number of classes for classification,
+            number of tasks for binary).
         metric: the paper's metric key in ``metrics.json`` (``"mae"``, ``"accuracy"``, ...).
         node_types / edge_types: category counts of the categorical features (``None`` when
             continuous or absent).
         node_dim / edge_dim: widths of continuous features.
         splits: split names.
-        loss: ``"auto"`` (L1 for regression, cross-entropy for classification) or
-            ``"weighted_ce"`` (cross-entropy with per-batch class weights ``(V - V_c) / V``, the
-            SBM benchmarks' loss).
+        loss: ``"auto"`` (L1 / cross-entropy / BCE), ``"mse"`` or ``"weighted_ce"`` (the SBM
+            benchmarks' class-weighted cross-entropy).
         load: ``load(split, data_dir, cache_dir, pre_transform, options) -> Dataset``.
     """
 

@@ -22,8 +22,10 @@ class GraphTransformer(nn.Module):
         hidden_dim: ``d``.
         num_layers: ``L``.
         num_heads: ``H``.
-        out_dim: outputs per graph (``task="graph"``) or per node (``task="node"``).
-        task: ``"graph"`` (readout, then MLP) or ``"node"`` (MLP on each node).
+        out_dim: outputs per graph, node or edge (by ``task``).
+        task: ``"graph"`` (readout, then MLP), ``"node"`` (MLP on each node) or ``"edge"`` (MLP on
+            ``[h_i ∥ h_j]`` for each edge ``j -> i`` of ``edge_index``, as the benchmark's TSP
+            edge classifier).
         num_node_types / node_dim: categorical node features (``x`` long ``[num_nodes]``,
             ``[num_nodes, 1]`` or one column per table) or continuous ones (``x [num_nodes, node_dim]``).
         num_edge_types / edge_dim: same for ``edge_attr``; used when ``use_edge_features``.
@@ -40,7 +42,8 @@ class GraphTransformer(nn.Module):
         mlp_layers: hidden layers of the :class:`MLPReadout` head.
 
     Forward takes a PyG ``Batch`` (``x``, ``edge_index``, ``batch``, optional ``edge_attr``,
-    ``lap_pe``/``wl_pe``) and returns ``[num_graphs, out_dim]`` or ``[num_nodes, out_dim]``.
+    ``lap_pe``/``wl_pe``) and returns ``[num_graphs, out_dim]``, ``[num_nodes, out_dim]`` or
+    ``[num_edges, out_dim]``.
     """
 
     def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
@@ -52,8 +55,8 @@ class GraphTransformer(nn.Module):
                  in_feat_dropout: float = 0.0, ffn_multiplier: float = 2.0,
                  qkv_bias: bool = False, readout: str = "mean", mlp_layers: int = 2) -> None:
         super().__init__()
-        if task not in ("graph", "node"):
-            raise ValueError(f"task must be 'graph' or 'node', got {task!r}")
+        if task not in ("graph", "node", "edge"):
+            raise ValueError(f"task must be 'graph', 'node' or 'edge', got {task!r}")
         if pe not in (None, "lap", "wl"):
             raise ValueError(f"pe must be 'lap', 'wl' or None, got {pe!r}")
         if full_graph and use_edge_features:
@@ -80,7 +83,8 @@ class GraphTransformer(nn.Module):
                                   dropout=dropout, norm=norm, ffn_multiplier=ffn_multiplier,
                                   qkv_bias=qkv_bias)
             for _ in range(num_layers))
-        self.head = MLPReadout(hidden_dim, out_dim, mlp_layers)
+        self.head = MLPReadout(2 * hidden_dim if task == "edge" else hidden_dim, out_dim,
+                               mlp_layers)
 
     def reset_parameters(self) -> None:
         for m in self.modules():
@@ -126,5 +130,8 @@ class GraphTransformer(nn.Module):
         h = self.encode(data)
         if self.task == "node":
             return self.head(h)
+        if self.task == "edge":
+            src, dst = data.edge_index
+            return self.head(torch.cat([h[dst], h[src]], dim=-1))
         batch = data.batch if data.batch is not None else h.new_zeros(h.size(0), dtype=torch.long)
         return self.head(graph_readout(h, batch, self.readout, data.num_graphs))

@@ -83,3 +83,58 @@ class BatchMeanWeightedAccuracy(torchmetrics.Metric):
 
     def compute(self) -> Tensor:
         return self.total / self.batches.clamp_min(1)
+
+
+class MultitaskROCAUC(torchmetrics.Metric):
+    """ROC-AUC averaged over binary tasks, with OGB's evaluator semantics (``ogbg-molhiv`` and
+    the MoleculeNet classification sets): NaN targets are missing labels and are ignored; a task
+    whose labelled targets do not contain both classes is skipped; the result is the mean over
+    the remaining tasks.
+
+    ``update(preds [num_items, num_tasks] logits or scores, target [num_items, num_tasks])``.
+
+    Raises:
+        ValueError: from ``compute`` when no task has both classes.
+    """
+
+    higher_is_better = True
+    full_state_update = False
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.add_state("preds", default=[], dist_reduce_fx="cat")
+        self.add_state("target", default=[], dist_reduce_fx="cat")
+
+    def update(self, preds: Tensor, target: Tensor) -> None:
+        self.preds.append(preds.float().reshape(preds.size(0), -1))
+        self.target.append(target.float().reshape(target.size(0), -1))
+
+    def compute(self) -> Tensor:
+        preds = torchmetrics.utilities.dim_zero_cat(self.preds)
+        target = torchmetrics.utilities.dim_zero_cat(self.target)
+        return roc_auc_multitask(target, preds)
+
+
+def roc_auc_multitask(y_true: Tensor, y_score: Tensor) -> Tensor:
+    """Mean per-task ROC-AUC over tasks with both classes among their labelled items.
+
+    Args:
+        y_true: ``[num_items, num_tasks]`` in {0, 1} or NaN (missing).
+        y_score: ``[num_items, num_tasks]`` scores (any monotone scale, e.g. logits).
+
+    Raises:
+        ValueError: on shape mismatch or when no task qualifies.
+    """
+    from torchmetrics.functional.classification import binary_auroc
+    if y_true.shape != y_score.shape:
+        raise ValueError(f"y_true {tuple(y_true.shape)} and y_score {tuple(y_score.shape)} differ")
+    values = []
+    for t in range(y_true.size(1)):
+        labelled = ~torch.isnan(y_true[:, t])
+        yt = y_true[labelled, t]
+        if yt.numel() == 0 or yt.min() == yt.max():
+            continue
+        values.append(binary_auroc(y_score[labelled, t], yt.long()))
+    if not values:
+        raise ValueError("ROC-AUC is undefined: no task has both positive and negative labels")
+    return torch.stack(values).mean()

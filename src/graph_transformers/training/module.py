@@ -7,49 +7,10 @@ import lightning as L
 import torch
 import torchmetrics
 from torch import Tensor, nn
-from torch.nn import functional as F
 
 from ..data.registry import DatasetSpec
 from .config import CosineConfig, OptimConfig, PlateauConfig
-from .metrics import BatchMeanWeightedAccuracy
-
-
-def make_metrics(spec: DatasetSpec, **metric_kwargs) -> torchmetrics.MetricCollection:
-    """The dataset's metrics (keys as in ``metrics.json``); ``metric_kwargs`` go to every
-    torchmetrics constructor (e.g. ``sync_on_compute=False``)."""
-    if spec.task == "regression":
-        return torchmetrics.MetricCollection(
-            {"mae": torchmetrics.MeanAbsoluteError(**metric_kwargs)})
-    if spec.metric == "weighted_accuracy":
-        return torchmetrics.MetricCollection(
-            {"weighted_accuracy": BatchMeanWeightedAccuracy(spec.out_dim, **metric_kwargs)})
-    return torchmetrics.MetricCollection(
-        {"accuracy": torchmetrics.classification.MulticlassAccuracy(
-            spec.out_dim, average="micro", **metric_kwargs)})
-
-
-def task_loss(spec: DatasetSpec, out: Tensor, y: Tensor) -> Tensor:
-    """L1 for regression (the benchmark's ZINC loss), cross-entropy for classification, or the
-    SBM benchmarks' class-weighted cross-entropy (weights ``(V - V_c) / V`` from the batch's label
-    counts ``V_c``, zero for absent classes) when ``spec.loss == "weighted_ce"``."""
-    if spec.task == "regression":
-        pred = predictions(spec, out)
-        return F.l1_loss(pred, y.float().view_as(pred))
-    y = y.view(-1).long()
-    if spec.loss == "weighted_ce":
-        counts = torch.bincount(y, minlength=out.size(-1)).to(out.dtype)
-        weight = (y.numel() - counts) / y.numel() * (counts > 0).to(out.dtype)
-        return F.cross_entropy(out, y, weight=weight)
-    return F.cross_entropy(out, y)
-
-
-def predictions(spec: DatasetSpec, out: Tensor) -> Tensor:
-    return out.view(-1) if spec.task == "regression" and out.size(-1) == 1 else out
-
-
-def _batch_size(spec: DatasetSpec, batch) -> int:
-    """Items the loss averages over: graphs for graph tasks, nodes for node tasks."""
-    return batch.num_graphs if spec.level == "graph" else batch.num_nodes
+from .tasks import Task
 
 
 class GraphTaskModule(L.LightningModule):
@@ -62,21 +23,20 @@ class GraphTaskModule(L.LightningModule):
     def __init__(self, model: nn.Module, spec: DatasetSpec, optim: OptimConfig) -> None:
         super().__init__()
         self.model = model
-        self.spec = spec
+        self.task = Task(spec)
         self.optim = optim
-        self.train_metrics = make_metrics(spec).clone(prefix="train/")
-        self.val_metrics = make_metrics(spec).clone(prefix="val/")
+        self.train_metrics = self.task.metrics().clone(prefix="train/")
+        self.val_metrics = self.task.metrics().clone(prefix="val/")
 
     def forward(self, batch) -> Tensor:
         return self.model(batch)
 
     def _step(self, batch, stage: str, metrics: torchmetrics.MetricCollection) -> Tensor:
         out = self.model(batch)
-        y = batch.y
-        loss = task_loss(self.spec, out, y)
-        metrics.update(predictions(self.spec, out.detach()), y.view(-1))
+        loss = self.task.loss(out, batch)
+        metrics.update(*self.task.metric_inputs(out, batch))
         self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True,
-                 batch_size=_batch_size(self.spec, batch), prog_bar=stage == "val", sync_dist=True)
+                 batch_size=self.task.count(batch), prog_bar=stage == "val", sync_dist=True)
         return loss
 
     def training_step(self, batch, batch_idx: int) -> Tensor:
@@ -130,15 +90,16 @@ def evaluate(model: nn.Module, spec: DatasetSpec, loader, device: torch.device |
     was_training = model.training
     model.eval()
     model.to(device)
-    metrics = make_metrics(spec, sync_on_compute=False).to(device)  # one process evaluates
+    task = Task(spec)
+    metrics = task.metrics(sync_on_compute=False).to(device)  # one process evaluates
     total, count = 0.0, 0
     for batch in loader:
         batch = batch.to(device)
         out = model(batch)
-        n = _batch_size(spec, batch)
-        total += float(task_loss(spec, out, batch.y)) * n
+        n = task.count(batch)
+        total += float(task.loss(out, batch)) * n
         count += n
-        metrics.update(predictions(spec, out), batch.y.view(-1))
+        metrics.update(*task.metric_inputs(out, batch))
     result = {k: float(v) for k, v in metrics.compute().items()}
     result["loss"] = total / max(count, 1)
     model.train(was_training)

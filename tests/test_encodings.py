@@ -76,6 +76,22 @@ def test_lappe_sparse_solver_agrees_with_dense(monkeypatch):
     torch.testing.assert_close(sparse, dense, atol=1e-3, rtol=0)
 
 
+def test_lappe_sparse_solver_with_many_components(monkeypatch):
+    import graph_transformers.encodings.lappe as lappe
+    # 30 disjoint triangles + a long path: the null space has 31 vectors
+    g = nx.disjoint_union_all([nx.cycle_graph(3) for _ in range(30)] + [nx.path_graph(60)])
+    n = g.number_of_nodes()
+    ei = _edge_index(g)
+    monkeypatch.setattr(lappe, "DENSE_EIGEN_MAX_NODES", 10)
+    pe = laplacian_pe(ei, n, k=4)
+    lap = _dense_laplacian(g)
+    for c in range(4):
+        v = pe[:, c].double().numpy()
+        lam = v @ lap @ v
+        assert lam > 1e-6 and np.linalg.norm(v) > 0.99
+        np.testing.assert_allclose(lap @ v, lam * v, atol=1e-4)
+
+
 def test_lappe_rejects_bad_input():
     with pytest.raises(ValueError, match="k must be"):
         laplacian_pe(torch.zeros(2, 0, dtype=torch.long), 3, k=0)

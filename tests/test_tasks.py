@@ -37,6 +37,8 @@ def test_roc_auc_by_hand_and_skipped_tasks():
     assert float(roc_auc_multitask(y, s)) == pytest.approx(0.75)
     with pytest.raises(ValueError, match="no task"):
         roc_auc_multitask(torch.zeros(3, 1), torch.rand(3, 1))
+    # logits far from 0 keep their order (no sigmoid saturation into ties)
+    assert roc_auc_multitask([0, 1, 0, 1], [50.0, 60.0, 70.0, 80.0]) == pytest.approx(0.75)
     metric = Task(_spec(task="binary", metric="roc_auc")).metrics()["roc_auc"]
     metric.update(s[:2], y[:2])
     metric.update(s[2:], y[2:])

@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _train(args: argparse.Namespace) -> int:
     from .training.config import build_config, load_yaml
-    from .training.runner import summarize, train_seeds
+    from .training.runner import train_seeds
 
     overrides = list(args.overrides)
     if args.data_dir:

@@ -9,6 +9,7 @@ from torch_geometric.data import Dataset
 from torch_geometric.transforms import BaseTransform, Compose
 
 from .cache import resolve_cache_dir
+from .molecules import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS  # plain constants, no RDKit import
 
 
 @dataclass(frozen=True)
@@ -68,16 +69,89 @@ def _load_csl(split, data_dir, cache_dir, pre_transform, options):
 def _load_pattern(split, data_dir, cache_dir, pre_transform, options):
     from .sbm import PATTERN
     root = resolve_cache_dir(cache_dir) / "PATTERN"
+    sizes = {k: options[k] for k in ("num_graphs_per_pattern", "num_patterns") if k in options}
     return PATTERN(root=str(root), split=split, seed=options.get("seed", 0),
-                   pre_transform=pre_transform)
+                   pre_transform=pre_transform, **sizes)
 
 
 def _load_cluster(split, data_dir, cache_dir, pre_transform, options):
     from .sbm import CLUSTER
     root = resolve_cache_dir(cache_dir) / "CLUSTER"
+    sizes = {"num_graphs": options["num_graphs"]} if "num_graphs" in options else {}
     return CLUSTER(root=str(root), split=split, seed=options.get("seed", 0),
-                   pre_transform=pre_transform)
+                   pre_transform=pre_transform, **sizes)
 
+
+def _load_tu(name: str) -> Callable[..., Dataset]:
+    def load(split, data_dir, cache_dir, pre_transform, options):
+        from .tu import TU
+        root = resolve_cache_dir(cache_dir) / "TU"
+        # the benchmark split is fixed: the data seed does not reshuffle folds
+        return TU(name, root=str(root), split=split, fold=options.get("fold", 0),
+                  data_dir=data_dir, pre_transform=pre_transform)
+    return load
+
+
+class NodeSplitMask(BaseTransform):
+    """Sets ``data.node_mask = data[f"{split}_mask"]`` so that a transductive single-graph dataset
+    (Planetoid) trains and evaluates on the nodes of one split."""
+
+    def __init__(self, split: str) -> None:
+        self.split = split
+
+    def forward(self, data):
+        data.node_mask = data[f"{self.split}_mask"]
+        return data
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.split!r})"
+
+
+def _load_planetoid(name: str) -> Callable[..., Dataset]:
+    def load(split, data_dir, cache_dir, pre_transform, options):
+        from .planetoid import PlanetoidGraph
+        root = resolve_cache_dir(cache_dir) / "Planetoid"
+        return PlanetoidGraph(name, root=str(root), data_dir=data_dir,
+                              pre_transform=pre_transform, transform=NodeSplitMask(split))
+    return load
+
+
+def _load_moleculenet(name: str) -> Callable[..., Dataset]:
+    def load(split, data_dir, cache_dir, pre_transform, options):
+        from .molecules import MoleculeNet
+        return MoleculeNet(root=str(resolve_cache_dir(cache_dir) / "MoleculeNet"), name=name,
+                           split=split, data_dir=data_dir, pre_transform=pre_transform,
+                           max_rows=options.get("max_rows"))
+    return load
+
+
+def _load_molecule_csv(split, data_dir, cache_dir, pre_transform, options):
+    from .molecules import MoleculeCSV
+    kwargs = {k: v for k, v in options.items() if k not in ("fold", "seed")}
+    return MoleculeCSV(root=str(resolve_cache_dir(cache_dir) / "MoleculeCSV"), split=split,
+                       pre_transform=pre_transform, **kwargs)
+
+
+def _load_superpixels(kind: str) -> Callable[..., Dataset]:
+    def load(split, data_dir, cache_dir, pre_transform, options):
+        from . import superpixels
+        cls = superpixels.MNISTSuperpixels if kind == "mnist" else superpixels.CIFAR10Superpixels
+        root = resolve_cache_dir(cache_dir) / cls.__name__
+        return cls(root=str(root), split=split, data_dir=data_dir, pre_transform=pre_transform,
+                   max_images=options.get("max_images"),
+                   num_workers=options.get("num_workers", 0))
+    return load
+
+
+def _load_tsp(split, data_dir, cache_dir, pre_transform, options):
+    from .tsp import TSP
+    root = resolve_cache_dir(cache_dir) / "TSP"
+    return TSP(root=str(root), split=split, seed=options.get("seed", 0),
+               pre_transform=pre_transform, num_graphs=options.get("num_graphs"))
+
+
+#: OGB's atom / bond vocabulary sizes, one embedding table per column
+_MOL_TYPES = dict(node_types=tuple(ATOM_FEATURE_DIMS), edge_types=tuple(BOND_FEATURE_DIMS))
 
 DATASETS: dict[str, DatasetSpec] = {
     "zinc": DatasetSpec("zinc", "graph", "regression", 1, "mae", _load_zinc,
@@ -88,7 +162,64 @@ DATASETS: dict[str, DatasetSpec] = {
                            _load_pattern, node_types=3, loss="weighted_ce"),
     "cluster": DatasetSpec("cluster", "node", "classification", 6, "weighted_accuracy",
                            _load_cluster, node_types=7, loss="weighted_ce"),
+    "mutag": DatasetSpec("mutag", "graph", "classification", 2, "accuracy", _load_tu("MUTAG"),
+                         node_dim=7, edge_dim=4),
+    "enzymes": DatasetSpec("enzymes", "graph", "classification", 6, "accuracy",
+                           _load_tu("ENZYMES"), node_dim=21),
+    "nci1": DatasetSpec("nci1", "graph", "classification", 2, "accuracy", _load_tu("NCI1"),
+                        node_dim=37),
+    "cora": DatasetSpec("cora", "node", "classification", 7, "accuracy",
+                        _load_planetoid("Cora"), node_dim=1433),
+    "citeseer": DatasetSpec("citeseer", "node", "classification", 6, "accuracy",
+                            _load_planetoid("CiteSeer"), node_dim=3703),
+    "ogbg-molhiv": DatasetSpec("ogbg-molhiv", "graph", "binary", 1, "roc_auc",
+                               _load_moleculenet("hiv"), **_MOL_TYPES),
+    "tox21": DatasetSpec("tox21", "graph", "binary", 12, "roc_auc", _load_moleculenet("tox21"),
+                         **_MOL_TYPES),
+    "clintox": DatasetSpec("clintox", "graph", "binary", 2, "roc_auc",
+                           _load_moleculenet("clintox"), **_MOL_TYPES),
+    "sider": DatasetSpec("sider", "graph", "binary", 27, "roc_auc", _load_moleculenet("sider"),
+                         **_MOL_TYPES),
+    "esol": DatasetSpec("esol", "graph", "regression", 1, "rmse", _load_moleculenet("esol"),
+                        loss="mse", **_MOL_TYPES),
+    "freesolv": DatasetSpec("freesolv", "graph", "regression", 1, "rmse",
+                            _load_moleculenet("freesolv"), loss="mse", **_MOL_TYPES),
+    "lipo": DatasetSpec("lipo", "graph", "regression", 1, "rmse", _load_moleculenet("lipo"),
+                        loss="mse", **_MOL_TYPES),
+    "mnist": DatasetSpec("mnist", "graph", "classification", 10, "accuracy",
+                         _load_superpixels("mnist"), node_dim=3, edge_dim=1),
+    "cifar10": DatasetSpec("cifar10", "graph", "classification", 10, "accuracy",
+                           _load_superpixels("cifar10"), node_dim=5, edge_dim=1),
+    "tsp": DatasetSpec("tsp", "edge", "classification", 2, "f1", _load_tsp, node_dim=2,
+                       edge_dim=1),
 }
+
+
+def molecule_csv_spec(options: dict) -> DatasetSpec:
+    """The spec of a user's molecule CSV (``data.name: molecule_csv``): ``data.options`` gives
+    ``path``, ``smiles_column``, ``target_columns`` and ``task`` (``classification`` → binary
+    tasks scored by ROC-AUC, ``regression`` → RMSE).
+
+    Raises:
+        ValueError: without ``path`` or ``target_columns``.
+    """
+    if not options.get("path") or not options.get("target_columns"):
+        raise ValueError("data.name=molecule_csv needs data.options.path and "
+                         "data.options.target_columns")
+    task = options.get("task", "classification")
+    n = len(options["target_columns"])
+    if task == "regression":
+        return DatasetSpec("molecule_csv", "graph", "regression", n, "rmse", _load_molecule_csv,
+                           loss="mse", **_MOL_TYPES)
+    return DatasetSpec("molecule_csv", "graph", "binary", n, "roc_auc", _load_molecule_csv,
+                       **_MOL_TYPES)
+
+
+def resolve_spec(data_cfg: Any) -> DatasetSpec:
+    """The spec for a config's ``data`` section (registered name, or a user's molecule CSV)."""
+    if data_cfg.name == "molecule_csv":
+        return molecule_csv_spec(data_cfg.options)
+    return get_spec(data_cfg.name)
 
 
 def get_spec(name: str) -> DatasetSpec:
@@ -98,7 +229,8 @@ def get_spec(name: str) -> DatasetSpec:
         ValueError: for an unknown name (listing the known ones).
     """
     if name not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; known datasets: {sorted(DATASETS)}")
+        raise ValueError(f"unknown dataset {name!r}; known datasets: "
+                         f"{sorted(DATASETS) + ['molecule_csv']}")
     return DATASETS[name]
 
 
@@ -117,8 +249,13 @@ def build_pre_transform(encodings: Any) -> BaseTransform | None:
 
 def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
     """Loads every split of the dataset a config names, with its encodings precomputed."""
-    spec = get_spec(data_cfg.name)
+    spec = resolve_spec(data_cfg)
     pre = build_pre_transform(encodings)
-    options = {"fold": data_cfg.fold, "seed": data_cfg.seed}
-    return {s: spec.load(s, data_cfg.data_dir, data_cfg.cache_dir, pre, options)
-            for s in spec.splits}
+    options = {"fold": data_cfg.fold, "seed": data_cfg.seed, **data_cfg.options}
+    try:
+        return {s: spec.load(s, data_cfg.data_dir, data_cfg.cache_dir, pre, options)
+                for s in spec.splits}
+    except TypeError as err:  # an option the dataset class does not take
+        if "unexpected keyword" in str(err):
+            raise ValueError(f"data.options: {err}") from None
+        raise

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as spla
 import torch
 from torch import Tensor
@@ -88,8 +89,12 @@ def laplacian_pe(edge_index: Tensor, num_nodes: int, k: int) -> Tensor:
         vals, vecs = np.linalg.eigh(lap.toarray())
     else:
         # Smallest eigenvalues of a PSD matrix with spectrum in [0, 2]: shift-invert near 0 is
-        # fragile (singular), so ask for the largest of (2I - L) instead.
-        num = min(num_nodes - 1, k + 32)
+        # fragile (singular), so ask for the largest of (2I - L) instead. The null space has one
+        # vector per connected component with an edge; ask for those on top of the k wanted.
+        _, labels = csgraph.connected_components(lap, directed=False)
+        sizes = np.bincount(labels)
+        null_dim = int((sizes > 1).sum())
+        num = min(num_nodes - 1, k + null_dim + 8)
         shifted = 2.0 * sp.eye(num_nodes, format="csr") - lap
         vals, vecs = spla.eigsh(shifted, k=num, which="LA", tol=1e-6)
         vals = 2.0 - vals

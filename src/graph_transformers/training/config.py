@@ -76,6 +76,9 @@ class DataConfig(_Section):
     fold: Annotated[int, Field(ge=0)] = 0
     #: generation seed of generated datasets (CSL permutations, PATTERN/CLUSTER graphs)
     seed: Annotated[int, Field(ge=0)] = 0
+    #: extra keyword arguments of the dataset class (e.g. ``max_images`` for superpixels,
+    #: ``path``/``smiles_column``/``target_columns`` for a user's molecule CSV)
+    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class LapPEConfig(_Section):

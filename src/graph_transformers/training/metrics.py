@@ -1,6 +1,10 @@
 """Task metrics that torchmetrics does not provide in the papers' exact form."""
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from typing import Any
+
 import torch
 import torchmetrics
 from torch import Tensor
@@ -112,29 +116,127 @@ class MultitaskROCAUC(torchmetrics.Metric):
     def compute(self) -> Tensor:
         preds = torchmetrics.utilities.dim_zero_cat(self.preds)
         target = torchmetrics.utilities.dim_zero_cat(self.target)
-        return roc_auc_multitask(target, preds)
+        return torch.tensor(roc_auc_multitask(target, preds))
 
 
-def roc_auc_multitask(y_true: Tensor, y_score: Tensor) -> Tensor:
-    """Mean per-task ROC-AUC over tasks with both classes among their labelled items.
+def _as_2d(y_true: Any, y_pred: Any, who: str) -> tuple[Tensor, Tensor]:
+    t = torch.as_tensor(y_true).detach().to("cpu", torch.float64)
+    p = torch.as_tensor(y_pred).detach().to("cpu", torch.float64)
+    if t.dim() == 1:
+        t = t.unsqueeze(1)
+    if p.dim() == 1:
+        p = p.unsqueeze(1)
+    if t.dim() != 2 or t.shape != p.shape:
+        raise ValueError(
+            f"{who}: y_true and the predictions must have the same shape [N] or [N, num_tasks], "
+            f"got {tuple(torch.as_tensor(y_true).shape)} and {tuple(torch.as_tensor(y_pred).shape)}"
+        )
+    return t, p
+
+
+def roc_auc_per_task(y_true: Any, y_score: Any) -> list[float]:
+    r"""ROC-AUC of every task, ``NaN`` for a task that does not qualify.
+
+    Per task (column): rows whose label is ``NaN`` are ignored; the task qualifies when the
+    remaining labels contain both a 0 and a 1. The AUC is computed with torchmetrics'
+    ``BinaryAUROC`` (exact, ties counted as half; float32 arithmetic, so within ~1e-7 of a
+    float64 computation such as scikit-learn's). Scores may be probabilities or logits: only
+    their order matters (they are mapped to ranks in ``[0, 1]`` first, so no sigmoid is applied
+    and large logits cannot saturate into ties).
 
     Args:
-        y_true: ``[num_items, num_tasks]`` in {0, 1} or NaN (missing).
-        y_score: ``[num_items, num_tasks]`` scores (any monotone scale, e.g. logits).
+        y_true: ``[N]`` or ``[N, T]`` labels in ``{0, 1}`` or ``NaN`` (tensor, array or list).
+        y_score: same shape, real scores.
 
     Raises:
-        ValueError: on shape mismatch or when no task qualifies.
+        ValueError: shape mismatch, a label other than 0 / 1 / NaN, or a NaN score where the
+            label is present.
     """
-    from torchmetrics.functional.classification import binary_auroc
-    if y_true.shape != y_score.shape:
-        raise ValueError(f"y_true {tuple(y_true.shape)} and y_score {tuple(y_score.shape)} differ")
-    values = []
-    for t in range(y_true.size(1)):
-        labelled = ~torch.isnan(y_true[:, t])
-        yt = y_true[labelled, t]
-        if yt.numel() == 0 or yt.min() == yt.max():
+    from torchmetrics.classification import BinaryAUROC
+
+    t, s = _as_2d(y_true, y_score, "roc_auc")
+    out: list[float] = []
+    for k in range(t.shape[1]):
+        labelled = ~torch.isnan(t[:, k])
+        yk, sk = t[labelled, k], s[labelled, k]
+        if not bool(((yk == 0) | (yk == 1)).all()):
+            raise ValueError(f"roc_auc: task {k} has labels other than 0, 1 and NaN")
+        if bool(torch.isnan(sk).any()):
+            raise ValueError(f"roc_auc: task {k} has NaN scores for labelled rows")
+        if not (bool((yk == 1).any()) and bool((yk == 0).any())):
+            out.append(float("nan"))
             continue
-        values.append(binary_auroc(y_score[labelled, t], yt.long()))
+        uniq, rank = torch.unique(sk, return_inverse=True)
+        pk = rank.to(torch.float64) / max(len(uniq) - 1, 1)
+        metric = BinaryAUROC(thresholds=None)
+        metric.update(pk, yk.long())
+        out.append(float(metric.compute()))
+    return out
+
+
+def roc_auc_multitask(y_true: Any, y_score: Any) -> float:
+    r"""ROC-AUC averaged over tasks, as OGB's ``Evaluator`` computes ``rocauc`` for
+    ``ogbg-molhiv`` / ``ogbg-moltox21`` / ...: per task, ``NaN`` labels are ignored, tasks
+    without both classes are skipped, and the mean is over the remaining tasks (see
+    :func:`roc_auc_per_task`).
+
+    Args:
+        y_true: ``[N]`` or ``[N, T]`` labels in ``{0, 1}`` or ``NaN``.
+        y_score: same shape, real scores (probabilities or logits).
+
+    Returns:
+        float in ``[0, 1]``.
+
+    Raises:
+        ValueError: no task has both a positive and a negative label (ROC-AUC undefined), or an
+            error of :func:`roc_auc_per_task`.
+    """
+    per_task = [v for v in roc_auc_per_task(y_true, y_score) if not math.isnan(v)]
+    if not per_task:
+        raise ValueError(
+            "roc_auc_multitask: no task has both a positive and a negative label among its "
+            "non-NaN labels, so ROC-AUC is undefined"
+        )
+    return float(sum(per_task) / len(per_task))
+
+
+def _regression_metric(y_true: Any, y_pred: Any, who: str, make_metric: Callable) -> float:
+    t, p = _as_2d(y_true, y_pred, who)
+    values = []
+    for k in range(t.shape[1]):
+        labelled = ~torch.isnan(t[:, k])
+        if not bool(labelled.any()):
+            continue
+        if bool(torch.isnan(p[labelled, k]).any()):
+            raise ValueError(f"{who}: task {k} has NaN predictions for labelled rows")
+        metric = make_metric()
+        metric.update(p[labelled, k], t[labelled, k])
+        values.append(float(metric.compute()))
     if not values:
-        raise ValueError("ROC-AUC is undefined: no task has both positive and negative labels")
-    return torch.stack(values).mean()
+        raise ValueError(f"{who}: every label is NaN")
+    return float(sum(values) / len(values))
+
+
+def rmse(y_true: Any, y_pred: Any) -> float:
+    """Root-mean-squared error as OGB's evaluator (``rmse``): per task over the non-``NaN``
+    labels (torchmetrics ``MeanSquaredError(squared=False)``), then the mean over tasks.
+
+    Args:
+        y_true: ``[N]`` or ``[N, T]`` targets, ``NaN`` = missing.
+        y_pred: same shape.
+
+    Raises:
+        ValueError: shape mismatch, every label ``NaN``, or a NaN prediction for a labelled row.
+    """
+    from torchmetrics import MeanSquaredError
+
+    return _regression_metric(y_true, y_pred, "rmse", lambda: MeanSquaredError(squared=False))
+
+
+def mae(y_true: Any, y_pred: Any) -> float:
+    """Mean absolute error: per task over the non-``NaN`` labels (torchmetrics
+    ``MeanAbsoluteError``), then the mean over tasks. Same arguments and errors as :func:`rmse`.
+    """
+    from torchmetrics import MeanAbsoluteError
+
+    return _regression_metric(y_true, y_pred, "mae", MeanAbsoluteError)

@@ -16,7 +16,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger
 from torch_geometric.loader import DataLoader
 
-from ..data.registry import DatasetSpec, get_spec, load_splits
+from ..data.registry import DatasetSpec, load_splits, resolve_spec
 from ..models import build_model, count_parameters
 from .callbacks import EpochLog, StopAtMinLR
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
@@ -111,7 +111,7 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     save_config(config, out / "config.yaml")
 
     L.seed_everything(config.seed, workers=True, verbose=False)
-    spec = get_spec(config.data.name)
+    spec = resolve_spec(config.data)
     splits = load_splits(config.data, config.encodings)
     provenance = {}
     for s, ds in splits.items():
@@ -240,7 +240,7 @@ def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
     config = build_config(load_yaml(run / "config.yaml"))
     if data_dir is not None:
         config.data.data_dir = data_dir
-    spec = get_spec(config.data.name)
+    spec = resolve_spec(config.data)
     model = make_model(config, spec)
     state = load_checkpoint(run / "checkpoints" / f"{checkpoint}.ckpt")
     model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()

@@ -127,3 +127,14 @@ def test_benchmark_writes_tables(tmp_path):
     # resuming reuses the finished seeds
     assert main(["benchmark", "--config", str(CONFIG), "--seeds", "2", "--out", str(out),
                  "--resume", "--set", "trainer.max_epochs=1", *FAST]) == 0
+
+
+def test_params_reports_counts_and_budgets(tmp_path, capsys):
+    repo = Path(__file__).resolve().parents[1]
+    assert main(["params", str(repo / "configs/zinc/gt.yaml"),
+                 str(repo / "configs/cluster/gt.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "588,929" in out and "524,026" in out and "within 500,000 ± 10%" in out
+    assert main(["params", str(repo / "configs/cluster/gt.yaml"),
+                 "--set", "model.hidden_dim=32", "model.num_heads=4"]) == 1
+    assert "OUTSIDE 500,000" in capsys.readouterr().out

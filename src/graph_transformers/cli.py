@@ -62,6 +62,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="output directory (default runs/benchmark)")
     b.add_argument("--resume", action="store_true", help="reuse finished seeds, continue others")
 
+    pp = sub.add_parser("params", help="report model parameters of configs (and budget checks)",
+                        description="Build the model of each config and print its parameter "
+                                    "count, and whether it is within ±10% of param_budget.")
+    pp.add_argument("configs", type=Path, nargs="+")
+    pp.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[],
+                    metavar="KEY=VALUE")
+
     e = sub.add_parser("evaluate", help="re-compute a run's metrics from its best checkpoint",
                        description="Re-compute train/val/test metrics of RUN_DIR from its best "
                                    "(or last) checkpoint.")
@@ -155,6 +162,26 @@ def _benchmark(args: argparse.Namespace) -> int:
     return 0
 
 
+def _params(args: argparse.Namespace) -> int:
+    from .data.registry import resolve_spec
+    from .models import count_parameters
+    from .training.config import ConfigError, build_config, load_yaml
+    from .training.runner import check_param_budget, make_model
+
+    status = 0
+    for path in args.configs:
+        config = build_config(load_yaml(path), args.overrides)
+        n = count_parameters(make_model(config, resolve_spec(config.data)))
+        budget = config.param_budget
+        try:
+            check_param_budget(n, budget)
+            verdict = "" if budget is None else f"  within {budget:,} ± 10%"
+        except ConfigError:
+            verdict, status = f"  OUTSIDE {budget:,} ± 10%", 1
+        print(f"{str(path):<45} {config.model.name:<6} {n:>10,}{verdict}")
+    return status
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from .training.runner import evaluate_run
     results = evaluate_run(args.run_dir, data_dir=args.data_dir, checkpoint=args.checkpoint)
@@ -197,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             return _evaluate(args)
         if args.command == "benchmark":
             return _benchmark(args)
+        if args.command == "params":
+            return _params(args)
     except (ConfigError, RunError, DataNotFoundError, ValueError, FileNotFoundError) as err:
         if args.verbose:
             raise

@@ -59,3 +59,12 @@ class DataNotFoundError(FileNotFoundError):
     """Raised when a dataset's raw files are neither in the data directory nor downloadable.
 
     The message says where the loader looked and how to get the files."""
+
+
+#: set to 1/true/yes/on to forbid every download attempt (loaders then only read local files)
+OFFLINE_ENV = "GRAPH_TRANSFORMERS_OFFLINE"
+
+
+def offline() -> bool:
+    """Whether ``$GRAPH_TRANSFORMERS_OFFLINE`` forbids downloads."""
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}

@@ -30,6 +30,8 @@ from pathlib import Path
 from torch_geometric.datasets import Planetoid
 
 from .cache import (
+    OFFLINE_ENV,
+    offline,
     DATA_ENV,
     DataNotFoundError,
     pre_transform_key,
@@ -50,7 +52,6 @@ PLANETOID_STATS: dict[str, dict[str, int]] = {
                  "num_train": 120, "num_val": 500, "num_test": 1000},
 }
 #: Set to ``1`` to forbid any download attempt (same as ``download=False``).
-OFFLINE_ENV = "GRAPH_TRANSFORMERS_OFFLINE"
 
 # sha256 of the files in shared/data/Planetoid (shared/data/README.md section 5).
 _SHA256 = {
@@ -73,8 +74,6 @@ _SHA256 = {
 }
 
 
-def _offline() -> bool:
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _canonical_name(name: str) -> str:
@@ -155,7 +154,7 @@ class PlanetoidGraph(Planetoid):
         download: bool = True,
     ) -> None:
         name = _canonical_name(name)
-        self.allow_download = bool(download) and not _offline()
+        self.allow_download = bool(download) and not offline()
         data = resolve_data_dir(data_dir)
         self._source_dir = _planetoid_dir(data) if data is not None else None
         root = Path(root).expanduser() if root is not None else resolve_cache_dir() / "Planetoid"

@@ -110,6 +110,8 @@ from scipy.spatial.distance import cdist
 from torch_geometric.data import Data, InMemoryDataset
 
 from .cache import (
+    OFFLINE_ENV,
+    offline,
     DATA_ENV,
     DataNotFoundError,
     pre_transform_key,
@@ -163,7 +165,6 @@ KNN_K = 8
 #: Validation images: the first 5,000 training images (``num_val=5000``).
 NUM_VAL = 5000
 #: Set to ``1`` to forbid any download attempt (same as ``download=False``).
-OFFLINE_ENV = "GRAPH_TRANSFORMERS_OFFLINE"
 
 #: MNIST mirrors, in the order torchvision tries them.
 MNIST_MIRRORS: tuple[str, ...] = (
@@ -200,8 +201,6 @@ _FORMAT_VERSION = 1  # bump when the processed format or the procedure changes
 _SIGMA_EPS = 1e-8  # added to σ in the benchmark
 
 
-def _offline() -> bool:
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -885,7 +884,7 @@ class _SuperpixelDataset(InMemoryDataset):
         self.num_workers = int(num_workers)
         self.use_intensity = bool(use_intensity)
         self.knn_rule = knn_rule
-        self.allow_download = bool(download) and not _offline()
+        self.allow_download = bool(download) and not offline()
         data = resolve_data_dir(data_dir)
         self._data_dirs = self._raw_dirs(data) if data is not None else []
         root = Path(root).expanduser() if root is not None else (

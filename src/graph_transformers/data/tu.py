@@ -60,6 +60,8 @@ import torch
 from torch_geometric.datasets import TUDataset
 
 from .cache import (
+    OFFLINE_ENV,
+    offline,
     DATA_ENV,
     DataNotFoundError,
     pre_transform_key,
@@ -103,7 +105,6 @@ BENCHMARK_INDEX_URL = (
     "{name}_{split}.index"
 )
 #: Set to ``1`` to forbid any download attempt (same as ``download=False``).
-OFFLINE_ENV = "GRAPH_TRANSFORMERS_OFFLINE"
 
 _SPLITS = ("train", "val", "test")
 # sha256 of the files in shared/data/TU (shared/data/README.md section 4).
@@ -119,8 +120,6 @@ _SHA256 = {
 _INDEX_SPLIT_NAMES = ("ENZYMES",)
 
 
-def _offline() -> bool:
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _canonical_name(name: str) -> str:
@@ -373,7 +372,7 @@ class TU(TUDataset):
         self.split = split
         self.fold = fold
         self.split_seed = int(split_seed)
-        self.allow_download = bool(download) and not _offline()
+        self.allow_download = bool(download) and not offline()
         data = resolve_data_dir(data_dir)
         self._tu_dir = _tu_dir(data) if data is not None else None
         root = Path(root).expanduser() if root is not None else resolve_cache_dir() / "TU"

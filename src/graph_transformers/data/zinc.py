@@ -44,6 +44,8 @@ import torch
 from torch_geometric.data import Data, InMemoryDataset
 
 from .cache import (
+    OFFLINE_ENV,
+    offline,
     DATA_ENV,
     DataNotFoundError,
     pre_transform_key,
@@ -95,7 +97,6 @@ ZINC_INDEX_URL = (
     "{}.index"
 )
 #: Set to ``1`` to forbid any download attempt (same as ``download=False``).
-OFFLINE_ENV = "GRAPH_TRANSFORMERS_OFFLINE"
 
 # Penalized-logP normalization constants (JT-VAE; shared/data/README.md section 1).
 _LOGP_MEAN, _LOGP_STD = 2.4570953396190123, 1.434324401111988
@@ -344,8 +345,6 @@ def penalized_logp_target(smiles: str) -> float:
 # --------------------------------------------------------------------------------------------
 # Raw files
 # --------------------------------------------------------------------------------------------
-def _offline() -> bool:
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _zinc_dir(data_dir: str | os.PathLike) -> Path:
@@ -546,7 +545,7 @@ def _load_split(
         return got
 
     download_error = "download disabled"
-    if download and download_dir is not None and not _offline():
+    if download and download_dir is not None and not offline():
         try:
             download_zinc(download_dir)
         except (DataNotFoundError, OSError, ValueError) as e:
@@ -712,7 +711,7 @@ class ZINC(InMemoryDataset):
         if split not in _SPLITS:
             raise ValueError(f"ZINC: split must be one of {_SPLITS}, got {split!r}")
         self.split = split
-        self.allow_download = bool(download) and not _offline()
+        self.allow_download = bool(download) and not offline()
         data = resolve_data_dir(data_dir)
         self._data_dirs = [_zinc_dir(data)] if data is not None else []
         root = Path(root).expanduser() if root is not None else resolve_cache_dir() / "ZINC"

@@ -23,6 +23,7 @@ CASES = [
     ("configs/tu/gt_nci1.yaml", [], True),
     ("configs/planetoid/gt_cora.yaml", [], True),
     ("configs/planetoid/gt_citeseer.yaml", [], True),
+    ("configs/tsp/gt.yaml", ["data.options={num_graphs: [3, 1, 1]}", "data.batch_size=2"], False),
     ("configs/moleculenet/gt_esol.yaml", ["data.options={max_rows: 200}"], True),
     ("configs/moleculenet/gt_tox21.yaml", ["data.options={max_rows: 400}"], True),
     ("configs/moleculenet/gt_sider.yaml", ["data.options={max_rows: 400}"], True),
@@ -43,3 +44,30 @@ def test_config_trains_one_epoch(tmp_path, request, config, extra, needs_data):
     assert math.isfinite(value) and value >= 0.0
     if metrics["metric"] not in ("mae", "rmse"):
         assert value <= 1.0
+
+
+@pytest.mark.slow
+def test_gt_trains_on_mnist_superpixels(data_dir):
+    """Only the MNIST test images ship with the shared data: one epoch on graphs built from them."""
+    import lightning as L
+    import torch
+    from torch_geometric.loader import DataLoader
+
+    from graph_transformers.data.registry import get_spec
+    from graph_transformers.data.superpixels import MNISTSuperpixels
+    from graph_transformers.encodings import AddLaplacianPE
+    from graph_transformers.models import GraphTransformer
+    from graph_transformers.training.config import OptimConfig
+    from graph_transformers.training.module import GraphTaskModule, evaluate
+
+    torch.manual_seed(0)
+    spec = get_spec("mnist")
+    ds = MNISTSuperpixels(split="test", data_dir=data_dir, max_images=64,
+                          pre_transform=AddLaplacianPE(4))
+    model = GraphTransformer(32, 2, 4, 10, num_node_types=None, node_dim=3, edge_dim=1,
+                             use_edge_features=True, pe="lap", pe_dim=4)
+    module = GraphTaskModule(model, spec, OptimConfig(lr=1e-3, scheduler=None))
+    L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+              enable_model_summary=False).fit(module, DataLoader(ds[:48], batch_size=16))
+    result = evaluate(model, spec, DataLoader(ds[48:], batch_size=16))
+    assert 0.0 <= result["accuracy"] <= 1.0 and math.isfinite(result["loss"])

@@ -106,6 +106,13 @@ def test_solve_tour_rejects_invalid_solver_output(monkeypatch):
         solve_tour(np.random.default_rng(0).random((8, 2)))
 
 
+def test_solve_tour_runs_argument():
+    coords = np.random.default_rng(4).random((60, 2))
+    assert _is_permutation(solve_tour(coords, runs=2), 60)
+    with pytest.raises(ValueError, match="runs"):
+        solve_tour(coords, runs=0)
+
+
 def test_held_karp_matches_brute_force():
     rng = np.random.default_rng(1)
     for n in range(1, 9):

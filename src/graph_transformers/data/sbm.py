@@ -59,6 +59,7 @@ from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 
 from graph_transformers.data.cache import pre_transform_key, resolve_cache_dir
+from graph_transformers.data.generated import check_seed, check_split_counts
 
 __all__ = [
     "CLUSTER",
@@ -205,27 +206,6 @@ def sbm_graph(
 # --------------------------------------------------------------------------------------------
 
 
-def _check_counts(name: str, counts: Sequence[int]) -> tuple[int, int, int]:
-    try:
-        values = tuple(counts)
-    except TypeError:
-        msg = f"{name} must be three counts (train, val, test), got {counts!r}"
-        raise ValueError(msg) from None
-    if len(values) != 3 or not all(
-        isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0 for v in values
-    ):
-        raise ValueError(
-            f"{name} must be three non-negative integers (train, val, test), got {counts!r}"
-        )
-    return tuple(int(v) for v in values)  # type: ignore[return-value]
-
-
-def _check_seed(seed: int) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
-
-
 def _draw_patterns(
     rng: np.random.Generator, num_patterns: int
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -338,12 +318,12 @@ def generate_pattern(
         ValueError: for counts that are not three non-negative integers, ``num_patterns < 1``
             or a negative seed.
     """
-    counts = _check_counts("num_graphs_per_pattern", num_graphs_per_pattern)
+    counts = check_split_counts("num_graphs_per_pattern", num_graphs_per_pattern)
     if isinstance(num_patterns, bool) or not isinstance(num_patterns, (int, np.integer)) or (
         num_patterns < 1
     ):
         raise ValueError(f"num_patterns must be a positive integer, got {num_patterns!r}")
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     splits = {
         split: _pattern_split(seed, split, count, int(num_patterns), keep_blocks)
         for split, count in zip(_SPLITS, counts)
@@ -411,8 +391,8 @@ def generate_cluster(
     Raises:
         ValueError: for counts that are not three non-negative integers or a negative seed.
     """
-    counts = _check_counts("num_graphs", num_graphs)
-    seed = _check_seed(seed)
+    counts = check_split_counts("num_graphs", num_graphs)
+    seed = check_seed(seed)
     return {split: _cluster_split(seed, split, count) for split, count in zip(_SPLITS, counts)}
 
 
@@ -448,7 +428,7 @@ class _SBMDataset(InMemoryDataset):
         if split not in _SPLITS:
             raise ValueError(f"{self.name} split must be one of {_SPLITS}, got {split!r}")
         self.split = split
-        self.seed = _check_seed(seed)
+        self.seed = check_seed(seed)
         if root is None:
             root = resolve_cache_dir() / self.name
         super().__init__(os.fspath(root), transform, pre_transform, force_reload=force_reload)
@@ -536,7 +516,7 @@ class PATTERN(_SBMDataset):
         num_graphs_per_pattern: Sequence[int] = PATTERN_GRAPHS_PER_PATTERN,
         num_patterns: int = PATTERN_NUM_PATTERNS,
     ) -> None:
-        self.num_graphs_per_pattern = _check_counts("num_graphs_per_pattern",
+        self.num_graphs_per_pattern = check_split_counts("num_graphs_per_pattern",
                                                     num_graphs_per_pattern)
         if isinstance(num_patterns, bool) or not isinstance(num_patterns, (int, np.integer)) or (
             num_patterns < 1
@@ -601,7 +581,7 @@ class CLUSTER(_SBMDataset):
         *,
         num_graphs: Sequence[int] = CLUSTER_NUM_GRAPHS,
     ) -> None:
-        self.num_graphs = _check_counts("num_graphs", num_graphs)
+        self.num_graphs = check_split_counts("num_graphs", num_graphs)
         super().__init__(root, split, seed, transform, pre_transform, force_reload)
 
     def _size_tag(self) -> str:

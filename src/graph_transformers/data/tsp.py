@@ -26,32 +26,45 @@ Each generated graph is a :class:`~torch_geometric.data.Data` with
   (its tour neighbours, when they are among its ``k`` nearest).
 
 **Solver.** The original used Concorde (pyconcorde), which has no wheel on PyPI. Tours here come
-from LKH-3 through ``elkai`` (PyPI ``elkai==2.0.1``, a self-contained manylinux wheel with LKH-3
-compiled in; nothing is downloaded or compiled at install time), called as
-``elkai.Coordinates2D(...).solve_tsp(runs=1)``: one LKH run (``RUNS = 1``) with LKH's defaults
-otherwise (``MAX_TRIALS = n``, ``SEED = 1``, 5 alpha-nearest candidates, subgradient
-optimisation), so the solver is deterministic. LKH's ``EUC_2D`` distances are rounded to integers,
-so the coordinates are translated and scaled to span ``[0, 10^6]`` first (:data:`LKH_SCALE`):
-tours are optimal up to ``10^-6`` of the instance's extent per edge. Measured on this project's
-CPU (a loaded 2-core machine, see the README of the module's pull request for the raw numbers):
+from LKH-3 (3.0.8) through ``elkai`` (PyPI ``elkai==2.0.1``, a self-contained manylinux wheel
+with LKH compiled in; nothing is downloaded or compiled at install time), called as
+``elkai.Coordinates2D(...).solve_tsp(runs=LKH_RUNS)`` with ``LKH_RUNS = 1``: one LKH run with
+LKH's defaults otherwise (``MAX_TRIALS = n``, ``SEED = 1``, 5 alpha-nearest candidates,
+5-opt moves), so tours are deterministic. LKH's ``EUC_2D`` distances are rounded to integers, so
+the coordinates are translated and scaled to span ``[0, 10^6]`` first (:data:`LKH_SCALE`): tour
+lengths are exact up to ``10^-6`` of the instance's extent per edge. Measured on this project's
+machine (2 cores, both also running training jobs):
 
-* exactness: on 300 random instances with ``3 <= n <= 12`` the tour length equals the optimum of
-  an exact Held-Karp dynamic program (:func:`held_karp`) in every case (max relative gap
-  ``4e-16``);
-* near-optimality at benchmark sizes: against the best of 2-3 long reference runs
-  (``RUNS = 3..5``, ``MAX_TRIALS = 3n..5n``, different seeds), the single default run was optimal
-  on every instance tried: 100 instances with ``50 <= n <= 100`` (gap 0 on all) and 12 instances
-  with ``200 <= n <= 500`` (gap 0 on all; the reference runs themselves never found a shorter
-  tour);
-* time per instance (one core, single run): about 0.02-0.03 s at ``n = 50``, 0.5-1 s at
-  ``n = 200`` and 4-6 s at ``n = 500``; averaged over the benchmark's size distribution about
-  1.9 s, i.e. about 6.3 core-hours for the 12,000 instances, **about 3.2 hours on 2 cores**
-  (``num_workers=2``).
+* exact on small instances: on 300 random instances with ``3 <= n <= 12`` the tour is as short
+  as the optimum of an exact Held-Karp dynamic program (:func:`held_karp`) every time (largest
+  relative difference ``4e-16``);
+* near-optimal at benchmark sizes, against the shortest tour found by any of several much longer
+  LKH runs on the same instance (``RUNS`` 3-10, ``MAX_TRIALS`` up to ``5n``, up to 10
+  candidates, other seeds): for ``50 <= n <= 150`` the single run found that tour on 377 of 393
+  instances (95.9%), mean gap ``7e-5``, the other 16 longer by 0.014%-0.59%; for
+  ``200 <= n <= 500`` on 31 of 35 instances, mean gap ``5e-5``, max 0.08%. ``LKH_RUNS = 3``
+  found it on 280 of 282 instances (``50 <= n <= 500``) but costs about 3x the time;
+* time per instance (one LKH run, CPU time of one core): about 0.02-0.04 s at ``n = 50``,
+  0.4-0.8 s at ``n = 200``, 2.5-5 s at ``n = 500`` (occasional outliers up to 12 s);
+  1.3 s on average over 50 instances drawn from the benchmark's size distribution (wall time
+  2.0 s on the loaded machine). Building a graph takes about 8 ms. The full 12,000 instances
+  therefore need about 4.3 CPU-hours: **about 2.2 hours with ``num_workers=2`` on 2 idle
+  cores**, 3.5-4 hours next to two training runs.
 
-The original applied ``norm="GEO"`` in pyconcorde, i.e. it optimised TSPLIB's geographical
-distance (coordinates read as degrees/minutes, rounded to whole kilometres) rather than the
-Euclidean one; its tours are therefore optimal for a slightly different, coarsely rounded metric.
-The tours here are (near-)optimal for the Euclidean distance that the edge features carry.
+Other PyPI solvers were clearly worse on the same instances (``n = 127..142``, against the same
+reference tours): ``ortools==9.15.6755`` routing (path-cheapest-arc start, guided local search)
+left gaps of 1.8%-4.9% after 1 s and 1.8%-3.5% after 5 s; ``python-tsp==0.5.0``'s
+``solve_tsp_lin_kernighan`` 6.8%-11.6%. Concorde has no PyPI wheel (``pyconcorde``/``concorde``
+are not on PyPI).
+
+For comparison, the original passed the unit-square coordinates to Concorde with
+``norm="GEO"``, i.e. it optimised TSPLIB's geographical distance, which reads them as
+degrees/minutes and rounds every edge to whole kilometres (about 185 km per unit, so edges of a
+few km carry rounding errors of up to 1 km). Those tours are optimal only up to many ties: on 8
+instances with 85-147 nodes, a GEO-optimal tour had the same GEO cost as the Euclidean-optimal
+one but differed from it in 2-11 edges (0.004%-0.13% longer in Euclidean length), on every
+instance. The tours here are (near-)optimal for the Euclidean distance that the edge features
+carry, and differ from the Euclidean optimum far less often.
 
 **Randomness and caching.** Instance ``i`` of split ``s`` is drawn from its own stream
 ``numpy.random.default_rng(SeedSequence(seed, spawn_key=(s, i)))`` (:func:`tsp_instance`), so an
@@ -79,8 +92,10 @@ from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 
 from graph_transformers.data.cache import pre_transform_key, resolve_cache_dir
+from graph_transformers.data.generated import check_seed, check_split_counts
 
 __all__ = [
+    "LKH_RUNS",
     "LKH_SCALE",
     "TSP",
     "TSP_CHUNK_SIZE",
@@ -114,12 +129,13 @@ TSP_NUM_CLASSES = 2
 TSP_CHUNK_SIZE = 100
 #: Coordinates are mapped to span ``[0, LKH_SCALE]`` before LKH rounds distances to integers.
 LKH_SCALE = 1e6
+#: LKH runs per instance used for the dataset (see the module docstring for the trade-off).
+LKH_RUNS = 1
 #: Names the solver and its settings in the chunk directory: tours from other settings are
 #: never reused.
-TSP_SOLVER_TAG = "lkh3-elkai-runs1-scale1e6"
+TSP_SOLVER_TAG = f"lkh3-elkai-runs{LKH_RUNS}-scale1e6"
 
 _SPLITS = ("train", "val", "test")
-_LKH_RUNS = 1
 _HELD_KARP_MAX_NODES = 16
 
 
@@ -157,27 +173,6 @@ def _check_tour(tour: np.ndarray | Tensor | Sequence, n: int) -> np.ndarray:
     return t
 
 
-def _check_counts(counts: Sequence[int]) -> tuple[int, int, int]:
-    try:
-        values = tuple(counts)
-    except TypeError:
-        raise ValueError(f"num_graphs must be three counts (train, val, test), got {counts!r}") \
-            from None
-    if len(values) != 3 or not all(
-        isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 0 for v in values
-    ):
-        raise ValueError(
-            f"num_graphs must be three non-negative integers (train, val, test), got {counts!r}"
-        )
-    return tuple(int(v) for v in values)  # type: ignore[return-value]
-
-
-def _check_seed(seed: int) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
-
-
 def _check_split(split: str) -> int:
     if split not in _SPLITS:
         raise ValueError(f"TSP split must be one of {_SPLITS}, got {split!r}")
@@ -209,28 +204,32 @@ def tour_length(coords: np.ndarray | Tensor, tour: np.ndarray | Tensor | Sequenc
     return float(np.linalg.norm(c[t] - c[np.roll(t, -1)], axis=1).sum())
 
 
-def solve_tour(coords: np.ndarray | Tensor | Sequence) -> np.ndarray:
+def solve_tour(coords: np.ndarray | Tensor | Sequence, runs: int = LKH_RUNS) -> np.ndarray:
     """A (near-)optimal Euclidean TSP tour, computed by LKH-3 (``elkai``).
 
-    One deterministic LKH run with LKH's default settings (see the module docstring for the
-    settings and the measured optimality gap and run time). The coordinates are translated and
-    scaled to span ``[0, LKH_SCALE]`` because LKH rounds ``EUC_2D`` distances to integers; this
-    does not change which tours are optimal. With ``n <= 3`` nodes every tour is optimal and
-    ``arange(n)`` is returned without calling the solver.
+    ``runs`` deterministic LKH runs (``SEED = 1``), LKH's default settings otherwise; the best
+    tour is returned (see the module docstring for the measured optimality gap and run time).
+    The coordinates are translated and scaled to span ``[0, LKH_SCALE]`` because LKH rounds
+    ``EUC_2D`` distances to integers; this does not change which tours are optimal. With
+    ``n <= 3`` nodes (or all points equal) every tour is optimal and ``arange(n)`` is returned
+    without calling the solver.
 
     Args:
         coords: ``[n, 2]`` finite coordinates, ``n >= 1``.
+        runs (int): LKH runs (``RUNS``); the time grows about linearly with it.
 
     Returns:
         int64 array ``[n]``: a permutation of ``0..n-1``, the visiting order (the closing edge
         ``tour[-1] -> tour[0]`` is implied).
 
     Raises:
-        ValueError: for malformed coordinates.
+        ValueError: for malformed coordinates or ``runs < 1``.
         ImportError: if ``elkai`` is not installed.
         RuntimeError: if the solver does not return a permutation of the nodes.
     """
     c = _check_coords(coords)
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
+        raise ValueError(f"runs must be a positive integer, got {runs!r}")
     n = c.shape[0]
     extent = float((c.max(0) - c.min(0)).max()) if n else 0.0
     if n <= 3 or extent == 0.0:  # every tour is optimal
@@ -243,7 +242,7 @@ def solve_tour(coords: np.ndarray | Tensor | Sequence) -> np.ndarray:
         ) from err
     scaled = (c - c.min(0)) * (LKH_SCALE / extent)
     cities = {i: (float(x), float(y)) for i, (x, y) in enumerate(scaled)}
-    route = elkai.Coordinates2D(cities).solve_tsp(runs=_LKH_RUNS)
+    route = elkai.Coordinates2D(cities).solve_tsp(runs=int(runs))
     if len(route) == n + 1 and route[0] == route[-1]:
         route = route[:-1]  # elkai repeats the first city at the end
     try:
@@ -386,7 +385,7 @@ def tsp_instance(seed: int, split: str, index: int) -> np.ndarray:
     Raises:
         ValueError: for a negative seed or index, or an unknown split.
     """
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     s = _check_split(split)
     if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
         raise ValueError(f"index must be a non-negative integer, got {index!r}")
@@ -409,7 +408,9 @@ def _chunk_path(chunk_dir: str, split: str, start: int, stop: int) -> str:
     return osp.join(chunk_dir, split, f"chunk_{start:06d}-{stop:06d}.npz")
 
 
-def _read_chunk(path: str, seed: int, split: str, start: int, stop: int) -> list[np.ndarray] | None:
+def _read_chunk(
+    path: str, seed: int, split: str, start: int, stop: int
+) -> list[np.ndarray] | None:
     """The tours of a chunk file, or ``None`` when it is missing, unreadable or does not match
     the instances of ``seed`` (a stale or foreign file)."""
     if not osp.exists(path):
@@ -495,7 +496,7 @@ def solve_split_tours(
         list of ``count`` int64 tours.
     """
     _check_split(split)
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     workers = _default_workers() if num_workers is None else int(num_workers)
     if workers < 1:
         raise ValueError(f"num_workers must be at least 1, got {num_workers!r}")
@@ -554,8 +555,8 @@ def generate_tsp(
         ValueError: for counts that are not three non-negative integers, a negative seed,
             ``num_workers < 1`` or ``chunk_size < 1``.
     """
-    counts = _check_counts(num_graphs)
-    seed = _check_seed(seed)
+    counts = check_split_counts("num_graphs", num_graphs)
+    seed = check_seed(seed)
     out = {}
     for split, count in zip(_SPLITS, counts):
         tours = solve_split_tours(split, count, seed, num_workers=num_workers,
@@ -668,8 +669,8 @@ class TSP(InMemoryDataset):
     ) -> None:
         _check_split(split)
         self.split = split
-        self.seed = _check_seed(seed)
-        self.num_graphs = TSP_NUM_GRAPHS if num_graphs is None else _check_counts(num_graphs)
+        self.seed = check_seed(seed)
+        self.num_graphs = TSP_NUM_GRAPHS if num_graphs is None else check_split_counts("num_graphs", num_graphs)
         if num_workers is not None and (
             isinstance(num_workers, bool) or not isinstance(num_workers, (int, np.integer))
             or num_workers < 1

@@ -56,6 +56,13 @@ def test_train_writes_run_directory_and_resumes(tmp_path):
     assert again["test"]["accuracy"] == pytest.approx(metrics["test"]["accuracy"])
     assert main(["evaluate", str(out)]) == 0
 
+    # a run stopped before it finished gets its metrics.json from the best checkpoint
+    (out / "metrics.json").unlink()
+    assert main(["evaluate", str(out), "--write"]) == 0
+    written = json.loads((out / "metrics.json").read_text())
+    assert written["epochs"] == 4
+    assert written["test"]["accuracy"] == pytest.approx(metrics["test"]["accuracy"])
+
 
 def test_resume_without_checkpoint_is_an_error(tmp_path, capsys):
     assert main(["train", "--config", str(CONFIG), "--out", str(tmp_path / "none"),

@@ -75,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("run_dir", type=Path)
     e.add_argument("--data-dir", help="raw data directory (else the run's or the environment's)")
     e.add_argument("--checkpoint", choices=["best", "last"], default="best")
+    e.add_argument("--write", action="store_true",
+                   help="write metrics.json from the best checkpoint (for a run that was "
+                        "stopped before it finished; --resume can still continue it)")
     return p
 
 
@@ -183,7 +186,12 @@ def _params(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .training.runner import evaluate_run
+    from .training.runner import evaluate_run, finalize_interrupted
+    if args.write:
+        results = finalize_interrupted(args.run_dir)
+        print(json.dumps({s: results[s] for s in ("epochs", "best_epoch", "train", "val", "test")},
+                         indent=2))
+        return 0
     results = evaluate_run(args.run_dir, data_dir=args.data_dir, checkpoint=args.checkpoint)
     print(json.dumps(results, indent=2))
     return 0

@@ -3,6 +3,7 @@ checkpoint, and the run directory (``config.yaml``, ``epochs.csv``, ``checkpoint
 ``metrics.json``)."""
 from __future__ import annotations
 
+import csv
 import json
 import logging
 import statistics
@@ -148,15 +149,24 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     if not trainer.is_global_zero:
         return {}
 
-    best_path = best_ckpt.best_model_path or str(last)
-    state = load_checkpoint(best_path)
-    module.load_state_dict(state["state_dict"])
-    best_epoch = int(state.get("epoch", -1)) + 1
-    results = {s: evaluate(module.model, spec, DataLoader(ds, batch_size=config.data.eval_batch_size
-                                                        or config.data.batch_size))
-               for s, ds in splits.items()}
     elapsed = callbacks[0].elapsed or fit_time  # EpochLog: training time over all segments
-    epochs = trainer.current_epoch
+    best = Path(best_ckpt.best_model_path) if best_ckpt.best_model_path else last
+    return finish_run(config, spec, module.model, splits, out, best,
+                      epochs=trainer.current_epoch, wall_time_s=elapsed,
+                      num_params=num_params, provenance=provenance)
+
+
+def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits: dict,
+               out: Path, checkpoint: Path, epochs: int, wall_time_s: float, num_params: int,
+               provenance: dict) -> dict[str, Any]:
+    """Loads ``checkpoint`` into ``model``, evaluates every split and writes ``metrics.json``
+    (keys of ``shared/ARCHITECTURE.md``; test is taken at the checkpoint's epoch)."""
+    state = load_checkpoint(checkpoint)
+    model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
+                           if k.startswith("model.")})
+    best_epoch = int(state.get("epoch", -1)) + 1
+    bs = config.data.eval_batch_size or config.data.batch_size
+    results = {s: evaluate(model, spec, DataLoader(ds, batch_size=bs)) for s, ds in splits.items()}
     metrics = {
         "model": config.model.name,
         "dataset": spec.name,
@@ -166,8 +176,8 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
         "num_graphs": {s: len(d) for s, d in splits.items()},
         "epochs": epochs,
         "best_epoch": best_epoch,
-        "wall_time_s": round(elapsed, 2),
-        "epoch_time_s": round(elapsed / max(epochs, 1), 3),
+        "wall_time_s": round(wall_time_s, 2),
+        "epoch_time_s": round(wall_time_s / max(epochs, 1), 3),
         "seed": config.seed,
         "provenance": provenance,
         "metric": spec.metric,
@@ -177,6 +187,32 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     log.info("best epoch %d: %s", best_epoch,
              ", ".join(f"{s} {spec.metric} {results[s][spec.metric]:.4f}" for s in results))
     return metrics
+
+
+def finalize_interrupted(run_dir: str | Path) -> dict[str, Any]:
+    """Writes ``metrics.json`` for a run that was stopped before it finished (killed, out of
+    time), from its best checkpoint and its epoch log; ``--resume`` can still continue it later.
+
+    Raises:
+        RunError: without a config, a checkpoint or an epoch log.
+    """
+    run = Path(run_dir)
+    log_path = run / "epochs.csv"
+    best = run / "checkpoints" / "best.ckpt"
+    if not (run / "config.yaml").is_file() or not best.is_file() or not log_path.is_file():
+        raise RunError(f"{run}: needs config.yaml, checkpoints/best.ckpt and epochs.csv")
+    config = build_config(load_yaml(run / "config.yaml"))
+    spec = resolve_spec(config.data)
+    with open(log_path) as f:
+        rows = list(csv.DictReader(f))
+    splits = load_splits(config.data, config.encodings)
+    provenance = {}
+    for ds in splits.values():
+        provenance.update(getattr(ds, "provenance", {}) or {})
+    model = make_model(config, spec)
+    return finish_run(config, spec, model, splits, run, best, epochs=len(rows),
+                      wall_time_s=float(rows[-1]["elapsed_s"]) if rows else 0.0,
+                      num_params=count_parameters(model), provenance=provenance)
 
 
 def write_json(path: str | Path, obj: Any) -> None:

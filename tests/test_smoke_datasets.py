@@ -11,7 +11,7 @@ from graph_transformers.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 SHORT = ["trainer.max_epochs=1", "trainer.limit_train_batches=2", "trainer.enable_progress_bar=false",
-         "model.num_layers=1"]
+         "model.num_layers=1", "param_budget=null"]
 
 # config, extra overrides, needs the shared data directory
 CASES = [

@@ -210,9 +210,11 @@ def _setup_logging(verbose: bool) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s",
                                            datefmt="%H:%M:%S"))
+    handler.set_name("graph-transformers-cli")
     ours = logging.getLogger("graph_transformers")
-    if not ours.handlers:
-        ours.addHandler(handler)
+    for old in [h for h in ours.handlers if h.get_name() == "graph-transformers-cli"]:
+        ours.removeHandler(old)  # one handler, bound to the current stderr
+    ours.addHandler(handler)
     ours.setLevel(logging.DEBUG if verbose else logging.INFO)
     ours.propagate = False
     logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_NoAdverts())

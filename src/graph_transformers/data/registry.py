@@ -195,30 +195,21 @@ DATASETS: dict[str, DatasetSpec] = {
 }
 
 
-def molecule_csv_spec(options: dict) -> DatasetSpec:
-    """The spec of a user's molecule CSV (``data.name: molecule_csv``): ``data.options`` gives
-    ``path``, ``smiles_column``, ``target_columns`` and ``task`` (``classification`` → binary
-    tasks scored by ROC-AUC, ``regression`` → RMSE).
-
-    Raises:
-        ValueError: without ``path`` or ``target_columns``.
-    """
-    if not options.get("path") or not options.get("target_columns"):
-        raise ValueError("data.name=molecule_csv needs data.options.path and "
-                         "data.options.target_columns")
-    task = options.get("task", "classification")
-    n = len(options["target_columns"])
+def molecule_csv_spec(task: str, num_targets: int) -> DatasetSpec:
+    """The spec of a user's molecule CSV (``data.path`` set): ``task`` ``"classification"`` gives
+    binary tasks scored by ROC-AUC, ``"regression"`` gives RMSE (MSE loss)."""
     if task == "regression":
-        return DatasetSpec("molecule_csv", "graph", "regression", n, "rmse", _load_molecule_csv,
-                           loss="mse", **_MOL_TYPES)
-    return DatasetSpec("molecule_csv", "graph", "binary", n, "roc_auc", _load_molecule_csv,
-                       **_MOL_TYPES)
+        return DatasetSpec("molecule_csv", "graph", "regression", num_targets, "rmse",
+                           _load_molecule_csv, loss="mse", **_MOL_TYPES)
+    return DatasetSpec("molecule_csv", "graph", "binary", num_targets, "roc_auc",
+                       _load_molecule_csv, **_MOL_TYPES)
 
 
 def resolve_spec(data_cfg: Any) -> DatasetSpec:
-    """The spec for a config's ``data`` section (registered name, or a user's molecule CSV)."""
-    if data_cfg.name == "molecule_csv":
-        return molecule_csv_spec(data_cfg.options)
+    """The spec for a config's ``data`` section: a user's molecule CSV when ``data.path`` is set,
+    else the registered ``data.name``."""
+    if getattr(data_cfg, "path", None):
+        return molecule_csv_spec(data_cfg.task, len(data_cfg.target_columns))
     return get_spec(data_cfg.name)
 
 
@@ -229,8 +220,8 @@ def get_spec(name: str) -> DatasetSpec:
         ValueError: for an unknown name (listing the known ones).
     """
     if name not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; known datasets: "
-                         f"{sorted(DATASETS) + ['molecule_csv']}")
+        raise ValueError(f"unknown dataset {name!r}; known datasets: {sorted(DATASETS)} (or "
+                         "set data.path to a molecule CSV)")
     return DATASETS[name]
 
 
@@ -252,6 +243,9 @@ def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
     spec = resolve_spec(data_cfg)
     pre = build_pre_transform(encodings)
     options = {"fold": data_cfg.fold, "seed": data_cfg.seed, **data_cfg.options}
+    if getattr(data_cfg, "path", None):
+        options.update(path=data_cfg.path, smiles_column=data_cfg.smiles_column,
+                       target_columns=list(data_cfg.target_columns), task=data_cfg.task)
     try:
         return {s: spec.load(s, data_cfg.data_dir, data_cfg.cache_dir, pre, options)
                 for s in spec.splits}

@@ -77,8 +77,21 @@ class DataConfig(_Section):
     #: generation seed of generated datasets (CSL permutations, PATTERN/CLUSTER graphs)
     seed: Annotated[int, Field(ge=0)] = 0
     #: extra keyword arguments of the dataset class (e.g. ``max_images`` for superpixels,
-    #: ``path``/``smiles_column``/``target_columns`` for a user's molecule CSV)
+    #: ``max_rows`` for MoleculeNet, ``num_graphs`` for generated sets)
     options: dict[str, Any] = Field(default_factory=dict)
+    #: a user's molecule CSV: with ``path`` set, the dataset is that file (``name`` is ignored),
+    #: featurized like MoleculeNet and split by scaffold
+    path: str | None = None
+    smiles_column: str = "smiles"
+    target_columns: list[str] | None = None
+    #: ``classification`` (binary tasks, ROC-AUC) or ``regression`` (RMSE) for a CSV
+    task: Literal["classification", "regression"] = "regression"
+
+    @model_validator(mode="after")
+    def _csv(self) -> "DataConfig":
+        if self.path is not None and not self.target_columns:
+            raise ValueError("data.path is set: give the label columns in data.target_columns")
+        return self
 
 
 class LapPEConfig(_Section):

@@ -59,8 +59,53 @@ class GTModelConfig(_Section):
         return self
 
 
+class GPSModelConfig(_Section):
+    """GPS (Rampášek et al. 2022; survey eqs. 40-41); see :class:`graph_transformers.models.GPS`."""
+
+    name: Literal["gps"] = "gps"
+    hidden_dim: PositiveInt = 64
+    num_layers: PositiveInt = 10
+    num_heads: PositiveInt = 4
+    mpnn: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"] | None = "gine"
+    attention: Literal["full", "performer", "none"] = "full"
+    use_edge_features: bool = True
+    pe: Literal["rwse", "lap"] | None = "rwse"
+    pe_embed_dim: PositiveInt = 28
+    sign_flip: Literal["batch", "graph", "none"] = "batch"
+    norm: Literal["batch", "layer", "none"] = "batch"
+    dropout: Probability = 0.0
+    attn_dropout: Probability = 0.0
+    ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
+    #: Performer random features (default ``head_dim * ceil(log head_dim)``)
+    num_features: PositiveInt | None = None
+    #: full attention refuses a batch whose ``[B, H, N, N]`` tensors would exceed this
+    max_attention_bytes: PositiveInt = 4 * 2**30
+    pna_towers: PositiveInt = 5
+    readout: Literal["mean", "sum", "max"] = "sum"
+    mlp_layers: Annotated[int, Field(ge=0)] = 2
+
+    @model_validator(mode="after")
+    def _check(self) -> "GPSModelConfig":
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
+        if self.mpnn is None and self.attention == "none":
+            raise ValueError("model.mpnn is null and model.attention is 'none': a GPS layer "
+                             "needs at least one of them")
+        if self.pe is not None and self.pe_embed_dim >= self.hidden_dim:
+            raise ValueError(f"model.pe_embed_dim={self.pe_embed_dim} must be smaller than "
+                             f"model.hidden_dim={self.hidden_dim}")
+        if self.mpnn in ("gcn", "gin") and self.use_edge_features:
+            raise ValueError(f"model.mpnn={self.mpnn!r} takes no edge features: set "
+                             "model.use_edge_features=false")
+        if self.mpnn in ("gine", "gatedgcn") and not self.use_edge_features:
+            raise ValueError(f"model.mpnn={self.mpnn!r} needs edge features: set "
+                             "model.use_edge_features=true")
+        return self
+
+
 #: model name → config schema; models added later register here.
-MODEL_CONFIGS: dict[str, type[BaseModel]] = {"gt": GTModelConfig}
+MODEL_CONFIGS: dict[str, type[BaseModel]] = {"gt": GTModelConfig, "gps": GPSModelConfig}
 
 
 # ----------------------------------------------------------------------------- other sections
@@ -103,11 +148,19 @@ class WLPEConfig(_Section):
     num_roles: PositiveInt = 64
 
 
+class RWSEConfig(_Section):
+    """Random-walk structural encoding: return probabilities of walks of 1 … ``walk_length``
+    steps."""
+
+    walk_length: PositiveInt = 20
+
+
 class EncodingsConfig(_Section):
     """Encodings precomputed (and cached) with the dataset; ``null`` disables one."""
 
     lap_pe: LapPEConfig | None = None
     wl_pe: WLPEConfig | None = None
+    rwse: RWSEConfig | None = None
 
 
 class PlateauConfig(_Section):
@@ -187,6 +240,8 @@ class Config(_Section):
             raise ValueError("model.pe is 'lap' but encodings.lap_pe is not set")
         if pe == "wl" and self.encodings.wl_pe is None:
             raise ValueError("model.pe is 'wl' but encodings.wl_pe is not set")
+        if pe == "rwse" and self.encodings.rwse is None:
+            raise ValueError("model.pe is 'rwse' but encodings.rwse is not set")
         return self
 
     def to_dict(self) -> dict:

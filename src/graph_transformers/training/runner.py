@@ -48,12 +48,31 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
         kw["pe_dim"] = config.encodings.lap_pe.k
     elif kw.get("pe") == "wl":
         kw["pe_dim"] = config.encodings.wl_pe.num_roles
+    elif kw.get("pe") == "rwse":
+        kw["pe_dim"] = config.encodings.rwse.walk_length
     return {"name": name, **kw}
 
 
-def make_model(config: Config, spec: DatasetSpec) -> torch.nn.Module:
+def degree_histogram(dataset) -> torch.Tensor:
+    """In-degree histogram ``[max_degree + 1]`` over all nodes of a dataset (PNA's ``deg``),
+    via PyG's ``PNAConv.get_degree_histogram``."""
+    from torch_geometric.nn import PNAConv
+    return PNAConv.get_degree_histogram(DataLoader(dataset, batch_size=256))
+
+
+def make_model(config: Config, spec: DatasetSpec, train_set=None) -> torch.nn.Module:
+    """Builds the configured model. A model class whose ``needs_degree_histogram(**kwargs)`` is
+    true (PNA) gets ``deg``, the in-degree histogram of the train split (``train_set``, loaded
+    here when not given)."""
     kw = model_kwargs(config, spec)
-    return build_model(kw.pop("name"), **kw)
+    name = kw.pop("name")
+    from ..models import MODELS
+    needs = getattr(MODELS.get(name), "needs_degree_histogram", None)
+    if needs is not None and needs(**kw):
+        if train_set is None:
+            train_set = load_splits(config.data, config.encodings)["train"]
+        kw["deg"] = degree_histogram(train_set)
+    return build_model(name, **kw)
 
 
 #: tolerance of the papers' "≈100k / ≈500k parameters" budgets
@@ -121,7 +140,7 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
         if how != "exact":
             log.warning("%s %s split: %s", spec.name, s, how)
     loaders = make_loaders(config, splits)
-    model = make_model(config, spec)
+    model = make_model(config, spec, splits["train"])
     num_params = count_parameters(model)
     check_param_budget(num_params, config.param_budget)
     log.info("%s on %s: %d parameters; graphs train/val/test = %s", config.model.name,
@@ -209,7 +228,7 @@ def finalize_interrupted(run_dir: str | Path) -> dict[str, Any]:
     provenance = {}
     for ds in splits.values():
         provenance.update(getattr(ds, "provenance", {}) or {})
-    model = make_model(config, spec)
+    model = make_model(config, spec, splits["train"])
     return finish_run(config, spec, model, splits, run, best, epochs=len(rows),
                       wall_time_s=float(rows[-1]["elapsed_s"]) if rows else 0.0,
                       num_params=count_parameters(model), provenance=provenance)

@@ -5,8 +5,9 @@ from torch import nn
 
 from .gps import GPS
 from .gt import GraphTransformer
+from .mpnn import BASELINES, GAT, GCN, GIN, GINE, MPNN, PNA, GatedGCN
 
-MODELS: dict[str, type[nn.Module]] = {"gt": GraphTransformer, "gps": GPS}
+MODELS: dict[str, type[nn.Module]] = {"gt": GraphTransformer, "gps": GPS, **BASELINES}
 
 
 def build_model(name: str, **kwargs) -> nn.Module:
@@ -25,4 +26,4 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-__all__ = ["GPS", "MODELS", "GraphTransformer", "build_model", "count_parameters"]
+__all__ = ["GAT", "GCN", "GIN", "GINE", "GPS", "MODELS", "MPNN", "PNA", "GatedGCN", "GraphTransformer", "build_model", "count_parameters"]

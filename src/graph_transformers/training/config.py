@@ -104,8 +104,46 @@ class GPSModelConfig(_Section):
         return self
 
 
+class MPNNModelConfig(_Section):
+    """MPNN baselines (benchmark conventions); see :class:`graph_transformers.models.MPNN`."""
+
+    name: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"]
+    hidden_dim: PositiveInt = 64
+    num_layers: PositiveInt = 4
+    use_edge_features: bool = False
+    #: GAT heads (``hidden_dim / num_heads`` channels each)
+    num_heads: PositiveInt = 8
+    pe: Literal["lap", "rwse"] | None = None
+    sign_flip: Literal["batch", "graph", "none"] = "batch"
+    norm: Literal["batch", "layer", "none"] = "batch"
+    residual: bool = True
+    dropout: Probability = 0.0
+    in_feat_dropout: Probability = 0.0
+    readout: Literal["mean", "sum", "max"] = "mean"
+    mlp_layers: Annotated[int, Field(ge=0)] = 2
+    pna_towers: PositiveInt = 5
+
+    @model_validator(mode="after")
+    def _check(self) -> "MPNNModelConfig":
+        if self.name == "gat" and self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads} (GAT)")
+        if self.name == "pna" and self.hidden_dim % self.pna_towers:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.pna_towers={self.pna_towers} (PNA)")
+        if self.name in ("gcn", "gin") and self.use_edge_features:
+            raise ValueError(f"{self.name} takes no edge features: set "
+                             "model.use_edge_features=false")
+        if self.name == "gine" and not self.use_edge_features:
+            raise ValueError("gine needs edge features: set model.use_edge_features=true (or "
+                             "use gin)")
+        return self
+
+
 #: model name → config schema; models added later register here.
-MODEL_CONFIGS: dict[str, type[BaseModel]] = {"gt": GTModelConfig, "gps": GPSModelConfig}
+MODEL_CONFIGS: dict[str, type[BaseModel]] = {
+    "gt": GTModelConfig, "gps": GPSModelConfig,
+    **{n: MPNNModelConfig for n in ("gcn", "gat", "gatedgcn", "gin", "gine", "pna")}}
 
 
 # ----------------------------------------------------------------------------- other sections

@@ -141,4 +141,4 @@ class RWSEEncoder(nn.Module):
             raise ValueError(f"rwse must have shape [num_nodes, {self.pe_dim}], got "
                              f"{tuple(pe.shape)}; was the dataset processed with another walk "
                              "length?")
-        return self.linear(self.norm(pe.float()))
+        return self.linear(self.norm(pe.to(self.linear.weight.dtype)))

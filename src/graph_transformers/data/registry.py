@@ -116,6 +116,15 @@ def _load_planetoid(name: str) -> Callable[..., Dataset]:
     return load
 
 
+def _load_synthetic_large(split, data_dir, cache_dir, pre_transform, options):
+    from .synthetic import SyntheticLargeGraph
+    kwargs = {k: options[k] for k in ("num_nodes", "avg_degree", "p_intra", "signal")
+              if k in options}
+    return SyntheticLargeGraph(root=str(resolve_cache_dir(cache_dir) / "SyntheticLarge"),
+                               seed=options.get("seed", 0), pre_transform=pre_transform,
+                               transform=NodeSplitMask(split), **kwargs)
+
+
 def _load_moleculenet(name: str) -> Callable[..., Dataset]:
     def load(split, data_dir, cache_dir, pre_transform, options):
         from .molecules import MoleculeNet
@@ -190,6 +199,8 @@ DATASETS: dict[str, DatasetSpec] = {
                          _load_superpixels("mnist"), node_dim=3, edge_dim=1),
     "cifar10": DatasetSpec("cifar10", "graph", "classification", 10, "accuracy",
                            _load_superpixels("cifar10"), node_dim=5, edge_dim=1),
+    "synthetic_large": DatasetSpec("synthetic_large", "node", "classification", 10, "accuracy",
+                                   _load_synthetic_large, node_dim=32),
     "tsp": DatasetSpec("tsp", "edge", "classification", 2, "f1", _load_tsp, node_dim=2,
                        edge_dim=1),
 }

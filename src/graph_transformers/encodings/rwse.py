@@ -21,6 +21,11 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import AddRandomWalkPE, BaseTransform
 
+#: PyG's dense path (matrix powers as dense n x n) is used up to this many nodes
+DENSE_MAX_NODES = 2000
+#: refuse sparse matrix powers estimated to exceed this many non-zeros (~2.4 GB)
+MAX_POWER_NONZEROS = 2e8
+
 
 def random_walk_se(edge_index: Tensor, num_nodes: int, walk_length: int) -> Tensor:
     """Return probabilities ``(D^{-1}A)^t_{ii}`` for ``t = 1 … walk_length``.
@@ -34,7 +39,9 @@ def random_walk_se(edge_index: Tensor, num_nodes: int, walk_length: int) -> Tens
         ``[n, k]`` float32.
 
     Raises:
-        ValueError: for ``walk_length < 1`` or a malformed ``edge_index``.
+        ValueError: for ``walk_length < 1``, a malformed ``edge_index``, or a large graph whose
+            sparse matrix powers would exceed :data:`MAX_POWER_NONZEROS` (estimated before any
+            work as ``min(n^2, n * avg_degree^k)``).
     """
     if walk_length < 1:
         raise ValueError(f"RWSE walk_length must be >= 1, got {walk_length}")
@@ -45,6 +52,16 @@ def random_walk_se(edge_index: Tensor, num_nodes: int, walk_length: int) -> Tens
                          f"{int(edge_index.max())}] but the graph has {num_nodes} nodes")
     if num_nodes == 0:
         return torch.zeros(0, walk_length)
+    if num_nodes > DENSE_MAX_NODES:
+        # the sparse path forms the matrix powers P^t, whose fill-in grows like n * deg^t
+        avg_deg = max(edge_index.size(1) / num_nodes, 1.0)
+        fill = min(float(num_nodes) ** 2, num_nodes * avg_deg ** walk_length)
+        if fill > MAX_POWER_NONZEROS:
+            raise ValueError(
+                f"RWSE with {walk_length} steps on a graph of {num_nodes:,} nodes (average degree "
+                f"{avg_deg:.1f}) forms matrix powers with up to ~{fill:.2g} non-zeros (~"
+                f"{fill * 12 / 2**30:.0f} GiB): use fewer steps or a Laplacian PE (sparse "
+                "eigensolver) for large graphs")
     data = AddRandomWalkPE(walk_length, attr_name="rwse")(
         Data(edge_index=edge_index, num_nodes=num_nodes))
     return data.rwse.float()

@@ -169,6 +169,9 @@ class DataConfig(_Section):
     target_columns: list[str] | None = None
     #: ``classification`` (binary tasks, ROC-AUC) or ``regression`` (RMSE) for a CSV
     task: Literal["classification", "regression"] = "regression"
+    #: neighbour sampling for node tasks on one large graph (PyG ``NeighborLoader``): neighbours
+    #: sampled per hop, e.g. ``[10, 10]``; ``batch_size`` is then the number of seed nodes
+    num_neighbors: list[Annotated[int, Field(ge=-1)]] | None = None
 
     @model_validator(mode="after")
     def _csv(self) -> "DataConfig":

@@ -94,13 +94,48 @@ def check_param_budget(num_params: int, budget: int | None, tolerance: float = B
                           "num_layers")
 
 
+class SeedNodeMask:
+    """``NeighborLoader`` transform: ``node_mask`` = the batch's seed nodes (its first
+    ``batch_size`` nodes), so the loss and metrics count each sampled seed once."""
+
+    def __call__(self, data):
+        mask = torch.zeros(data.num_nodes, dtype=torch.bool)
+        mask[: data.batch_size] = True
+        data.node_mask = mask
+        return data
+
+
+def make_loader(config: Config, dataset, split: str):
+    """The loader of one split: PyG's ``DataLoader`` over graphs, or, with
+    ``data.num_neighbors`` set, a neighbour-sampling loader (PyG's ``NeighborLoader``, or its
+    ``NodeLoader`` with :class:`~graph_transformers.data.sampling.UniformNeighborSampler` where
+    ``pyg-lib``/``torch-sparse`` are missing) over the seed nodes of the split's
+    ``node_mask`` in the dataset's single graph.
+
+    Raises:
+        ValueError: when neighbour sampling is asked of a dataset that is not one graph with a
+            node mask.
+    """
+    train = split == "train"
+    bs = config.data.batch_size if train else (config.data.eval_batch_size or
+                                               config.data.batch_size)
+    workers = dict(num_workers=config.data.num_workers,
+                   persistent_workers=config.data.num_workers > 0)
+    if config.data.num_neighbors is None:
+        return DataLoader(dataset, batch_size=bs, shuffle=train, **workers)
+    from ..data.sampling import neighbor_loader
+    if len(dataset) != 1 or getattr(dataset[0], "node_mask", None) is None:
+        raise ValueError("data.num_neighbors (neighbour sampling) needs a single-graph node task "
+                         f"with split masks (e.g. cora, citeseer, synthetic_large); "
+                         f"{config.data.name!r} has {len(dataset)} graphs")
+    data = dataset[0]
+    return neighbor_loader(data, config.data.num_neighbors, batch_size=bs,
+                           input_nodes=data.node_mask, shuffle=train, transform=SeedNodeMask(),
+                           **workers)
+
+
 def make_loaders(config: Config, splits: dict) -> dict[str, DataLoader]:
-    bs = config.data.batch_size
-    ebs = config.data.eval_batch_size or bs
-    return {s: DataLoader(ds, batch_size=bs if s == "train" else ebs, shuffle=s == "train",
-                          num_workers=config.data.num_workers,
-                          persistent_workers=config.data.num_workers > 0)
-            for s, ds in splits.items()}
+    return {s: make_loader(config, ds, s) for s, ds in splits.items()}
 
 
 def _monitor(spec: DatasetSpec) -> tuple[str, str]:
@@ -184,8 +219,7 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
     model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
                            if k.startswith("model.")})
     best_epoch = int(state.get("epoch", -1)) + 1
-    bs = config.data.eval_batch_size or config.data.batch_size
-    results = {s: evaluate(model, spec, DataLoader(ds, batch_size=bs)) for s, ds in splits.items()}
+    results = {s: evaluate(model, spec, _eval_loader(config, ds, s)) for s, ds in splits.items()}
     metrics = {
         "model": config.model.name,
         "dataset": spec.name,
@@ -232,6 +266,14 @@ def finalize_interrupted(run_dir: str | Path) -> dict[str, Any]:
     return finish_run(config, spec, model, splits, run, best, epochs=len(rows),
                       wall_time_s=float(rows[-1]["elapsed_s"]) if rows else 0.0,
                       num_params=count_parameters(model), provenance=provenance)
+
+
+def _eval_loader(config: Config, dataset, split: str):
+    """Evaluation loader: graphs in order (``eval_batch_size``), or the neighbour-sampling loader of
+    the split's seed nodes."""
+    if config.data.num_neighbors is not None:
+        return make_loader(config, dataset, "eval")
+    return DataLoader(dataset, batch_size=config.data.eval_batch_size or config.data.batch_size)
 
 
 def write_json(path: str | Path, obj: Any) -> None:
@@ -301,5 +343,4 @@ def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
     model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
                            if k.startswith("model.")})
     splits = load_splits(config.data, config.encodings)
-    bs = config.data.eval_batch_size or config.data.batch_size
-    return {s: evaluate(model, spec, DataLoader(ds, batch_size=bs)) for s, ds in splits.items()}
+    return {s: evaluate(model, spec, _eval_loader(config, ds, s)) for s, ds in splits.items()}

@@ -85,15 +85,19 @@ def sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, scale:
 DEFAULT_MAX_ATTENTION_BYTES = 4 * 2**30
 
 
-def full_attention_bytes(batch: int, num_heads: int, max_nodes: int, itemsize: int = 4,
-                         training: bool = True) -> int:
-    """Bytes of the ``[batch, num_heads, N, N]`` tensors one full-attention call keeps alive.
+def full_attention_bytes(batch: int, num_heads: int, max_nodes: int, head_dim: int,
+                         itemsize: int = 4, math_kernel: bool = True) -> int:
+    """Bytes one forward + backward of :class:`FullAttention` needs for its attention tensors.
 
-    SDPA's math kernel on CPU materializes the scores and the softmax (plus, with dropout, the
-    dropout mask); autograd keeps the softmax for the backward pass. Counted: 3 such tensors in
-    training, 2 in inference (a conservative estimate, used to refuse a call before allocating).
+    - ``math_kernel`` (SDPA's reference path: attention dropout in training, or a non-CPU device,
+      where the kernel choice is not checked here): the ``[batch, heads, N, N]`` scores, softmax,
+      dropout mask and gradient; 4 such tensors (measured on CPU: 4.06 x one ``N x N`` tensor).
+    - otherwise (CPU without dropout: SDPA's flash kernel, which never forms the ``N x N`` matrix):
+      ``q, k, v``, the output, their gradients and the row log-sum-exp, linear in ``N``.
     """
-    return (3 if training else 2) * batch * num_heads * max_nodes * max_nodes * itemsize
+    if math_kernel:
+        return 4 * batch * num_heads * max_nodes * max_nodes * itemsize
+    return batch * num_heads * max_nodes * (8 * head_dim + 2) * itemsize
 
 
 class FullAttention(nn.Module):
@@ -114,8 +118,9 @@ class FullAttention(nn.Module):
         num_heads: ``H``.
         dropout: dropout on the attention weights (training only).
         bias: biases of the Q/K/V and output projections (``nn.MultiheadAttention`` has them).
-        max_bytes: memory budget of the ``[B, H, N, N]`` tensors (see
-            :func:`full_attention_bytes`); a larger call raises before allocating.
+        max_bytes: memory budget of the attention tensors (see :func:`full_attention_bytes`: the
+            ``[B, H, N, N]`` tensors on SDPA's reference path, linear memory on its CPU flash
+            kernel); a larger call raises before allocating.
 
     Shapes: ``x [batch, N, hidden_dim]``, ``mask [batch, N]`` bool (True = real node) →
     ``[batch, N, hidden_dim]``.
@@ -153,14 +158,19 @@ class FullAttention(nn.Module):
         if mask.shape != x.shape[:2] or mask.dtype != torch.bool:
             raise ValueError(f"mask must be a bool tensor [batch, N] = {tuple(x.shape[:2])}, got "
                              f"{mask.dtype} {tuple(mask.shape)}")
-        b, n = x.shape[:2]
-        need = full_attention_bytes(b, self.num_heads, n, x.element_size(), self.training)
+
+    def _check_memory(self, b: int, n: int, itemsize: int, math_kernel: bool) -> None:
+        need = full_attention_bytes(b, self.num_heads, n, self.head_dim, itemsize, math_kernel)
         if need > self.max_bytes:
             raise ValueError(
                 f"full attention over a batch of {b} graph(s) padded to N={n} nodes needs about "
-                f"{need / 2**30:.2f} GiB for its [batch, heads, N, N] tensors, over the budget of "
+                f"{need / 2**30:.2f} GiB for its attention tensors, over the budget of "
                 f"{self.max_bytes / 2**30:.2f} GiB: use linear attention (attention='performer'), "
                 "smaller batches or neighbour sampling, or raise the budget (max_attention_bytes)")
+
+    def _math_kernel(self, x: Tensor) -> bool:
+        """Whether SDPA takes its ``N x N`` reference path (see :func:`full_attention_bytes`)."""
+        return x.device.type != "cpu" or (self.training and self.dropout > 0)
 
     def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         b, n, _ = x.shape
@@ -170,6 +180,7 @@ class FullAttention(nn.Module):
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         """See the class docstring."""
         self._check(x, mask)
+        self._check_memory(x.size(0), x.size(1), x.element_size(), self._math_kernel(x))
         q, k, v = self._qkv(x)
         attn_mask = mask[:, None, None, :]  # [B, 1, 1, N]: keys only
         out = torch.nn.functional.scaled_dot_product_attention(
@@ -180,8 +191,13 @@ class FullAttention(nn.Module):
     @torch.no_grad()
     def attention_weights(self, x: Tensor, mask: Tensor) -> Tensor:
         """The softmax weights ``[batch, num_heads, N, N]`` (row i = query i over keys j) the
-        forward pass uses (without dropout); rows and columns of padded nodes are 0."""
+        forward pass uses (without dropout); rows and columns of padded nodes are 0.
+
+        Raises:
+            ValueError: as ``forward``; the ``[batch, heads, N, N]`` weights are always formed.
+        """
         self._check(x, mask)
+        self._check_memory(x.size(0), x.size(1), x.element_size(), math_kernel=True)
         q, k, _ = self._qkv(x)
         scores = (q @ k.transpose(-1, -2)) / (self.head_dim ** 0.5)
         scores = scores.masked_fill(~mask[:, None, None, :], float("-inf"))

@@ -166,3 +166,16 @@ def test_make_model_computes_pna_degrees_from_train_split(zinc_batch):
     avg_lin = float((torch.arange(hist.numel()) * hist).sum() / hist.sum())
     aggr = model.layers[0].conv.conv.aggr_module
     assert float(aggr.avg_deg_lin) == pytest.approx(avg_lin, rel=1e-6)
+
+
+def test_pna_without_degrees_runs_only_after_loading_a_checkpoint(zinc_batch):
+    subset, batch = zinc_batch
+    kw = dict(hidden_dim=20, num_layers=1, out_dim=1, num_node_types=28, num_edge_types=4,
+              use_edge_features=True)
+    trained = build_model("pna", deg=degree_histogram(subset), **kw).eval()
+    bare = build_model("pna", **kw).eval()
+    assert count_parameters(bare) == count_parameters(trained)
+    with pytest.raises(ValueError, match="without the training in-degree histogram"):
+        bare(batch)
+    bare.load_state_dict(trained.state_dict())
+    torch.testing.assert_close(bare(batch), trained(batch))

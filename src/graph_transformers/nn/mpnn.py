@@ -112,7 +112,9 @@ class LocalMPNN(nn.Module):
         use_edge_features: the convolution reads ``edge_attr`` (required by ``gatedgcn`` and
             ``gine``; optional for ``gat`` and ``pna``; not possible for ``gcn`` and ``gin``).
         num_heads: GAT heads.
-        deg: PNA's in-degree histogram of the training graphs (``[max_degree + 1]`` long).
+        deg: PNA's in-degree histogram of the training graphs (``[max_degree + 1]`` long). It may
+            be left out only to count parameters or to load a checkpoint, which restores the
+            degree statistics (buffers); ``forward`` raises until then.
         pna_towers: PNA towers (``hidden_dim`` must be divisible by it).
         gin_mlp_norm: BatchNorm inside GIN/GINE's MLP (the benchmark's GIN has it; GraphGPS's
             GINE does not).
@@ -121,8 +123,8 @@ class LocalMPNN(nn.Module):
 
     Raises:
         ValueError: for an unknown kind, edge features asked of a convolution that cannot use them
-            (or missing where required), GAT heads or PNA towers that do not divide ``hidden_dim``,
-            PNA without ``deg``; in ``forward``, a missing ``edge_attr``.
+            (or missing where required), GAT heads or PNA towers that do not divide ``hidden_dim``;
+            in ``forward``, a missing ``edge_attr`` or unknown PNA degree statistics.
     """
 
     def __init__(self, kind: str, hidden_dim: int, use_edge_features: bool = False,
@@ -156,13 +158,14 @@ class LocalMPNN(nn.Module):
         elif kind == "gine":
             self.conv = GINEConv(_mlp(d, gin_mlp_norm), train_eps=True)
         else:
-            if deg is None:
-                raise ValueError("PNA needs the in-degree histogram of the training graphs (deg); "
-                                 "the runner computes it from the train split")
             if d % pna_towers:
                 raise ValueError(f"PNA: hidden_dim={d} is not divisible by pna_towers={pna_towers}")
+            # Without ``deg`` the scalers' average degrees are unknown until a checkpoint (whose
+            # buffers hold them) is loaded; ``forward`` refuses to run before that.
+            self.register_buffer("degree_known", torch.tensor(deg is not None))
             self.conv = PNAConv(d, d, aggregators=list(pna_aggregators),
-                                scalers=list(pna_scalers), deg=deg,
+                                scalers=list(pna_scalers),
+                                deg=deg if deg is not None else torch.tensor([0, 1]),
                                 edge_dim=d if use_edge_features else None, towers=pna_towers,
                                 divide_input=True)
 
@@ -172,7 +175,16 @@ class LocalMPNN(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None
                 ) -> tuple[Tensor, Tensor | None]:
         """``x [num_nodes, d]``, ``edge_index [2, num_edges]``, ``edge_attr [num_edges, d]`` (when
-        the convolution uses edges) → ``(x_out [num_nodes, d], e_hat [num_edges, d] or None)``."""
+        the convolution uses edges) → ``(x_out [num_nodes, d], e_hat [num_edges, d] or None)``.
+
+        Raises:
+            ValueError: for a missing ``edge_attr``, or a PNA built without ``deg`` whose degree
+                statistics were not loaded from a checkpoint.
+        """
+        if self.kind == "pna" and not bool(self.degree_known):
+            raise ValueError("this PNA was built without the training in-degree histogram (deg) "
+                             "and no checkpoint with its degree statistics was loaded: build it "
+                             "with deg (runner.make_model does, from the train split)")
         if self.use_edge_features:
             if edge_attr is None:
                 raise ValueError(f"the {self.kind} convolution was built with edge features: pass "

@@ -62,15 +62,14 @@ def degree_histogram(dataset) -> torch.Tensor:
 
 def make_model(config: Config, spec: DatasetSpec, train_set=None) -> torch.nn.Module:
     """Builds the configured model. A model class whose ``needs_degree_histogram(**kwargs)`` is
-    true (PNA) gets ``deg``, the in-degree histogram of the train split (``train_set``, loaded
-    here when not given)."""
+    true (PNA, GPS with a PNA) gets ``deg``, the in-degree histogram of ``train_set`` (the train
+    split). Without ``train_set`` (counting parameters, loading a checkpoint, which restores the
+    degree statistics) it is built without it, and refuses to run until a checkpoint is loaded."""
     kw = model_kwargs(config, spec)
     name = kw.pop("name")
     from ..models import MODELS
     needs = getattr(MODELS.get(name), "needs_degree_histogram", None)
-    if needs is not None and needs(**kw):
-        if train_set is None:
-            train_set = load_splits(config.data, config.encodings)["train"]
+    if train_set is not None and needs is not None and needs(**kw):
         kw["deg"] = degree_histogram(train_set)
     return build_model(name, **kw)
 

@@ -161,28 +161,45 @@ def write_outputs(results: dict, out: Path, meta: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "gps_scaling.json").write_text(json.dumps({"meta": meta, "results": results},
                                                      indent=2) + "\n")
-    lines = [f"Forward + backward of one layer (hidden {HIDDEN}, {HEADS} heads) on one graph of N "
-             f"nodes, average degree {AVG_DEGREE}; {meta['cpu']}; 1 thread; each point in a "
-             f"subprocess capped at {meta['mem_gib']:g} GiB (RLIMIT_AS), timeout "
-             f"{meta['timeout_s']:g} s. Peak = growth of the peak RSS during the steps.", "",
-             "| N | " + " | ".join(f"{LABELS[m]} ms" for m in MODELS) + " | " +
-             " | ".join(f"{LABELS[m]} peak MiB" for m in MODELS) + " | LapPE (k=8) s |",
-             "|---:|" + "---:|" * (2 * len(MODELS) + 1)]
+    lines = [f"Forward + backward of one layer (hidden {HIDDEN}, {HEADS} heads of "
+             f"{HIDDEN // HEADS}, float32) on one graph of N nodes with average degree "
+             f"{AVG_DEGREE}; {meta['cpu']}, 1 thread. Each point ran in a forked subprocess "
+             f"capped at {meta['mem_gib']:g} GiB of address space (RLIMIT_AS; the process maps "
+             f"~{meta.get('baseline_vm_mib', 0) / 1024:.1f} GiB before the first step), with a "
+             f"timeout of {meta['timeout_s']:g} s ({meta['lappe_timeout_s']:g} s for LapPE). "
+             "Time: median of the steps after a warm-up step, or the single step when one took "
+             "over 10 s. Peak: growth of the peak RSS during the steps. " + meta.get("note", ""),
+             "", "**Time per step (ms)**, and LapPE (k = 8 smallest non-trivial eigenvectors, "
+             "ARPACK `eigsh`, computed once per graph):", "",
+             "| N | " + " | ".join(LABELS[m] for m in MODELS) + " | LapPE (s) |",
+             "|---:|" + "---:|" * (len(MODELS) + 1)]
     for n in SIZES:
         row = [f"{n:,}"]
         row += [_fmt(results[m].get(str(n)), "step_s", 1000, 0 if n >= 10_000 else 1)
                 for m in MODELS]
-        row += [_fmt(results[m].get(str(n)), "peak_mib", 1, 0) for m in MODELS]
-        row.append(_fmt(results["lappe"].get(str(n)), "lappe_s", 1, 2))
+        row.append(_fmt(results["lappe"].get(str(n)), "lappe_s", 1, 1))
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "**Peak memory growth (MiB)**:", "",
+              "| N | " + " | ".join(LABELS[m] for m in MODELS) + " |",
+              "|---:|" + "---:|" * len(MODELS)]
+    for n in SIZES:
+        row = [f"{n:,}"] + [_fmt(results[m].get(str(n)), "peak_mib", 1, 0) for m in MODELS]
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     for m in MODELS + ["lappe"]:
         fails = [(int(n), r) for n, r in results[m].items() if r["status"] in ("oom", "timeout")]
         if fails:
             n, r = min(fails)
-            what = "out of memory" if r["status"] == "oom" else f"over the {meta['timeout_s']:g} s timeout"
+            limit = meta["lappe_timeout_s"] if m == "lappe" else meta["timeout_s"]
+            what = "out of memory" if r["status"] == "oom" else f"over the {limit:g} s timeout"
             name = LABELS.get(m, "LapPE (sparse eigensolver)")
-            lines.append(f"- {name}: {what} at N = {n:,}.")
+            line = f"- {name}: {what} at N = {n:,}."
+            if m == "full_dropout" and r["status"] == "timeout":
+                from graph_transformers.nn.attention import full_attention_bytes
+                need = full_attention_bytes(1, HEADS, n, HIDDEN // HEADS, 4, math_kernel=True)
+                line += (f" Its N x N tensors alone would need {need / 2**30:.1f} GiB there "
+                         "(`full_attention_bytes`), close to what the cap leaves.")
+            lines.append(line)
     (out / "gps_scaling.md").write_text("\n".join(lines) + "\n")
 
     import matplotlib
@@ -220,6 +237,7 @@ def write_outputs(results: dict, out: Path, meta: dict) -> None:
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "gps_scaling.png", dpi=120)
+    plt.close(fig)
 
 
 def main() -> None:
@@ -229,7 +247,17 @@ def main() -> None:
     ap.add_argument("--lappe-timeout", type=float, default=240.0)
     ap.add_argument("--max-n", type=int, default=SIZES[-1])
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    ap.add_argument("--replot", action="store_true",
+                    help="rewrite the table and plot from --out/gps_scaling.json")
+    ap.add_argument("--note", default="", help="a sentence added to the table's caption")
     args = ap.parse_args()
+    if args.replot:
+        saved = json.loads((args.out / "gps_scaling.json").read_text())
+        if args.note:
+            saved["meta"]["note"] = args.note
+        write_outputs(saved["results"], args.out, saved["meta"])
+        print((args.out / "gps_scaling.md").read_text())
+        return
     import platform
 
     import torch  # imported once here; the forked points inherit it
@@ -242,7 +270,7 @@ def main() -> None:
             cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    meta = {"baseline_vm_mib": round(_status_kib("VmSize") / 1024),
+    meta = {"note": args.note, "baseline_vm_mib": round(_status_kib("VmSize") / 1024),
             "baseline_rss_mib": round(_status_kib("VmRSS") / 1024), "mem_gib": args.mem_gib, "timeout_s": args.timeout,
             "lappe_timeout_s": args.lappe_timeout, "cpu": cpu, "hidden": HIDDEN,
             "heads": HEADS, "avg_degree": AVG_DEGREE, "date": time.strftime("%Y-%m-%d %H:%M")}

@@ -1,6 +1,7 @@
 """Positional and structural encodings, as pure functions on one graph plus PyG transforms."""
 from .lappe import AddLaplacianPE, laplacian_pe, normalized_laplacian, random_sign_flip
+from .svd import AddSVDPE, random_svd_sign_flip, svd_pe
 from .wlpe import AddWLPE, wl_role_ids
 
-__all__ = ["AddLaplacianPE", "AddWLPE", "laplacian_pe", "normalized_laplacian",
-           "random_sign_flip", "wl_role_ids"]
+__all__ = ["AddLaplacianPE", "AddSVDPE", "AddWLPE", "laplacian_pe", "normalized_laplacian",
+           "random_sign_flip", "random_svd_sign_flip", "svd_pe", "wl_role_ids"]

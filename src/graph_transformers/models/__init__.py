@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from torch import nn
 
+from .egt import EGT, ModelOutput
 from .gt import GraphTransformer
 
-MODELS: dict[str, type[nn.Module]] = {"gt": GraphTransformer}
+MODELS: dict[str, type[nn.Module]] = {"gt": GraphTransformer, "egt": EGT}
 
 
 def build_model(name: str, **kwargs) -> nn.Module:
@@ -24,4 +25,4 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-__all__ = ["MODELS", "GraphTransformer", "build_model", "count_parameters"]
+__all__ = ["EGT", "MODELS", "GraphTransformer", "ModelOutput", "build_model", "count_parameters"]

@@ -59,8 +59,49 @@ class GTModelConfig(_Section):
         return self
 
 
+class EGTModelConfig(_Section):
+    """Edge-augmented Graph Transformer (Hussain et al. 2022); see
+    :class:`graph_transformers.models.EGT`. Defaults follow the paper's Table 4."""
+
+    name: Literal["egt"] = "egt"
+    hidden_dim: PositiveInt = 64
+    edge_hidden_dim: PositiveInt = 8
+    num_layers: PositiveInt = 4
+    num_heads: PositiveInt = 8
+    variant: Literal["egt", "simple", "constrained", "ungated"] = "egt"
+    use_edge_features: bool = True
+    structure: Literal["adjacency", "distance"] = "adjacency"
+    max_hops: PositiveInt = 16
+    pe: Literal["svd", "lap"] | None = None
+    sign_flip: Literal["batch", "graph", "none"] = "batch"
+    num_virtual_nodes: Annotated[int, Field(ge=0)] = 0
+    distance_objective: bool = False
+    distance_hops: PositiveInt = 3
+    distance_weight: Annotated[float, Field(ge=0)] = 0.0
+    node_ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
+    edge_ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
+    attn_dropout: Probability = 0.0
+    dropout: Probability = 0.0
+    clip: Annotated[float, Field(gt=0)] = 5.0
+    mlp_layers: Annotated[int, Field(ge=0)] = 2
+    #: refuse batches whose dense pair tensors would need more memory (estimated beforehand)
+    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 8.0
+
+    @model_validator(mode="after")
+    def _check(self) -> "EGTModelConfig":
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
+        if self.distance_objective and self.variant == "simple":
+            raise ValueError("model.distance_objective needs edge channels; EGT-Simple has none")
+        if self.distance_objective and self.structure != "adjacency":
+            raise ValueError("model.distance_objective uses the adjacency as input (EGT §3.3): "
+                             "set model.structure=adjacency")
+        return self
+
+
 #: model name → config schema; models added later register here.
-MODEL_CONFIGS: dict[str, type[BaseModel]] = {"gt": GTModelConfig}
+MODEL_CONFIGS: dict[str, type[BaseModel]] = {"gt": GTModelConfig, "egt": EGTModelConfig}
 
 
 # ----------------------------------------------------------------------------- other sections
@@ -79,6 +120,11 @@ class DataConfig(_Section):
     #: extra keyword arguments of the dataset class (e.g. ``max_images`` for superpixels,
     #: ``max_rows`` for MoleculeNet, ``num_graphs`` for generated sets)
     options: dict[str, Any] = Field(default_factory=dict)
+    #: batch graphs of similar size together (less padding for dense models; measured in
+    #: ``benchmarks/egt_speed.py``); batches are still drawn in random order
+    bucket_by_size: bool = False
+    #: graphs per sorting window of the bucketing sampler, in batches
+    bucket_window: PositiveInt = 50
     #: a user's molecule CSV: with ``path`` set, the dataset is that file (``name`` is ignored),
     #: featurized like MoleculeNet and split by scaffold
     path: str | None = None
@@ -103,11 +149,17 @@ class WLPEConfig(_Section):
     num_roles: PositiveInt = 64
 
 
+class SVDPEConfig(_Section):
+    #: number of singular triplets ``r`` (EGT: 8); the encoding has ``2r`` features
+    r: PositiveInt = 8
+
+
 class EncodingsConfig(_Section):
     """Encodings precomputed (and cached) with the dataset; ``null`` disables one."""
 
     lap_pe: LapPEConfig | None = None
     wl_pe: WLPEConfig | None = None
+    svd_pe: SVDPEConfig | None = None
 
 
 class PlateauConfig(_Section):
@@ -132,6 +184,8 @@ class CosineConfig(_Section):
 class OptimConfig(_Section):
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: Annotated[float, Field(gt=0)] = 7e-4
+    #: Adam's ε (EGT uses 1e-7)
+    eps: Annotated[float, Field(gt=0)] = 1e-8
     weight_decay: Annotated[float, Field(ge=0)] = 0.0
     scheduler: Annotated[Union[PlateauConfig, CosineConfig], Field(discriminator="name")] | None = \
         Field(default_factory=PlateauConfig)
@@ -187,6 +241,8 @@ class Config(_Section):
             raise ValueError("model.pe is 'lap' but encodings.lap_pe is not set")
         if pe == "wl" and self.encodings.wl_pe is None:
             raise ValueError("model.pe is 'wl' but encodings.wl_pe is not set")
+        if pe == "svd" and self.encodings.svd_pe is None:
+            raise ValueError("model.pe is 'svd' but encodings.svd_pe is not set")
         return self
 
     def to_dict(self) -> dict:

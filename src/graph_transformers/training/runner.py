@@ -18,6 +18,7 @@ from lightning.pytorch.loggers import CSVLogger
 from torch_geometric.loader import DataLoader
 
 from ..data.registry import DatasetSpec, load_splits, resolve_spec
+from ..data.sampler import SizeBucketBatchSampler, graph_sizes
 from ..models import build_model, count_parameters
 from .callbacks import EpochLog, StopAtMinLR
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
@@ -48,6 +49,8 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
         kw["pe_dim"] = config.encodings.lap_pe.k
     elif kw.get("pe") == "wl":
         kw["pe_dim"] = config.encodings.wl_pe.num_roles
+    elif kw.get("pe") == "svd":
+        kw["pe_dim"] = 2 * config.encodings.svd_pe.r
     return {"name": name, **kw}
 
 
@@ -76,12 +79,24 @@ def check_param_budget(num_params: int, budget: int | None, tolerance: float = B
 
 
 def make_loaders(config: Config, splits: dict) -> dict[str, DataLoader]:
+    """One loader per split; with ``data.bucket_by_size`` the training batches come from a
+    :class:`~graph_transformers.data.sampler.SizeBucketBatchSampler` (evaluation batches are
+    size-sorted too, which changes no metric)."""
     bs = config.data.batch_size
     ebs = config.data.eval_batch_size or bs
-    return {s: DataLoader(ds, batch_size=bs if s == "train" else ebs, shuffle=s == "train",
-                          num_workers=config.data.num_workers,
-                          persistent_workers=config.data.num_workers > 0)
-            for s, ds in splits.items()}
+    workers = dict(num_workers=config.data.num_workers,
+                   persistent_workers=config.data.num_workers > 0)
+    loaders = {}
+    for s, ds in splits.items():
+        if config.data.bucket_by_size:
+            sampler = SizeBucketBatchSampler(graph_sizes(ds), bs if s == "train" else ebs,
+                                             window=config.data.bucket_window,
+                                             shuffle=s == "train", seed=config.seed)
+            loaders[s] = DataLoader(ds, batch_sampler=sampler, **workers)
+        else:
+            loaders[s] = DataLoader(ds, batch_size=bs if s == "train" else ebs,
+                                    shuffle=s == "train", **workers)
+    return loaders
 
 
 def _monitor(spec: DatasetSpec) -> tuple[str, str]:

@@ -91,6 +91,7 @@ def padding_ratio(sizes: Sequence[int], batches: Sequence[Sequence[int]]) -> flo
     """``Σ_batches B·max(n)² / Σ n²``: how many padded pairs a dense model computes per real pair
     (1.0 = no padding)."""
     s = torch.as_tensor(list(sizes), dtype=torch.float64)
-    padded = sum(len(b) * float(s[list(b)].max()) ** 2 for b in batches if len(b))
+    padded = sum(len(b) * float(s[torch.as_tensor(list(b), dtype=torch.long)].max()) ** 2
+                 for b in batches if len(b))
     real = float((s ** 2).sum())
     return padded / real

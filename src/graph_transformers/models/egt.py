@@ -67,7 +67,8 @@ class EGT(nn.Module):
             ``distance_weight`` ``κ``. Forces ``structure="adjacency"``.
         distance_hops: ``ν``.
         distance_weight: ``κ``.
-        node_ffn_multiplier / edge_ffn_multiplier, attn_dropout, dropout, clip: layer options.
+        node_ffn_multiplier / edge_ffn_multiplier, attn_dropout, dropout, clip, scale_degree:
+            layer options (:class:`~graph_transformers.nn.EGTLayer`).
         mlp_layers: hidden layers of the heads (widths halve: ``d_h/2, d_h/4`` as Table 4).
         memory_budget_gb: refuse batches whose dense pair tensors would need more (estimated
             before allocation); ``None`` disables the check.
@@ -90,8 +91,8 @@ class EGT(nn.Module):
                  distance_objective: bool = False, distance_hops: int = 3,
                  distance_weight: float = 0.0, node_ffn_multiplier: float = 2.0,
                  edge_ffn_multiplier: float = 2.0, attn_dropout: float = 0.0,
-                 dropout: float = 0.0, clip: float = 5.0, mlp_layers: int = 2,
-                 memory_budget_gb: float | None = 8.0) -> None:
+                 dropout: float = 0.0, clip: float = 5.0, scale_degree: bool = False,
+                 mlp_layers: int = 2, memory_budget_gb: float | None = 8.0) -> None:
         super().__init__()
         if task not in ("graph", "node", "edge"):
             raise ValueError(f"task must be 'graph', 'node' or 'edge', got {task!r}")
@@ -145,7 +146,7 @@ class EGT(nn.Module):
             EGTLayer(hidden_dim, edge_hidden_dim, num_heads, edge_update=opts["edge_update"],
                      gated=opts["gated"], node_ffn_multiplier=node_ffn_multiplier,
                      edge_ffn_multiplier=edge_ffn_multiplier, attn_dropout=attn_dropout,
-                     dropout=dropout, clip=clip,
+                     dropout=dropout, clip=clip, scale_degree=scale_degree,
                      edge_output=self.edge_output or layer < num_layers - 1)
             for layer in range(num_layers))
         self.final_norm_h = nn.LayerNorm(hidden_dim)
@@ -251,7 +252,8 @@ class EGT(nn.Module):
         e0 = e
         attentions = []
         for layer in self.layers:
-            out = layer(h, e, mask, attn_mask, return_attention=return_attention)
+            out = layer(h, e, mask, attn_mask, return_attention=return_attention,
+                        num_virtual=self.num_virtual_nodes)
             h, e = out[0], out[1]
             if return_attention:
                 attentions.append(out[2])

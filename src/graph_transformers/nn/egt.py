@@ -74,6 +74,9 @@ class EGTLayer(nn.Module):
         clip: ``c`` of ``clip(Â, -c, c)`` (paper: 5).
         edge_output: compute the edge-channel update; a network's last layer skips it when
             nothing reads its output edge channels (``e`` is then returned unchanged).
+        scale_degree: multiply each head's aggregate by ``log(1 + Σ_j σ(G_ij))`` (the "dynamic
+            centrality scalers" of the KDD version and the official code; virtual-node rows keep
+            scale 1).
 
     Shapes:
         ``h [B, N, d_h]``, ``e [B, N, N, d_e]`` (``e[b, i, j]``: the pair whose row ``i`` is the
@@ -85,14 +88,18 @@ class EGTLayer(nn.Module):
     def __init__(self, node_dim: int, edge_dim: int, num_heads: int, edge_update: bool = True,
                  gated: bool = True, node_ffn_multiplier: float = 2.0,
                  edge_ffn_multiplier: float = 2.0, attn_dropout: float = 0.0,
-                 dropout: float = 0.0, clip: float = 5.0, edge_output: bool = True) -> None:
+                 dropout: float = 0.0, clip: float = 5.0, edge_output: bool = True,
+                 scale_degree: bool = False) -> None:
         super().__init__()
         if node_dim % num_heads:
             raise ValueError(f"node_dim={node_dim} must be divisible by num_heads={num_heads}")
+        if scale_degree and not gated:
+            raise ValueError("scale_degree sums the sigmoid gates: it needs gated=True")
         self.node_dim, self.edge_dim, self.num_heads = node_dim, edge_dim, num_heads
         self.head_dim = node_dim // num_heads
         self.edge_update, self.gated, self.clip = edge_update, gated, clip
         self.edge_output = edge_update and edge_output
+        self.scale_degree = scale_degree
         self.attn_dropout, self.dropout = attn_dropout, dropout
 
         self.norm_h = nn.LayerNorm(node_dim)
@@ -118,7 +125,7 @@ class EGTLayer(nn.Module):
         return F.dropout(x, p, True) if p and self.training else x
 
     def forward(self, h: Tensor, e: Tensor, mask: Tensor, attn_mask: Tensor | None = None,
-                return_attention: bool = False):
+                return_attention: bool = False, num_virtual: int = 0):
         B, N, _ = h.shape
         H, dk = self.num_heads, self.head_dim
         if e.shape[:3] != (B, N, N) or e.size(-1) != self.edge_dim:
@@ -138,9 +145,17 @@ class EGTLayer(nn.Module):
         logits = h_hat.masked_fill(~keep, float("-inf"))
         attn = torch.softmax(logits, dim=-1)
         if self.gated:
-            attn = attn * torch.sigmoid(eg[:, H:])                           # eq. 4
+            gates = torch.sigmoid(eg[:, H:])
+            attn = attn * gates                                              # eq. 4
         attn_d = self._drop(attn, self.attn_dropout)
-        z = torch.matmul(attn_d, v).transpose(1, 2).reshape(B, N, H * dk)
+        z = torch.matmul(attn_d, v)                                          # [B, H, N, dk]
+        if self.scale_degree:
+            scale = torch.log1p((gates * keep).sum(-1, keepdim=True))       # [B, H, N, 1]
+            if num_virtual:
+                scale = torch.cat([torch.ones_like(scale[:, :, :num_virtual]),
+                                   scale[:, :, num_virtual:]], dim=2)
+            z = z * scale
+        z = z.transpose(1, 2).reshape(B, N, H * dk)
         h = h + self._drop(self.out_h(z), self.dropout)                      # eq. 6
         h = h + self._drop(self.ffn_h(self.ffn_norm_h(h)), self.dropout)
 
@@ -153,7 +168,7 @@ class EGTLayer(nn.Module):
     def extra_repr(self) -> str:
         return (f"node_dim={self.node_dim}, edge_dim={self.edge_dim}, "
                 f"num_heads={self.num_heads}, edge_update={self.edge_update}, "
-                f"gated={self.gated}, clip={self.clip}")
+                f"gated={self.gated}, clip={self.clip}, scale_degree={self.scale_degree}")
 
 
 def pair_bytes(num_layers: int, edge_dim: int, num_heads: int, edge_update: bool = True,

@@ -83,6 +83,8 @@ class EGTModelConfig(_Section):
     attn_dropout: Probability = 0.0
     dropout: Probability = 0.0
     clip: Annotated[float, Field(gt=0)] = 5.0
+    #: the KDD version's degree scalers log(1 + Σ_j σ(G_ij)) (official code, large-scale configs)
+    scale_degree: bool = False
     mlp_layers: Annotated[int, Field(ge=0)] = 2
     #: refuse batches whose dense pair tensors would need more memory (estimated beforehand)
     memory_budget_gb: Annotated[float, Field(gt=0)] | None = 8.0
@@ -92,6 +94,8 @@ class EGTModelConfig(_Section):
         if self.hidden_dim % self.num_heads:
             raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
                              f"model.num_heads={self.num_heads}")
+        if self.scale_degree and self.variant == "ungated":
+            raise ValueError("model.scale_degree sums the sigmoid gates; EGT-Ungated has none")
         if self.distance_objective and self.variant == "simple":
             raise ValueError("model.distance_objective needs edge channels; EGT-Simple has none")
         if self.distance_objective and self.structure != "adjacency":

@@ -346,6 +346,11 @@ def test_config_validation():
         build_config({"model": {"name": "egt", "variant": "simple", "distance_objective": True}})
     with pytest.raises(ConfigError, match="unknown key"):
         build_config({"model": {"name": "egt", "edge_width": 8}})
+    with pytest.raises(ConfigError, match="bucket_by_size"):
+        build_config({"model": {"name": "egt"}, "data": {"bucket_by_size": True},
+                      "trainer": {"devices": 2, "strategy": "ddp"}})
+    with pytest.raises(ConfigError, match="ungated"):
+        build_config({"model": {"name": "egt", "variant": "ungated", "scale_degree": True}})
 
 
 # ----------------------------------------------------------------------------- real data

@@ -247,6 +247,11 @@ class Config(_Section):
             raise ValueError("model.pe is 'wl' but encodings.wl_pe is not set")
         if pe == "svd" and self.encodings.svd_pe is None:
             raise ValueError("model.pe is 'svd' but encodings.svd_pe is not set")
+        multi = "ddp" in str(self.trainer.strategy) or str(self.trainer.devices) not in ("1",
+                                                                                      "auto")
+        if self.data.bucket_by_size and multi:
+            raise ValueError("data.bucket_by_size draws batches from a single-process sampler; "
+                             "set it to false for multi-process (DDP) training")
         return self
 
     def to_dict(self) -> dict:

@@ -349,7 +349,7 @@ def test_config_validation():
     with pytest.raises(ConfigError, match="bucket_by_size"):
         build_config({"model": {"name": "egt"}, "data": {"bucket_by_size": True},
                       "trainer": {"devices": 2, "strategy": "ddp"}})
-    with pytest.raises(ConfigError, match="ungated"):
+    with pytest.raises(ConfigError, match="Ungated"):
         build_config({"model": {"name": "egt", "variant": "ungated", "scale_degree": True}})
 
 

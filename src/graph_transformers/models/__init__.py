@@ -4,8 +4,10 @@ from __future__ import annotations
 from torch import nn
 
 from .gt import GraphTransformer
+from .grpe import GRPE
 
 MODELS: dict[str, type[nn.Module]] = {"gt": GraphTransformer}
+MODELS["grpe"] = GRPE
 
 
 def build_model(name: str, **kwargs) -> nn.Module:
@@ -24,4 +26,4 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-__all__ = ["MODELS", "GraphTransformer", "build_model", "count_parameters"]
+__all__ = ["GRPE", "MODELS", "GraphTransformer", "build_model", "count_parameters"]

@@ -1,6 +1,7 @@
 """Layers: plain ``torch.nn.Module``s usable in any PyG model."""
 from .attention import clamped_edge_softmax, sparse_attention
 from .gt import GraphTransformerLayer
+from .grpe import GRPEAttention, GRPEEncodings, GRPELayer
 from .norm import make_norm
 
-__all__ = ["GraphTransformerLayer", "clamped_edge_softmax", "make_norm", "sparse_attention"]
+__all__ = ["GRPEAttention", "GRPEEncodings", "GRPELayer", "GraphTransformerLayer", "clamped_edge_softmax", "make_norm", "sparse_attention"]

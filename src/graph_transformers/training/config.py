@@ -11,7 +11,7 @@ import copy
 import os
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -59,8 +59,71 @@ class GTModelConfig(_Section):
         return self
 
 
+class GRPEModelConfig(_Section):
+    """GRPE (Park et al. 2022); see :class:`graph_transformers.models.GRPE`. Defaults are
+    GRPE-Small (Table 1) with the official dropouts."""
+
+    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
+
+    name: Literal["grpe"] = "grpe"
+    hidden_dim: PositiveInt = 80
+    num_layers: PositiveInt = 12
+    num_heads: PositiveInt = 8
+    ffn_dim: PositiveInt | None = None
+    use_edge_features: bool = True
+    dropout: Probability = 0.1
+    attention_dropout: Probability = 0.1
+    input_noise: Annotated[float, Field(ge=0)] = 0.0
+    share_encodings: bool = True
+    topology_attention: bool = True
+    edge_attention: bool = True
+    graph_encoded_value: bool = True
+    attention_impl: Literal["gather", "materialized"] = "gather"
+    mlp_layers: Annotated[int, Field(ge=0)] = 0
+    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
+    size_groups: PositiveInt = 4
+
+    @model_validator(mode="after")
+    def _check(self) -> "GRPEModelConfig":
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
+        return self
+
+
+class GraphormerModelConfig(_Section):
+    """Graphormer-style attention biases (Ying et al. 2021); see
+    :class:`graph_transformers.models.Graphormer`."""
+
+    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
+
+    name: Literal["graphormer"] = "graphormer"
+    hidden_dim: PositiveInt = 80
+    num_layers: PositiveInt = 12
+    num_heads: PositiveInt = 8
+    ffn_dim: PositiveInt | None = None
+    use_edge_features: bool = True
+    dropout: Probability = 0.1
+    attention_dropout: Probability = 0.1
+    max_degree: PositiveInt = 64
+    spatial_bias: bool = True
+    edge_bias: bool = True
+    degree_encoding: bool = True
+    mlp_layers: Annotated[int, Field(ge=0)] = 0
+    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
+
+    @model_validator(mode="after")
+    def _check(self) -> "GraphormerModelConfig":
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
+        return self
+
+
 #: model name → config schema; models added later register here.
 MODEL_CONFIGS: dict[str, type[BaseModel]] = {"gt": GTModelConfig}
+MODEL_CONFIGS["grpe"] = GRPEModelConfig
+MODEL_CONFIGS["graphormer"] = GraphormerModelConfig
 
 
 # ----------------------------------------------------------------------------- other sections
@@ -103,11 +166,19 @@ class WLPEConfig(_Section):
     num_roles: PositiveInt = 64
 
 
+class SPDConfig(_Section):
+    """All-pairs shortest-path distance ids (capped at ``max_distance`` = GRPE's ``L``) and pair
+    edge types, for GRPE / Graphormer."""
+
+    max_distance: Annotated[int, Field(ge=1, le=250)] = 5
+
+
 class EncodingsConfig(_Section):
     """Encodings precomputed (and cached) with the dataset; ``null`` disables one."""
 
     lap_pe: LapPEConfig | None = None
     wl_pe: WLPEConfig | None = None
+    spd: SPDConfig | None = None
 
 
 class PlateauConfig(_Section):
@@ -129,11 +200,22 @@ class CosineConfig(_Section):
     min_lr: Annotated[float, Field(ge=0)] = 0.0
 
 
+class LinearConfig(_Section):
+    """Linear warmup for ``warmup_epochs`` (from 0), then linear decay from ``optim.lr`` to
+    ``end_lr`` at ``max_epochs`` (GRPE: 2e-4 → 1e-9, the official ``PolynomialDecayLR`` with
+    power 1)."""
+
+    name: Literal["linear"] = "linear"
+    warmup_epochs: Annotated[int, Field(ge=0)] = 0
+    end_lr: Annotated[float, Field(ge=0)] = 1e-9
+
+
 class OptimConfig(_Section):
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: Annotated[float, Field(gt=0)] = 7e-4
     weight_decay: Annotated[float, Field(ge=0)] = 0.0
-    scheduler: Annotated[Union[PlateauConfig, CosineConfig], Field(discriminator="name")] | None = \
+    scheduler: Annotated[Union[PlateauConfig, CosineConfig, LinearConfig],
+                         Field(discriminator="name")] | None = \
         Field(default_factory=PlateauConfig)
 
 
@@ -187,6 +269,10 @@ class Config(_Section):
             raise ValueError("model.pe is 'lap' but encodings.lap_pe is not set")
         if pe == "wl" and self.encodings.wl_pe is None:
             raise ValueError("model.pe is 'wl' but encodings.wl_pe is not set")
+        for enc in getattr(type(self.model), "required_encodings", ()):
+            if getattr(self.encodings, enc, None) is None:
+                raise ValueError(f"model {self.model.name!r} needs encodings.{enc} (e.g. "
+                                 f"'encodings: {{{enc}: {{}}}}')")
         return self
 
     def to_dict(self) -> dict:
@@ -199,7 +285,7 @@ def _format_errors(err: ValidationError) -> str:
     lines = []
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"] if not str(p).endswith("Config")
-                       and p not in ("plateau", "cosine"))
+                       and p not in ("plateau", "cosine", "linear"))
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "unknown key"

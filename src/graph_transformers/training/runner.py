@@ -48,6 +48,8 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
         kw["pe_dim"] = config.encodings.lap_pe.k
     elif kw.get("pe") == "wl":
         kw["pe_dim"] = config.encodings.wl_pe.num_roles
+    if "spd" in getattr(type(config.model), "required_encodings", ()):
+        kw["max_distance"] = config.encodings.spd.max_distance
     return {"name": name, **kw}
 
 

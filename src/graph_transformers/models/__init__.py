@@ -4,10 +4,12 @@ from __future__ import annotations
 from torch import nn
 
 from .gt import GraphTransformer
+from .graphormer import Graphormer
 from .grpe import GRPE
 
 MODELS: dict[str, type[nn.Module]] = {"gt": GraphTransformer}
 MODELS["grpe"] = GRPE
+MODELS["graphormer"] = Graphormer
 
 
 def build_model(name: str, **kwargs) -> nn.Module:
@@ -26,4 +28,4 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-__all__ = ["GRPE", "MODELS", "GraphTransformer", "build_model", "count_parameters"]
+__all__ = ["GRPE", "Graphormer", "MODELS", "GraphTransformer", "build_model", "count_parameters"]

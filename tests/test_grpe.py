@@ -340,3 +340,14 @@ def test_zinc_training_smoke(data_dir, tmp_path):
         opt.step()
         losses.append(loss.item())
     assert sum(losses[-3:]) < 0.8 * sum(losses[:3])
+
+
+def test_node_task_without_edge_types():
+    """PATTERN / CLUSTER style: no edge features, edges count by presence (4 edge ids)."""
+    model = _model(task="node", num_edge_types=None, use_edge_features=False)
+    assert model.relations.num_edge == 4
+    batch = Batch.from_data_list(_graphs())
+    out = model(batch)
+    assert out.shape == (15, 2)
+    rel = model.relations(batch)
+    assert set(rel.edge.unique().tolist()) == {0, 1, 2, 3}

@@ -111,6 +111,7 @@ class GraphormerModelConfig(_Section):
     degree_encoding: bool = True
     mlp_layers: Annotated[int, Field(ge=0)] = 0
     memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
+    size_groups: PositiveInt = 4
 
     @model_validator(mode="after")
     def _check(self) -> "GraphormerModelConfig":

@@ -9,9 +9,9 @@ Park et al., "GRPE: Relative Positional Encoding for Graph Transformer" (2022), 
 
 per head (``d_k = hidden_dim / num_heads``; the tables are split into heads like ``q``, ``k``,
 ``v``, as in the official code). The paper's "complexity trick" is how the layer computes them: the
-queries (keys) are multiplied by the small tables once, ``[B, H, N, T]``, and the products are
+queries (keys) are multiplied by the small tables once, ``[H, B, N, T]`` (heads first), and the products are
 gathered per pair; for the values, the attention mass of each row is scattered into one bin per
-relation type, ``[B, H, N, T]``, and the bins are multiplied by the value table. No
+relation type, ``[H, B, N, T]``, and the bins are multiplied by the value table. No
 ``[B, N, N, hidden_dim]`` tensor is built. When both relations are used, they are fused into one
 relation of ``T_ψ · T_e`` types (``id = ψ · T_e + e``, table rows ``P_ψ + E_e``): one gather per
 side and one scatter instead of two; a large product of vocabularies falls back to two relations.

@@ -8,9 +8,9 @@ Park et al., "GRPE: Relative Positional Encoding for Graph Transformer" (2022), 
     z_i = \\sum_j \\hat a_{ij} \\, (v_j + P^v_{ψ(i,j)} + E^v_{e_{ij}}),
 
 per head (``d_k = hidden_dim / num_heads``; the tables are split into heads like ``q``, ``k``,
-``v``, as in the official code). The paper's "complexity trick" is how the layer computes them: the
-queries (keys) are multiplied by the small tables once, ``[H, B, N, T]`` (heads first), and the products are
-gathered per pair; for the values, the attention mass of each row is scattered into one bin per
+``v``, as in the official code). The paper's "complexity trick" is how the layer computes them:
+the queries (keys) are multiplied by the small tables once, ``[H, B, N, T]`` (heads first), and
+the products are gathered per pair; for the values, the attention mass of each row is scattered into one bin per
 relation type, ``[H, B, N, T]``, and the bins are multiplied by the value table. No
 ``[B, N, N, hidden_dim]`` tensor is built. When both relations are used, they are fused into one
 relation of ``T_ψ · T_e`` types (``id = ψ · T_e + e``, table rows ``P_ψ + E_e``): one gather per

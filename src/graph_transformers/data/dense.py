@@ -221,6 +221,39 @@ class DenseBatch:
         b, i, j = self.edge_pairs()
         return pairs[b, i, j]
 
+    def place_pairs(self, values: Tensor, fill: float | int = 0) -> Tensor:
+        """Per-graph pair tensors stored flattened → pair tensor ``[B, N, N, *]``.
+
+        ``values`` concatenates, graph after graph, each graph's ``[n_b, n_b, *]`` pair tensor
+        flattened row-major (``k = i · n_b + j``), as PyG batching concatenates a per-graph
+        ``[n_b², *]`` attribute (e.g. the cached ``spd`` / ``pair_edge`` of
+        :class:`~graph_transformers.encodings.AddShortestPaths`). Vectorized: one index
+        computation over the ``Σ n_b²`` entries, no loop over graphs.
+
+        Args:
+            values: ``[Σ_b n_b², *]``.
+            fill: value at padding pairs.
+
+        Raises:
+            ValueError: when ``values`` does not have ``Σ n_b²`` rows (a dataset processed
+                without the pair encoding, or with other graphs).
+        """
+        sizes = self.num_nodes * self.num_nodes
+        total = int(sizes.sum())
+        if values.size(0) != total:
+            raise ValueError(f"pair tensor has {values.size(0)} rows, but the batch's graphs have "
+                             f"Σ n² = {total} node pairs; was the dataset processed with this "
+                             "pair encoding?")
+        B, N = self.num_graphs, self.max_num_nodes
+        device = values.device
+        graph = torch.repeat_interleave(torch.arange(B, device=device), sizes, output_size=total)
+        start = torch.cumsum(sizes, 0) - sizes
+        k = torch.arange(total, device=device) - start[graph]
+        n = self.num_nodes[graph]
+        out = values.new_full((B, N, N) + tuple(values.shape[1:]), fill)
+        out[graph, torch.div(k, n, rounding_mode="floor"), k % n] = values
+        return out
+
     def shortest_paths(self, max_hops: int | None = None) -> Tensor:
         """Hop distances between all pairs, by a vectorized breadth-first search on the dense
         adjacency (one batched matrix product per hop, no loop over pairs or graphs).

@@ -227,7 +227,7 @@ def get_spec(name: str) -> DatasetSpec:
 
 def build_pre_transform(encodings: Any) -> BaseTransform | None:
     """The encodings section of a config → a PyG pre-transform (``None`` when empty)."""
-    from ..encodings import AddLaplacianPE, AddSVDPE, AddWLPE
+    from ..encodings import AddLaplacianPE, AddShortestPaths, AddSVDPE, AddWLPE
     transforms: list[BaseTransform] = []
     if getattr(encodings, "lap_pe", None) is not None:
         transforms.append(AddLaplacianPE(encodings.lap_pe.k))
@@ -235,6 +235,8 @@ def build_pre_transform(encodings: Any) -> BaseTransform | None:
         transforms.append(AddWLPE(encodings.wl_pe.iterations))
     if getattr(encodings, "svd_pe", None) is not None:
         transforms.append(AddSVDPE(encodings.svd_pe.r))
+    if getattr(encodings, "spd", None) is not None:
+        transforms.append(AddShortestPaths(encodings.spd.max_distance))
     if not transforms:
         return None
     return transforms[0] if len(transforms) == 1 else Compose(transforms)

@@ -5,8 +5,11 @@ from torch import nn
 
 from .egt import EGT, ModelOutput
 from .gt import GraphTransformer
+from .graphormer import Graphormer
+from .grpe import GRPE
 
-MODELS: dict[str, type[nn.Module]] = {"gt": GraphTransformer, "egt": EGT}
+MODELS: dict[str, type[nn.Module]] = {"gt": GraphTransformer, "egt": EGT, "grpe": GRPE,
+                                      "graphormer": Graphormer}
 
 
 def build_model(name: str, **kwargs) -> nn.Module:
@@ -25,4 +28,5 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-__all__ = ["EGT", "MODELS", "GraphTransformer", "ModelOutput", "build_model", "count_parameters"]
+__all__ = ["EGT", "GRPE", "Graphormer", "MODELS", "GraphTransformer", "ModelOutput", "build_model",
+           "count_parameters"]

@@ -11,7 +11,7 @@ import copy
 import os
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -101,11 +101,72 @@ class EGTModelConfig(_Section):
         if self.distance_objective and self.structure != "adjacency":
             raise ValueError("model.distance_objective uses the adjacency as input (EGT §3.3): "
                              "set model.structure=adjacency")
+class GRPEModelConfig(_Section):
+    """GRPE (Park et al. 2022); see :class:`graph_transformers.models.GRPE`. Defaults are
+    GRPE-Small (Table 1) with the official dropouts."""
+
+    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
+
+    name: Literal["grpe"] = "grpe"
+    hidden_dim: PositiveInt = 80
+    num_layers: PositiveInt = 12
+    num_heads: PositiveInt = 8
+    ffn_dim: PositiveInt | None = None
+    use_edge_features: bool = True
+    dropout: Probability = 0.1
+    attention_dropout: Probability = 0.1
+    input_noise: Annotated[float, Field(ge=0)] = 0.0
+    share_encodings: bool = True
+    topology_attention: bool = True
+    edge_attention: bool = True
+    graph_encoded_value: bool = True
+    attention_impl: Literal["gather", "materialized"] = "gather"
+    mlp_layers: Annotated[int, Field(ge=0)] = 0
+    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
+    size_groups: PositiveInt = 4
+
+    @model_validator(mode="after")
+    def _check(self) -> "GRPEModelConfig":
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
+        return self
+
+
+class GraphormerModelConfig(_Section):
+    """Graphormer-style attention biases (Ying et al. 2021); see
+    :class:`graph_transformers.models.Graphormer`."""
+
+    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
+
+    name: Literal["graphormer"] = "graphormer"
+    hidden_dim: PositiveInt = 80
+    num_layers: PositiveInt = 12
+    num_heads: PositiveInt = 8
+    ffn_dim: PositiveInt | None = None
+    use_edge_features: bool = True
+    dropout: Probability = 0.1
+    attention_dropout: Probability = 0.1
+    max_degree: PositiveInt = 64
+    spatial_bias: bool = True
+    edge_bias: bool = True
+    degree_encoding: bool = True
+    mlp_layers: Annotated[int, Field(ge=0)] = 0
+    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
+    size_groups: PositiveInt = 4
+
+    @model_validator(mode="after")
+    def _check(self) -> "GraphormerModelConfig":
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
         return self
 
 
 #: model name → config schema; models added later register here.
-MODEL_CONFIGS: dict[str, type[BaseModel]] = {"gt": GTModelConfig, "egt": EGTModelConfig}
+MODEL_CONFIGS: dict[str, type[BaseModel]] = {"gt": GTModelConfig, "egt": EGTModelConfig,
+                                              "grpe": GRPEModelConfig,
+                                              "graphormer": GraphormerModelConfig}
 
 
 # ----------------------------------------------------------------------------- other sections
@@ -158,12 +219,20 @@ class SVDPEConfig(_Section):
     r: PositiveInt = 8
 
 
+class SPDConfig(_Section):
+    """All-pairs shortest-path distance ids (capped at ``max_distance`` = GRPE's ``L``) and pair
+    edge types, for GRPE / Graphormer."""
+
+    max_distance: Annotated[int, Field(ge=1, le=250)] = 5
+
+
 class EncodingsConfig(_Section):
     """Encodings precomputed (and cached) with the dataset; ``null`` disables one."""
 
     lap_pe: LapPEConfig | None = None
     wl_pe: WLPEConfig | None = None
     svd_pe: SVDPEConfig | None = None
+    spd: SPDConfig | None = None
 
 
 class PlateauConfig(_Section):
@@ -185,13 +254,24 @@ class CosineConfig(_Section):
     min_lr: Annotated[float, Field(ge=0)] = 0.0
 
 
+class LinearConfig(_Section):
+    """Linear warmup for ``warmup_epochs`` (from 0), then linear decay from ``optim.lr`` to
+    ``end_lr`` at ``max_epochs`` (GRPE: 2e-4 → 1e-9, the official ``PolynomialDecayLR`` with
+    power 1)."""
+
+    name: Literal["linear"] = "linear"
+    warmup_epochs: Annotated[int, Field(ge=0)] = 0
+    end_lr: Annotated[float, Field(ge=0)] = 1e-9
+
+
 class OptimConfig(_Section):
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: Annotated[float, Field(gt=0)] = 7e-4
     #: Adam's ε (EGT uses 1e-7)
     eps: Annotated[float, Field(gt=0)] = 1e-8
     weight_decay: Annotated[float, Field(ge=0)] = 0.0
-    scheduler: Annotated[Union[PlateauConfig, CosineConfig], Field(discriminator="name")] | None = \
+    scheduler: Annotated[Union[PlateauConfig, CosineConfig, LinearConfig],
+                         Field(discriminator="name")] | None = \
         Field(default_factory=PlateauConfig)
 
 
@@ -252,6 +332,10 @@ class Config(_Section):
         if self.data.bucket_by_size and multi:
             raise ValueError("data.bucket_by_size draws batches from a single-process sampler; "
                              "set it to false for multi-process (DDP) training")
+        for enc in getattr(type(self.model), "required_encodings", ()):
+            if getattr(self.encodings, enc, None) is None:
+                raise ValueError(f"model {self.model.name!r} needs encodings.{enc} (e.g. "
+                                 f"'encodings: {{{enc}: {{}}}}')")
         return self
 
     def to_dict(self) -> dict:
@@ -264,7 +348,7 @@ def _format_errors(err: ValidationError) -> str:
     lines = []
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"] if not str(p).endswith("Config")
-                       and p not in ("plateau", "cosine"))
+                       and p not in ("plateau", "cosine", "linear"))
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "unknown key"

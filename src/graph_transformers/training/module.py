@@ -9,7 +9,7 @@ import torchmetrics
 from torch import Tensor, nn
 
 from ..data.registry import DatasetSpec
-from .config import CosineConfig, OptimConfig, PlateauConfig
+from .config import CosineConfig, LinearConfig, OptimConfig, PlateauConfig
 from .tasks import Task
 
 
@@ -82,10 +82,21 @@ class GraphTaskModule(L.LightningModule):
                 opt, mode="min", factor=sched.factor, patience=sched.patience)
             return {"optimizer": opt, "lr_scheduler": {"scheduler": plateau, "monitor": "val/loss",
                                                        "interval": "epoch"}}
-        assert isinstance(sched, CosineConfig)
+        assert isinstance(sched, (CosineConfig, LinearConfig))
         total = max(1, int(self.trainer.estimated_stepping_batches))
         per_epoch = max(1, total // max(1, self.trainer.max_epochs))
         warmup = sched.warmup_epochs * per_epoch
+        if isinstance(sched, LinearConfig):
+            end = sched.end_lr / self.optim.lr
+
+            def linear(step: int) -> float:
+                if step < warmup:
+                    return (step + 1) / warmup
+                progress = min(1.0, (step - warmup) / max(1, total - warmup))
+                return 1.0 + (end - 1.0) * progress
+
+            lam = torch.optim.lr_scheduler.LambdaLR(opt, linear)
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": lam, "interval": "step"}}
         floor = sched.min_lr / self.optim.lr
 
         def factor(step: int) -> float:

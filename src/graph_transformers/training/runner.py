@@ -51,6 +51,8 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
         kw["pe_dim"] = config.encodings.wl_pe.num_roles
     elif kw.get("pe") == "svd":
         kw["pe_dim"] = 2 * config.encodings.svd_pe.r
+    if "spd" in getattr(type(config.model), "required_encodings", ()):
+        kw["max_distance"] = config.encodings.spd.max_distance
     return {"name": name, **kw}
 
 

@@ -116,6 +116,15 @@ def _load_planetoid(name: str) -> Callable[..., Dataset]:
     return load
 
 
+def _load_synthetic_large(split, data_dir, cache_dir, pre_transform, options):
+    from .synthetic import SyntheticLargeGraph
+    kwargs = {k: options[k] for k in ("num_nodes", "avg_degree", "p_intra", "signal")
+              if k in options}
+    return SyntheticLargeGraph(root=str(resolve_cache_dir(cache_dir) / "SyntheticLarge"),
+                               seed=options.get("seed", 0), pre_transform=pre_transform,
+                               transform=NodeSplitMask(split), **kwargs)
+
+
 def _load_moleculenet(name: str) -> Callable[..., Dataset]:
     def load(split, data_dir, cache_dir, pre_transform, options):
         from .molecules import MoleculeNet
@@ -190,6 +199,8 @@ DATASETS: dict[str, DatasetSpec] = {
                          _load_superpixels("mnist"), node_dim=3, edge_dim=1),
     "cifar10": DatasetSpec("cifar10", "graph", "classification", 10, "accuracy",
                            _load_superpixels("cifar10"), node_dim=5, edge_dim=1),
+    "synthetic_large": DatasetSpec("synthetic_large", "node", "classification", 10, "accuracy",
+                                   _load_synthetic_large, node_dim=32),
     "tsp": DatasetSpec("tsp", "edge", "classification", 2, "f1", _load_tsp, node_dim=2,
                        edge_dim=1),
 }
@@ -227,7 +238,7 @@ def get_spec(name: str) -> DatasetSpec:
 
 def build_pre_transform(encodings: Any) -> BaseTransform | None:
     """The encodings section of a config → a PyG pre-transform (``None`` when empty)."""
-    from ..encodings import AddLaplacianPE, AddShortestPaths, AddSVDPE, AddWLPE
+    from ..encodings import AddLaplacianPE, AddRWSE, AddShortestPaths, AddSVDPE, AddWLPE
     transforms: list[BaseTransform] = []
     if getattr(encodings, "lap_pe", None) is not None:
         transforms.append(AddLaplacianPE(encodings.lap_pe.k))
@@ -237,6 +248,8 @@ def build_pre_transform(encodings: Any) -> BaseTransform | None:
         transforms.append(AddSVDPE(encodings.svd_pe.r))
     if getattr(encodings, "spd", None) is not None:
         transforms.append(AddShortestPaths(encodings.spd.max_distance))
+    if getattr(encodings, "rwse", None) is not None:
+        transforms.append(AddRWSE(encodings.rwse.walk_length))
     if not transforms:
         return None
     return transforms[0] if len(transforms) == 1 else Compose(transforms)

@@ -106,3 +106,39 @@ class LapPEEncoder(nn.Module):
         if self.training and self.sign_flip != "none":
             pe = random_sign_flip(pe, batch, per_graph=self.sign_flip == "graph")
         return self.linear(pe)
+
+
+class RWSEEncoder(nn.Module):
+    """Projects random-walk structural encodings to ``out_dim`` channels: ``BatchNorm`` of the raw
+    probabilities (they span orders of magnitude), then a linear map, as GraphGPS's RWSE encoder
+    (Rampášek et al. 2022, §3.1 and its ZINC config: ``raw_norm_type: BatchNorm``, linear,
+    ``dim_pe = 28``).
+
+    Args:
+        pe_dim: walk length ``k``.
+        out_dim: output channels.
+        raw_norm: apply the BatchNorm to the raw encodings.
+
+    Shapes: ``rwse [num_nodes, k]`` → ``[num_nodes, out_dim]``.
+
+    Raises:
+        ValueError: in ``forward`` when the encoding's width is not ``k``.
+    """
+
+    def __init__(self, pe_dim: int, out_dim: int, raw_norm: bool = True) -> None:
+        super().__init__()
+        self.pe_dim = pe_dim
+        self.norm = nn.BatchNorm1d(pe_dim) if raw_norm else nn.Identity()
+        self.linear = nn.Linear(pe_dim, out_dim)
+
+    def reset_parameters(self) -> None:
+        for m in (self.norm, self.linear):
+            if hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+
+    def forward(self, pe: Tensor) -> Tensor:
+        if pe.dim() != 2 or pe.size(1) != self.pe_dim:
+            raise ValueError(f"rwse must have shape [num_nodes, {self.pe_dim}], got "
+                             f"{tuple(pe.shape)}; was the dataset processed with another walk "
+                             "length?")
+        return self.linear(self.norm(pe.to(self.linear.weight.dtype)))

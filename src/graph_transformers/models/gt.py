@@ -6,6 +6,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import Batch
+from torch_geometric.utils import to_dense_adj, to_dense_batch
 
 from ..data.checks import check_batch
 from ..nn.gt import GraphTransformerLayer
@@ -125,6 +126,31 @@ class GraphTransformer(nn.Module):
             else:
                 h = out
         return (h, attentions) if return_attention_weights else h
+
+    @torch.no_grad()
+    def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:
+        """Per-layer head-averaged attention as dense matrices (inference mode).
+
+        The sparse weights ``[num_edges, num_heads]`` of each layer are averaged over heads and
+        scattered into ``[batch, N, N]`` (``to_dense_adj`` with rows = target/query ``i``, columns
+        = source/key ``j``; duplicate edges add up); pairs that are not attended are 0.
+
+        Returns:
+            ``(maps, mask)``: ``maps[l]`` is ``[batch, N, N]`` (row i = query i's weights over keys
+            j; padding rows and columns 0), ``mask`` is ``[batch, N]`` bool (real nodes).
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            _, attentions = self.encode(data, return_attention_weights=True)
+        finally:
+            self.train(was_training)
+        batch = data.batch if data.batch is not None else data.x.new_zeros(data.num_nodes,
+                                                                            dtype=torch.long)
+        _, mask = to_dense_batch(batch.new_zeros(batch.size(0), 1), batch)
+        maps = [to_dense_adj(torch.stack([ei[1], ei[0]]), batch, w.float().mean(-1),
+                             max_num_nodes=mask.size(1)) for ei, w in attentions]
+        return maps, mask
 
     def forward(self, data: Batch) -> Tensor:
         h = self.encode(data)

@@ -7,11 +7,15 @@ exponential (the paper's numerical safeguard), which also bounds ``exp`` to
 and its backward on the hot path. The normalization is the exact softmax (the official GT code
 adds ``1e-6`` to each normalizer, a relative difference of at most ~1.5e-4 with the clamp); a node
 without incoming edges gets a zero output instead of ``0/0``.
+
+Dense (all-pairs) attention, :class:`FullAttention`, works on a padded ``[batch, N, d]`` view with a
+key-padding mask through PyTorch's ``scaled_dot_product_attention``, and refuses a call whose
+``[batch, heads, N, N]`` tensors would exceed a memory budget before allocating them.
 """
 from __future__ import annotations
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 
 def _safe(denom: Tensor) -> Tensor:
@@ -74,3 +78,128 @@ def sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, scale:
     out = out / denom.unsqueeze(-1)
     weights = ex / denom.index_select(0, dst) if return_weights else None
     return out, (per_dim if return_scores else None), weights
+
+
+# ----------------------------------------------------------------------------- dense attention
+#: default memory budget of one full-attention call (the ``[batch, heads, N, N]`` score tensors)
+DEFAULT_MAX_ATTENTION_BYTES = 4 * 2**30
+
+
+def full_attention_bytes(batch: int, num_heads: int, max_nodes: int, head_dim: int,
+                         itemsize: int = 4, math_kernel: bool = True) -> int:
+    """Bytes one forward + backward of :class:`FullAttention` needs for its attention tensors.
+
+    - ``math_kernel`` (SDPA's reference path: attention dropout in training, or a non-CPU device,
+      where the kernel choice is not checked here): the ``[batch, heads, N, N]`` scores, softmax,
+      dropout mask and gradient; 4 such tensors (measured on CPU: 4.06 x one ``N x N`` tensor).
+    - otherwise (CPU without dropout: SDPA's flash kernel, which never forms the ``N x N`` matrix):
+      ``q, k, v``, the output, their gradients and the row log-sum-exp, linear in ``N``.
+    """
+    if math_kernel:
+        return 4 * batch * num_heads * max_nodes * max_nodes * itemsize
+    return batch * num_heads * max_nodes * (8 * head_dim + 2) * itemsize
+
+
+class FullAttention(nn.Module):
+    r"""Multi-head softmax self-attention over all nodes of each graph (Vaswani et al. 2017,
+    eq. 1; the "Transformer" global attention of GraphGPS, Rampášek et al. 2022, eq. 2 / survey
+    eq. 40), computed with ``torch.nn.functional.scaled_dot_product_attention`` on the padded
+    dense batch with a key-padding mask:
+
+    .. math::
+        \mathrm{Attn}(X) = \big\Vert_k \operatorname{softmax}\Big(\frac{Q^k (K^k)^\top}{\sqrt{d_k}}
+        + M\Big) V^k \, W_O, \qquad M_{ij} = -\infty \text{ for padded keys } j.
+
+    Padded query rows attend to the real keys (never to nothing, which would give NaN); their
+    outputs are discarded by the caller.
+
+    Args:
+        hidden_dim: ``d``; divisible by ``num_heads``.
+        num_heads: ``H``.
+        dropout: dropout on the attention weights (training only).
+        bias: biases of the Q/K/V and output projections (``nn.MultiheadAttention`` has them).
+        max_bytes: memory budget of the attention tensors (see :func:`full_attention_bytes`: the
+            ``[B, H, N, N]`` tensors on SDPA's reference path, linear memory on its CPU flash
+            kernel); a larger call raises before allocating.
+
+    Shapes: ``x [batch, N, hidden_dim]``, ``mask [batch, N]`` bool (True = real node) →
+    ``[batch, N, hidden_dim]``.
+
+    Raises:
+        ValueError: for ``hidden_dim`` not divisible by ``num_heads``; in ``forward`` for a
+            shape mismatch or a batch whose attention would exceed ``max_bytes``.
+    """
+
+    def __init__(self, hidden_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 max_bytes: int = DEFAULT_MAX_ATTENTION_BYTES) -> None:
+        super().__init__()
+        if hidden_dim % num_heads:
+            raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}")
+        self.hidden_dim = hidden_dim
+        self.num_heads = num_heads
+        self.head_dim = hidden_dim // num_heads
+        self.dropout = dropout
+        self.max_bytes = max_bytes
+        self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim, bias=bias)
+        self.out = nn.Linear(hidden_dim, hidden_dim, bias=bias)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform projections and zero biases (as ``nn.MultiheadAttention``)."""
+        nn.init.xavier_uniform_(self.qkv.weight)
+        nn.init.xavier_uniform_(self.out.weight)
+        for lin in (self.qkv, self.out):
+            if lin.bias is not None:
+                nn.init.zeros_(lin.bias)
+
+    def _check(self, x: Tensor, mask: Tensor) -> None:
+        if x.dim() != 3 or x.size(-1) != self.hidden_dim:
+            raise ValueError(f"x must be [batch, N, {self.hidden_dim}], got {tuple(x.shape)}")
+        if mask.shape != x.shape[:2] or mask.dtype != torch.bool:
+            raise ValueError(f"mask must be a bool tensor [batch, N] = {tuple(x.shape[:2])}, got "
+                             f"{mask.dtype} {tuple(mask.shape)}")
+
+    def _check_memory(self, b: int, n: int, itemsize: int, math_kernel: bool) -> None:
+        need = full_attention_bytes(b, self.num_heads, n, self.head_dim, itemsize, math_kernel)
+        if need > self.max_bytes:
+            raise ValueError(
+                f"full attention over a batch of {b} graph(s) padded to N={n} nodes needs about "
+                f"{need / 2**30:.2f} GiB for its attention tensors, over the budget of "
+                f"{self.max_bytes / 2**30:.2f} GiB: use linear attention (attention='performer'), "
+                "smaller batches or neighbour sampling, or raise the budget (max_attention_bytes)")
+
+    def _math_kernel(self, x: Tensor) -> bool:
+        """Whether SDPA takes its ``N x N`` reference path (see :func:`full_attention_bytes`)."""
+        return x.device.type != "cpu" or (self.training and self.dropout > 0)
+
+    def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        return q, k, v  # each [B, H, N, dk]
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        """See the class docstring."""
+        self._check(x, mask)
+        self._check_memory(x.size(0), x.size(1), x.element_size(), self._math_kernel(x))
+        q, k, v = self._qkv(x)
+        attn_mask = mask[:, None, None, :]  # [B, 1, 1, N]: keys only
+        out = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0)
+        b, n = x.shape[:2]
+        return self.out(out.transpose(1, 2).reshape(b, n, self.hidden_dim))
+
+    @torch.no_grad()
+    def attention_weights(self, x: Tensor, mask: Tensor) -> Tensor:
+        """The softmax weights ``[batch, num_heads, N, N]`` (row i = query i over keys j) the
+        forward pass uses (without dropout); rows and columns of padded nodes are 0.
+
+        Raises:
+            ValueError: as ``forward``; the ``[batch, heads, N, N]`` weights are always formed.
+        """
+        self._check(x, mask)
+        self._check_memory(x.size(0), x.size(1), x.element_size(), math_kernel=True)
+        q, k, _ = self._qkv(x)
+        scores = (q @ k.transpose(-1, -2)) / (self.head_dim ** 0.5)
+        scores = scores.masked_fill(~mask[:, None, None, :], float("-inf"))
+        w = torch.softmax(scores, dim=-1)
+        return w * mask[:, None, :, None]

@@ -160,13 +160,92 @@ class GraphormerModelConfig(_Section):
         if self.hidden_dim % self.num_heads:
             raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
                              f"model.num_heads={self.num_heads}")
+class GPSModelConfig(_Section):
+    """GPS (Rampášek et al. 2022; survey eqs. 40-41); see :class:`graph_transformers.models.GPS`."""
+
+    name: Literal["gps"] = "gps"
+    hidden_dim: PositiveInt = 64
+    num_layers: PositiveInt = 10
+    num_heads: PositiveInt = 4
+    mpnn: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"] | None = "gine"
+    attention: Literal["full", "performer", "none"] = "full"
+    use_edge_features: bool = True
+    pe: Literal["rwse", "lap"] | None = "rwse"
+    pe_embed_dim: PositiveInt = 28
+    sign_flip: Literal["batch", "graph", "none"] = "batch"
+    norm: Literal["batch", "layer", "none"] = "batch"
+    dropout: Probability = 0.0
+    attn_dropout: Probability = 0.0
+    ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
+    #: Performer random features (default ``head_dim * ceil(log head_dim)``)
+    num_features: PositiveInt | None = None
+    #: full attention refuses a batch whose ``[B, H, N, N]`` tensors would exceed this
+    max_attention_bytes: PositiveInt = 4 * 2**30
+    pna_towers: PositiveInt = 5
+    readout: Literal["mean", "sum", "max"] = "sum"
+    mlp_layers: Annotated[int, Field(ge=0)] = 2
+
+    @model_validator(mode="after")
+    def _check(self) -> "GPSModelConfig":
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
+        if self.mpnn is None and self.attention == "none":
+            raise ValueError("model.mpnn is null and model.attention is 'none': a GPS layer "
+                             "needs at least one of them")
+        if self.pe is not None and self.pe_embed_dim >= self.hidden_dim:
+            raise ValueError(f"model.pe_embed_dim={self.pe_embed_dim} must be smaller than "
+                             f"model.hidden_dim={self.hidden_dim}")
+        if self.mpnn in ("gcn", "gin") and self.use_edge_features:
+            raise ValueError(f"model.mpnn={self.mpnn!r} takes no edge features: set "
+                             "model.use_edge_features=false")
+        if self.mpnn in ("gine", "gatedgcn") and not self.use_edge_features:
+            raise ValueError(f"model.mpnn={self.mpnn!r} needs edge features: set "
+                             "model.use_edge_features=true")
+        return self
+
+
+class MPNNModelConfig(_Section):
+    """MPNN baselines (benchmark conventions); see :class:`graph_transformers.models.MPNN`."""
+
+    name: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"]
+    hidden_dim: PositiveInt = 64
+    num_layers: PositiveInt = 4
+    use_edge_features: bool = False
+    #: GAT heads (``hidden_dim / num_heads`` channels each)
+    num_heads: PositiveInt = 8
+    pe: Literal["lap", "rwse"] | None = None
+    sign_flip: Literal["batch", "graph", "none"] = "batch"
+    norm: Literal["batch", "layer", "none"] = "batch"
+    residual: bool = True
+    dropout: Probability = 0.0
+    in_feat_dropout: Probability = 0.0
+    readout: Literal["mean", "sum", "max"] = "mean"
+    mlp_layers: Annotated[int, Field(ge=0)] = 2
+    pna_towers: PositiveInt = 5
+
+    @model_validator(mode="after")
+    def _check(self) -> "MPNNModelConfig":
+        if self.name == "gat" and self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads} (GAT)")
+        if self.name == "pna" and self.hidden_dim % self.pna_towers:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.pna_towers={self.pna_towers} (PNA)")
+        if self.name in ("gcn", "gin") and self.use_edge_features:
+            raise ValueError(f"{self.name} takes no edge features: set "
+                             "model.use_edge_features=false")
+        if self.name == "gine" and not self.use_edge_features:
+            raise ValueError("gine needs edge features: set model.use_edge_features=true (or "
+                             "use gin)")
         return self
 
 
 #: model name → config schema; models added later register here.
-MODEL_CONFIGS: dict[str, type[BaseModel]] = {"gt": GTModelConfig, "egt": EGTModelConfig,
-                                              "grpe": GRPEModelConfig,
-                                              "graphormer": GraphormerModelConfig}
+MODEL_CONFIGS: dict[str, type[BaseModel]] = {
+    "gt": GTModelConfig, "egt": EGTModelConfig, "grpe": GRPEModelConfig,
+    "graphormer": GraphormerModelConfig, "gps": GPSModelConfig,
+    **{n: MPNNModelConfig for n in ("gcn", "gat", "gatedgcn", "gin", "gine", "pna")}}
 
 
 # ----------------------------------------------------------------------------- other sections
@@ -197,6 +276,9 @@ class DataConfig(_Section):
     target_columns: list[str] | None = None
     #: ``classification`` (binary tasks, ROC-AUC) or ``regression`` (RMSE) for a CSV
     task: Literal["classification", "regression"] = "regression"
+    #: neighbour sampling for node tasks on one large graph (PyG ``NeighborLoader``): neighbours
+    #: sampled per hop, e.g. ``[10, 10]``; ``batch_size`` is then the number of seed nodes
+    num_neighbors: list[Annotated[int, Field(ge=-1)]] | None = None
 
     @model_validator(mode="after")
     def _csv(self) -> "DataConfig":
@@ -226,6 +308,13 @@ class SPDConfig(_Section):
     max_distance: Annotated[int, Field(ge=1, le=250)] = 5
 
 
+class RWSEConfig(_Section):
+    """Random-walk structural encoding: return probabilities of walks of 1 … ``walk_length``
+    steps."""
+
+    walk_length: PositiveInt = 20
+
+
 class EncodingsConfig(_Section):
     """Encodings precomputed (and cached) with the dataset; ``null`` disables one."""
 
@@ -233,6 +322,7 @@ class EncodingsConfig(_Section):
     wl_pe: WLPEConfig | None = None
     svd_pe: SVDPEConfig | None = None
     spd: SPDConfig | None = None
+    rwse: RWSEConfig | None = None
 
 
 class PlateauConfig(_Section):
@@ -336,6 +426,8 @@ class Config(_Section):
             if getattr(self.encodings, enc, None) is None:
                 raise ValueError(f"model {self.model.name!r} needs encodings.{enc} (e.g. "
                                  f"'encodings: {{{enc}: {{}}}}')")
+        if pe == "rwse" and self.encodings.rwse is None:
+            raise ValueError("model.pe is 'rwse' but encodings.rwse is not set")
         return self
 
     def to_dict(self) -> dict:

@@ -51,14 +51,32 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
         kw["pe_dim"] = config.encodings.wl_pe.num_roles
     elif kw.get("pe") == "svd":
         kw["pe_dim"] = 2 * config.encodings.svd_pe.r
+    elif kw.get("pe") == "rwse":
+        kw["pe_dim"] = config.encodings.rwse.walk_length
     if "spd" in getattr(type(config.model), "required_encodings", ()):
         kw["max_distance"] = config.encodings.spd.max_distance
     return {"name": name, **kw}
 
 
-def make_model(config: Config, spec: DatasetSpec) -> torch.nn.Module:
+def degree_histogram(dataset) -> torch.Tensor:
+    """In-degree histogram ``[max_degree + 1]`` over all nodes of a dataset (PNA's ``deg``),
+    via PyG's ``PNAConv.get_degree_histogram``."""
+    from torch_geometric.nn import PNAConv
+    return PNAConv.get_degree_histogram(DataLoader(dataset, batch_size=256))
+
+
+def make_model(config: Config, spec: DatasetSpec, train_set=None) -> torch.nn.Module:
+    """Builds the configured model. A model class whose ``needs_degree_histogram(**kwargs)`` is
+    true (PNA, GPS with a PNA) gets ``deg``, the in-degree histogram of ``train_set`` (the train
+    split). Without ``train_set`` (counting parameters, loading a checkpoint, which restores the
+    degree statistics) it is built without it, and refuses to run until a checkpoint is loaded."""
     kw = model_kwargs(config, spec)
-    return build_model(kw.pop("name"), **kw)
+    name = kw.pop("name")
+    from ..models import MODELS
+    needs = getattr(MODELS.get(name), "needs_degree_histogram", None)
+    if train_set is not None and needs is not None and needs(**kw):
+        kw["deg"] = degree_histogram(train_set)
+    return build_model(name, **kw)
 
 
 #: tolerance of the papers' "≈100k / ≈500k parameters" budgets
@@ -80,25 +98,56 @@ def check_param_budget(num_params: int, budget: int | None, tolerance: float = B
                           "num_layers")
 
 
-def make_loaders(config: Config, splits: dict) -> dict[str, DataLoader]:
-    """One loader per split; with ``data.bucket_by_size`` the training batches come from a
-    :class:`~graph_transformers.data.sampler.SizeBucketBatchSampler`. Evaluation batches keep the
-    dataset's order (metrics averaged per batch, as the benchmark's weighted accuracy, depend on
-    batch composition)."""
-    bs = config.data.batch_size
-    ebs = config.data.eval_batch_size or bs
+class SeedNodeMask:
+    """``NeighborLoader`` transform: ``node_mask`` = the batch's seed nodes (its first
+    ``batch_size`` nodes), so the loss and metrics count each sampled seed once."""
+
+    def __call__(self, data):
+        mask = torch.zeros(data.num_nodes, dtype=torch.bool)
+        mask[: data.batch_size] = True
+        data.node_mask = mask
+        return data
+
+
+def make_loader(config: Config, dataset, split: str):
+    """The loader of one split: PyG's ``DataLoader`` over graphs, or, with
+    ``data.num_neighbors`` set, a neighbour-sampling loader (PyG's ``NeighborLoader``, or its
+    ``NodeLoader`` with :class:`~graph_transformers.data.sampling.UniformNeighborSampler` where
+    ``pyg-lib``/``torch-sparse`` are missing) over the seed nodes of the split's
+    ``node_mask`` in the dataset's single graph. With ``data.bucket_by_size`` the training
+    batches come from a :class:`~graph_transformers.data.sampler.SizeBucketBatchSampler`;
+    evaluation batches keep the dataset's order (metrics averaged per batch, as the benchmark's
+    weighted accuracy, depend on batch composition).
+
+    Raises:
+        ValueError: when neighbour sampling is asked of a dataset that is not one graph with a
+            node mask.
+    """
+    train = split == "train"
+    bs = config.data.batch_size if train else (config.data.eval_batch_size or
+                                               config.data.batch_size)
     workers = dict(num_workers=config.data.num_workers,
                    persistent_workers=config.data.num_workers > 0)
-    loaders = {}
-    for s, ds in splits.items():
-        if config.data.bucket_by_size and s == "train":
-            sampler = SizeBucketBatchSampler(graph_sizes(ds), bs,
+    if config.data.num_neighbors is None:
+        if config.data.bucket_by_size and train:
+            sampler = SizeBucketBatchSampler(graph_sizes(dataset), bs,
                                              window=config.data.bucket_window, seed=config.seed)
-            loaders[s] = DataLoader(ds, batch_sampler=sampler, **workers)
-        else:
-            loaders[s] = DataLoader(ds, batch_size=bs if s == "train" else ebs,
-                                    shuffle=s == "train", **workers)
-    return loaders
+            return DataLoader(dataset, batch_sampler=sampler, **workers)
+        return DataLoader(dataset, batch_size=bs, shuffle=train, **workers)
+    from ..data.sampling import neighbor_loader
+    if len(dataset) != 1 or getattr(dataset[0], "node_mask", None) is None:
+        raise ValueError("data.num_neighbors (neighbour sampling) needs a single-graph node task "
+                         f"with split masks (e.g. cora, citeseer, synthetic_large); "
+                         f"{config.data.name!r} has {len(dataset)} graphs")
+    data = dataset[0]
+    return neighbor_loader(data, config.data.num_neighbors, batch_size=bs,
+                           input_nodes=data.node_mask, shuffle=train, transform=SeedNodeMask(),
+                           **workers)
+
+
+def make_loaders(config: Config, splits: dict) -> dict[str, DataLoader]:
+    """:func:`make_loader` for every split."""
+    return {s: make_loader(config, ds, s) for s, ds in splits.items()}
 
 
 def _monitor(spec: DatasetSpec) -> tuple[str, str]:
@@ -138,7 +187,7 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
         if how != "exact":
             log.warning("%s %s split: %s", spec.name, s, how)
     loaders = make_loaders(config, splits)
-    model = make_model(config, spec)
+    model = make_model(config, spec, splits["train"])
     num_params = count_parameters(model)
     check_param_budget(num_params, config.param_budget)
     log.info("%s on %s: %d parameters; graphs train/val/test = %s", config.model.name,
@@ -182,8 +231,7 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
     model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
                            if k.startswith("model.")})
     best_epoch = int(state.get("epoch", -1)) + 1
-    bs = config.data.eval_batch_size or config.data.batch_size
-    results = {s: evaluate(model, spec, DataLoader(ds, batch_size=bs)) for s, ds in splits.items()}
+    results = {s: evaluate(model, spec, _eval_loader(config, ds, s)) for s, ds in splits.items()}
     metrics = {
         "model": config.model.name,
         "dataset": spec.name,
@@ -226,10 +274,18 @@ def finalize_interrupted(run_dir: str | Path) -> dict[str, Any]:
     provenance = {}
     for ds in splits.values():
         provenance.update(getattr(ds, "provenance", {}) or {})
-    model = make_model(config, spec)
+    model = make_model(config, spec, splits["train"])
     return finish_run(config, spec, model, splits, run, best, epochs=len(rows),
                       wall_time_s=float(rows[-1]["elapsed_s"]) if rows else 0.0,
                       num_params=count_parameters(model), provenance=provenance)
+
+
+def _eval_loader(config: Config, dataset, split: str):
+    """Evaluation loader: graphs in order (``eval_batch_size``), or the neighbour-sampling loader of
+    the split's seed nodes."""
+    if config.data.num_neighbors is not None:
+        return make_loader(config, dataset, "eval")
+    return DataLoader(dataset, batch_size=config.data.eval_batch_size or config.data.batch_size)
 
 
 def write_json(path: str | Path, obj: Any) -> None:
@@ -315,5 +371,4 @@ def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
     """
     config, spec, model = load_trained_model(run_dir, data_dir, checkpoint)
     splits = load_splits(config.data, config.encodings)
-    bs = config.data.eval_batch_size or config.data.batch_size
-    return {s: evaluate(model, spec, DataLoader(ds, batch_size=bs)) for s, ds in splits.items()}
+    return {s: evaluate(model, spec, _eval_loader(config, ds, s)) for s, ds in splits.items()}

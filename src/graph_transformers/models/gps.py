@@ -1,0 +1,176 @@
+"""The GPS network: input encoders with a positional/structural encoding, ``num_layers``
+:class:`~graph_transformers.nn.GPSLayer` s (survey eqs. 40-41), and a task head.
+
+Rampášek et al., "Recipe for a General, Powerful, Scalable Graph Transformer" (NeurIPS 2022);
+see ``docs/gps.md`` for the design and where it departs from GraphGPS.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.data import Batch
+
+from ..data.checks import check_batch
+from ..nn.attention import DEFAULT_MAX_ATTENTION_BYTES
+from ..nn.gps import GPSLayer
+from ..nn.norm import make_norm
+from .encoders import FeatureEncoder, LapPEEncoder, RWSEEncoder
+from .heads import MLPReadout, graph_readout
+
+
+class GPS(nn.Module):
+    """GPS: node features embedded to ``hidden_dim - pe_embed_dim`` channels and concatenated with
+    the encoding projected to ``pe_embed_dim`` (GraphGPS's input, §3.1), edge features embedded to
+    ``hidden_dim``, GPS layers, a final Norm (the layers are pre-norm), and a head.
+
+    Args:
+        hidden_dim: ``d``.
+        num_layers: ``L``.
+        num_heads: attention heads.
+        out_dim: outputs per graph or node (by ``task``).
+        task: ``"graph"`` (readout, then MLP), ``"node"`` or ``"edge"`` (MLP on ``[h_i ∥ h_j]``).
+        num_node_types / node_dim, num_edge_types / edge_dim: as :class:`~.gt.GraphTransformer`.
+        mpnn: local MPNN name (:data:`~graph_transformers.nn.mpnn.CONVS`) or ``None``.
+        attention: ``"full"``, ``"performer"`` or ``"none"``.
+        use_edge_features: embed ``edge_attr`` and give it to the MPNN.
+        pe: ``"rwse"`` (``data.rwse [num_nodes, pe_dim]``), ``"lap"`` (``data.lap_pe``) or ``None``.
+        pe_dim: width of the stored encoding (RWSE walk length / LapPE ``k``).
+        pe_embed_dim: channels of the projected encoding inside ``hidden_dim``.
+        sign_flip: LapPE sign flips in training (see :class:`~.encoders.LapPEEncoder`).
+        norm, dropout, attn_dropout, ffn_multiplier, num_features, max_attention_bytes,
+        pna_towers: passed to every :class:`~graph_transformers.nn.GPSLayer`.
+        deg: PNA's training in-degree histogram (only with ``mpnn="pna"``).
+        readout: ``"sum"`` (GraphGPS on ZINC), ``"mean"`` or ``"max"``.
+        mlp_layers: hidden layers of the :class:`~.heads.MLPReadout` head.
+
+    Forward takes a PyG ``Batch`` (or one ``Data``, e.g. a ``NeighborLoader`` sample) and returns
+    ``[num_graphs, out_dim]``, ``[num_nodes, out_dim]`` or ``[num_edges, out_dim]``.
+
+    Raises:
+        ValueError: for an unknown task or encoding, ``pe_embed_dim >= hidden_dim``, and (in
+            ``forward``) for a batch missing the encoding the model uses.
+    """
+
+    def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
+                 task: str = "graph", num_node_types: int | Sequence[int] | None = None,
+                 node_dim: int | None = None, num_edge_types: int | Sequence[int] | None = None,
+                 edge_dim: int | None = None, mpnn: str | None = "gine",
+                 attention: str = "full", use_edge_features: bool = True,
+                 pe: str | None = "rwse", pe_dim: int = 20, pe_embed_dim: int = 28,
+                 sign_flip: str = "batch", norm: str = "batch", dropout: float = 0.0,
+                 attn_dropout: float = 0.0, ffn_multiplier: float = 2.0,
+                 num_features: int | None = None,
+                 max_attention_bytes: int = DEFAULT_MAX_ATTENTION_BYTES,
+                 deg: Tensor | None = None, pna_towers: int = 5, readout: str = "sum",
+                 mlp_layers: int = 2) -> None:
+        super().__init__()
+        if task not in ("graph", "node", "edge"):
+            raise ValueError(f"task must be 'graph', 'node' or 'edge', got {task!r}")
+        if pe not in (None, "rwse", "lap"):
+            raise ValueError(f"pe must be 'rwse', 'lap' or None, got {pe!r}")
+        if pe is not None and not 0 < pe_embed_dim < hidden_dim:
+            raise ValueError(f"pe_embed_dim={pe_embed_dim} must be in (0, hidden_dim="
+                             f"{hidden_dim}): the encoding is concatenated to the node embedding")
+        self.task = task
+        self.pe = pe
+        self.attention = attention
+        self.readout = readout
+        self.use_edge_features = use_edge_features and mpnn is not None
+        node_out = hidden_dim - pe_embed_dim if pe is not None else hidden_dim
+        self.node_encoder = FeatureEncoder(node_out, num_node_types, node_dim, name="node")
+        if pe == "rwse":
+            self.pe_encoder: nn.Module | None = RWSEEncoder(pe_dim, pe_embed_dim)
+        elif pe == "lap":
+            self.pe_encoder = LapPEEncoder(pe_dim, pe_embed_dim, sign_flip)
+        else:
+            self.pe_encoder = None
+        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, edge_dim, name="edge")
+                             if self.use_edge_features else None)
+        self.layers = nn.ModuleList(
+            GPSLayer(hidden_dim, num_heads, mpnn=mpnn, attention=attention,
+                     use_edge_features=self.use_edge_features, norm=norm, dropout=dropout,
+                     attn_dropout=attn_dropout, ffn_multiplier=ffn_multiplier,
+                     num_features=num_features, max_attention_bytes=max_attention_bytes,
+                     deg=deg, pna_towers=pna_towers)
+            for _ in range(num_layers))
+        self.final_norm = make_norm(norm, hidden_dim)
+        self.head = MLPReadout(2 * hidden_dim if task == "edge" else hidden_dim, out_dim,
+                               mlp_layers)
+
+    @staticmethod
+    def needs_degree_histogram(mpnn: str | None = None, **_: object) -> bool:
+        """Whether the constructor needs ``deg`` (the runner then computes it from the train
+        split)."""
+        return mpnn == "pna"
+
+    def reset_parameters(self) -> None:
+        for m in self.modules():
+            if m is not self and hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+
+    def _inputs(self, data: Batch) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        check_batch(data, need_edge_attr=self.use_edge_features)
+        h = self.node_encoder(data.x)
+        batch = getattr(data, "batch", None)
+        if self.pe is not None:
+            attr = "rwse" if self.pe == "rwse" else "lap_pe"
+            pe = getattr(data, attr, None)
+            if pe is None:
+                raise ValueError(f"the model uses pe={self.pe!r} but the batch has no {attr}: add "
+                                 f"encodings.{attr} to the config")
+            if torch.isnan(pe).any():
+                raise ValueError(f"the encoding {attr} contains NaN")
+            p = self.pe_encoder(pe, batch) if self.pe == "lap" else self.pe_encoder(pe)
+            h = torch.cat([h, p], dim=-1)
+        e = self.edge_encoder(data.edge_attr) if self.use_edge_features else None
+        return h, e, batch
+
+    def encode(self, data: Batch) -> Tensor:
+        """Node embeddings after the last layer and the final Norm, ``[num_nodes, hidden_dim]``."""
+        h, e, batch = self._inputs(data)
+        for layer in self.layers:
+            h, e = layer(h, data.edge_index, batch, e)
+        return self.final_norm(h)
+
+    def forward(self, data: Batch) -> Tensor:
+        h = self.encode(data)
+        if self.task == "node":
+            return self.head(h)
+        if self.task == "edge":
+            src, dst = data.edge_index
+            return self.head(torch.cat([h[dst], h[src]], dim=-1))
+        batch = getattr(data, "batch", None)
+        if batch is None:
+            batch = h.new_zeros(h.size(0), dtype=torch.long)
+        return self.head(graph_readout(h, batch, self.readout, getattr(data, "num_graphs", 1)))
+
+    @torch.no_grad()
+    def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:
+        """Per-layer head-averaged global attention (inference mode, no dropout).
+
+        Returns:
+            ``(maps, mask)``: ``maps[l]`` is ``[batch, N, N]`` (row i = query i's weights over
+            keys j; padding rows and columns 0), ``mask`` is ``[batch, N]`` bool (real nodes).
+
+        Raises:
+            NotImplementedError: for Performer or no global attention.
+        """
+        if self.attention != "full":
+            raise NotImplementedError(
+                f"attention maps need full softmax attention; this GPS uses "
+                f"attention={self.attention!r} (Performer's weights are never formed, and 'none' "
+                "has no global attention)")
+        was_training = self.training
+        self.eval()
+        try:
+            h, e, batch = self._inputs(data)
+            maps, mask = [], None
+            for layer in self.layers:
+                w, mask = layer.attention_map(h, batch)
+                maps.append(w)
+                h, e = layer(h, data.edge_index, batch, e)
+        finally:
+            self.train(was_training)
+        return maps, mask

@@ -1,0 +1,191 @@
+"""MPNN baselines of the papers' tables: GCN, GAT, GatedGCN, GIN, GINE and PNA networks with the
+conventions of Dwivedi et al., "Benchmarking Graph Neural Networks" (JMLR 2023), §C:
+
+- input embedding of node (and edge) features to ``hidden_dim`` (an optional positional or
+  structural encoding is projected and added, as GT does with LapPE), input dropout;
+- ``num_layers`` :class:`~graph_transformers.nn.MPNNBlock` s: convolution, BatchNorm,
+  ReLU (ELU for GAT), dropout, residual;
+- graph task: mean readout then the 3-layer MLP head (``d → d/2 → d/4 → out``); node task: the
+  MLP on each node; edge task: the MLP on ``[h_i ∥ h_j]``.
+
+The convolutions are PyG's (GatedGCN is written here; see :mod:`graph_transformers.nn.mpnn`).
+On graphs without edge features GatedGCN starts its edge stream from one learned vector per edge,
+which is the benchmark's ``Linear(1, d)`` applied to a constant edge feature of 1.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.data import Batch
+
+from ..data.checks import check_batch
+from ..nn.mpnn import CONVS, MPNNBlock
+from .encoders import FeatureEncoder, LapPEEncoder, RWSEEncoder
+from .heads import MLPReadout, graph_readout
+
+
+class MPNN(nn.Module):
+    """A benchmark MPNN network (module docstring) with the convolution ``conv``.
+
+    Args:
+        conv: one of :data:`~graph_transformers.nn.mpnn.CONVS` (the registered subclasses fix it).
+        hidden_dim: ``d``; for GAT, divisible by ``num_heads`` (``d / H`` channels per head).
+        num_layers: ``L``.
+        out_dim: outputs per graph, node or edge (by ``task``).
+        task: ``"graph"``, ``"node"`` or ``"edge"``.
+        num_node_types / node_dim, num_edge_types / edge_dim: as
+            :class:`~graph_transformers.models.GraphTransformer`.
+        use_edge_features: embed ``edge_attr`` and give it to the convolution (GatedGCN, GINE,
+            PNA, GAT can use it; GINE requires it).
+        num_heads: GAT heads.
+        pe: ``"lap"`` (``data.lap_pe``), ``"rwse"`` (``data.rwse``) or ``None``; projected to ``d``
+            and added to the node embedding.
+        pe_dim: width of the stored encoding.
+        sign_flip: LapPE sign flips in training.
+        norm, residual, dropout: :class:`~graph_transformers.nn.MPNNBlock`.
+        in_feat_dropout: dropout on the input embeddings.
+        readout: ``"mean"`` (the benchmark's), ``"sum"`` or ``"max"``.
+        mlp_layers: hidden layers of the head.
+        deg: PNA's training in-degree histogram; pna_towers: PNA towers.
+
+    Forward: a PyG ``Batch`` (``x``, ``edge_index``, ``batch``, optional ``edge_attr`` and
+    encodings) → ``[num_graphs | num_nodes | num_edges, out_dim]``.
+
+    Raises:
+        ValueError: for an unknown conv, task or encoding, or incompatible options (see
+            :class:`~graph_transformers.nn.mpnn.LocalMPNN`); in ``forward``, missing inputs.
+    """
+
+    #: set by the registered subclasses
+    conv: str | None = None
+
+    def __init__(self, hidden_dim: int, num_layers: int, out_dim: int, task: str = "graph",
+                 num_node_types: int | Sequence[int] | None = None, node_dim: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None, edge_dim: int | None = None,
+                 use_edge_features: bool = False, num_heads: int = 8, pe: str | None = None,
+                 pe_dim: int = 8, sign_flip: str = "batch", norm: str = "batch",
+                 residual: bool = True, dropout: float = 0.0, in_feat_dropout: float = 0.0,
+                 readout: str = "mean", mlp_layers: int = 2, deg: Tensor | None = None,
+                 pna_towers: int = 5, conv: str | None = None) -> None:
+        super().__init__()
+        conv = conv or self.conv
+        if conv not in CONVS:
+            raise ValueError(f"unknown convolution {conv!r}; expected one of {CONVS}")
+        if task not in ("graph", "node", "edge"):
+            raise ValueError(f"task must be 'graph', 'node' or 'edge', got {task!r}")
+        if pe not in (None, "lap", "rwse"):
+            raise ValueError(f"pe must be 'lap', 'rwse' or None, got {pe!r}")
+        self.kind = conv
+        self.task = task
+        self.pe = pe
+        self.readout = readout
+        self.use_edge_features = use_edge_features
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, node_dim, name="node")
+        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, edge_dim, name="edge")
+                             if use_edge_features else None)
+        # GatedGCN without edge features: the benchmark's Linear(1, d) on a constant 1
+        self.edge_constant = (nn.Parameter(torch.empty(hidden_dim))
+                              if conv == "gatedgcn" and not use_edge_features else None)
+        if pe == "lap":
+            self.pe_encoder: nn.Module | None = LapPEEncoder(pe_dim, hidden_dim, sign_flip)
+        elif pe == "rwse":
+            self.pe_encoder = RWSEEncoder(pe_dim, hidden_dim)
+        else:
+            self.pe_encoder = None
+        self.in_feat_dropout = nn.Dropout(in_feat_dropout)
+        conv_edges = use_edge_features or conv == "gatedgcn"
+        self.layers = nn.ModuleList(
+            MPNNBlock(conv, hidden_dim, conv_edges, num_heads=num_heads, deg=deg,
+                      pna_towers=pna_towers, norm=norm, residual=residual, dropout=dropout)
+            for _ in range(num_layers))
+        self.head = MLPReadout(2 * hidden_dim if task == "edge" else hidden_dim, out_dim,
+                               mlp_layers)
+        self.reset_parameters()
+
+    @staticmethod
+    def needs_degree_histogram(**_: object) -> bool:
+        """Whether the constructor needs ``deg`` (PNA; overridden there)."""
+        return False
+
+    def reset_parameters(self) -> None:
+        for m in self.modules():
+            if m is not self and hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+        if self.edge_constant is not None:
+            nn.init.normal_(self.edge_constant, std=1.0)
+
+    def encode(self, data: Batch) -> Tensor:
+        """Node embeddings after the last layer, ``[num_nodes, hidden_dim]``."""
+        check_batch(data, need_edge_attr=self.use_edge_features)
+        h = self.node_encoder(data.x)
+        if self.pe is not None:
+            attr = "lap_pe" if self.pe == "lap" else "rwse"
+            pe = getattr(data, attr, None)
+            if pe is None:
+                raise ValueError(f"the model uses pe={self.pe!r} but the batch has no {attr}: add "
+                                 f"encodings.{attr} to the config")
+            h = h + (self.pe_encoder(pe, getattr(data, "batch", None)) if self.pe == "lap"
+                     else self.pe_encoder(pe))
+        h = self.in_feat_dropout(h)
+        if self.use_edge_features:
+            e = self.edge_encoder(data.edge_attr)
+        elif self.edge_constant is not None:
+            e = self.edge_constant.expand(data.edge_index.size(1), -1)
+        else:
+            e = None
+        for layer in self.layers:
+            h, e = layer(h, data.edge_index, e)
+        return h
+
+    def forward(self, data: Batch) -> Tensor:
+        h = self.encode(data)
+        if self.task == "node":
+            return self.head(h)
+        if self.task == "edge":
+            src, dst = data.edge_index
+            return self.head(torch.cat([h[dst], h[src]], dim=-1))
+        batch = getattr(data, "batch", None)
+        if batch is None:
+            batch = h.new_zeros(h.size(0), dtype=torch.long)
+        return self.head(graph_readout(h, batch, self.readout, getattr(data, "num_graphs", 1)))
+
+
+class GCN(MPNN):
+    """GCN baseline (Kipf & Welling 2017) with the benchmark's conventions; see :class:`MPNN`."""
+    conv = "gcn"
+
+
+class GAT(MPNN):
+    """GAT baseline (Veličković et al. 2018); see :class:`MPNN`."""
+    conv = "gat"
+
+
+class GatedGCN(MPNN):
+    """GatedGCN baseline (Bresson & Laurent 2017; with edge stream); see :class:`MPNN`."""
+    conv = "gatedgcn"
+
+
+class GIN(MPNN):
+    """GIN baseline (Xu et al. 2019); see :class:`MPNN`."""
+    conv = "gin"
+
+
+class GINE(MPNN):
+    """GINE baseline (Hu et al. 2020: GIN with edge features); see :class:`MPNN`."""
+    conv = "gine"
+
+
+class PNA(MPNN):
+    """PNA baseline (Corso et al. 2020): mean/min/max/std aggregators, identity/amplification/
+    attenuation scalers, towers; needs the train split's in-degree histogram ``deg``."""
+    conv = "pna"
+
+    @staticmethod
+    def needs_degree_histogram(**_: object) -> bool:
+        return True
+
+
+BASELINES: dict[str, type[MPNN]] = {"gcn": GCN, "gat": GAT, "gatedgcn": GatedGCN, "gin": GIN,
+                                    "gine": GINE, "pna": PNA}

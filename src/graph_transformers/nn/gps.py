@@ -1,0 +1,160 @@
+r"""The hybrid Graph Transformer block of GraphGPS: global attention beside a local MPNN.
+
+Müller, Galkin, Morris & Rampášek, "Attending to Graph Transformers" (survey, TMLR 2024), §5.1,
+eqs. 40-41, the pre-norm form of the GPS layer of Rampášek et al., "Recipe for a General, Powerful,
+Scalable Graph Transformer" (NeurIPS 2022), eqs. 2-4:
+
+.. math::
+    h = \mathrm{GlobalAttention}(\mathrm{Norm}(x)) + \mathrm{MPNN}(\mathrm{Norm}(x), A, e) + x,
+    \qquad (40)
+
+    y = \mathrm{MLP}(\mathrm{Norm}(h)) + h. \qquad (41)
+
+Edge features go to the MPNN only. The attention is chosen from full softmax attention
+(:class:`~graph_transformers.nn.attention.FullAttention`, SDPA on the padded dense batch),
+Performer linear attention (:class:`~graph_transformers.nn.linear_attention.PerformerAttention`)
+or none; the MPNN from :data:`~graph_transformers.nn.mpnn.CONVS` or none.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.utils import to_dense_batch
+
+from .attention import DEFAULT_MAX_ATTENTION_BYTES, FullAttention
+from .linear_attention import PerformerAttention
+from .mpnn import CONVS, LocalMPNN
+from .norm import make_norm
+
+#: global attention kinds
+ATTENTIONS = ("full", "performer", "none")
+
+
+class GPSLayer(nn.Module):
+    r"""One GPS block, survey eqs. 40-41 (module docstring).
+
+    Args:
+        hidden_dim: ``d``.
+        num_heads: heads of the global attention (and of a GAT MPNN).
+        mpnn: a name of :data:`~graph_transformers.nn.mpnn.CONVS` or ``None`` (no local term).
+        attention: ``"full"``, ``"performer"`` or ``"none"`` (no global term).
+        use_edge_features: the MPNN reads ``edge_attr`` (``[num_edges, d]``). With ``gatedgcn``
+            the edge features are also updated: ``e' = e + Dropout(ê)``, where ``ê`` is
+            GatedGCN's edge output from ``Norm_e(e)`` (the same pre-norm residual form as eq. 40).
+        norm: ``"batch"`` (GraphGPS's default), ``"layer"`` (the survey's) or ``"none"``.
+        dropout: dropout on the attention, MPNN and MLP outputs.
+        attn_dropout: dropout on the attention weights (full attention only).
+        ffn_multiplier: MLP width ``ffn_multiplier * d`` (``Linear → ReLU → Dropout → Linear``).
+        num_features: Performer random features (default: see
+            :class:`~graph_transformers.nn.linear_attention.PerformerAttention`).
+        max_attention_bytes: memory budget of full attention (see
+            :class:`~graph_transformers.nn.attention.FullAttention`).
+        deg, pna_towers: PNA's options (:class:`~graph_transformers.nn.mpnn.LocalMPNN`).
+
+    Shapes:
+        - x: ``[num_nodes, hidden_dim]``; batch: ``[num_nodes]`` sorted graph ids (``None`` = one
+          graph); edge_index: ``[2, num_edges]``; edge_attr: ``[num_edges, hidden_dim]``.
+        - returns ``(x [num_nodes, hidden_dim], edge_attr)``, ``edge_attr`` updated by GatedGCN
+          and passed through otherwise.
+
+    Raises:
+        ValueError: for an unknown attention/MPNN, both terms off, bad sizes; in ``forward``,
+            missing ``edge_attr``, or a batch too large for full attention's memory budget.
+    """
+
+    def __init__(self, hidden_dim: int, num_heads: int, mpnn: str | None = "gine",
+                 attention: str = "full", use_edge_features: bool = True, norm: str = "batch",
+                 dropout: float = 0.0, attn_dropout: float = 0.0, ffn_multiplier: float = 2.0,
+                 num_features: int | None = None,
+                 max_attention_bytes: int = DEFAULT_MAX_ATTENTION_BYTES,
+                 deg: Tensor | None = None, pna_towers: int = 5) -> None:
+        super().__init__()
+        if attention not in ATTENTIONS:
+            raise ValueError(f"unknown attention {attention!r}; expected one of {ATTENTIONS}")
+        if mpnn is not None and mpnn not in CONVS:
+            raise ValueError(f"unknown MPNN {mpnn!r}; expected one of {CONVS} or None")
+        if mpnn is None and attention == "none":
+            raise ValueError("a GPS layer needs an MPNN, a global attention, or both")
+        if hidden_dim % num_heads:
+            raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}")
+        self.hidden_dim = hidden_dim
+        self.attention_kind = attention
+        self.mpnn_kind = mpnn
+        self.use_edge_features = use_edge_features and mpnn is not None
+        self.norm1 = make_norm(norm, hidden_dim)
+        if attention == "full":
+            self.attention: nn.Module | None = FullAttention(hidden_dim, num_heads, attn_dropout,
+                                                             max_bytes=max_attention_bytes)
+        elif attention == "performer":
+            self.attention = PerformerAttention(hidden_dim, num_heads, num_features)
+        else:
+            self.attention = None
+        self.mpnn = (LocalMPNN(mpnn, hidden_dim, self.use_edge_features, num_heads=num_heads,
+                               deg=deg, pna_towers=pna_towers, gin_mlp_norm=False)
+                     if mpnn is not None else None)
+        self.norm_e = (make_norm(norm, hidden_dim)
+                       if mpnn == "gatedgcn" and self.use_edge_features else None)
+        self.norm2 = make_norm(norm, hidden_dim)
+        hidden = int(round(hidden_dim * ffn_multiplier))
+        self.mlp = nn.Sequential(nn.Linear(hidden_dim, hidden), nn.ReLU(), nn.Dropout(dropout),
+                                 nn.Linear(hidden, hidden_dim))
+        self.dropout = nn.Dropout(dropout)
+
+    def reset_parameters(self) -> None:
+        """Re-initializes every sub-module (PyTorch/PyG defaults; attention: Xavier)."""
+        for m in self.modules():
+            if m is not self and hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+
+    def _dense(self, xn: Tensor, batch: Tensor | None) -> tuple[Tensor, Tensor]:
+        if batch is None:
+            return xn.unsqueeze(0), torch.ones(1, xn.size(0), dtype=torch.bool, device=xn.device)
+        return to_dense_batch(xn, batch)
+
+    def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None,
+                edge_attr: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """See the class docstring."""
+        if x.dim() != 2 or x.size(1) != self.hidden_dim:
+            raise ValueError(f"x must be [num_nodes, {self.hidden_dim}], got {tuple(x.shape)}")
+        if self.use_edge_features and (edge_attr is None or edge_attr.shape !=
+                                       (edge_index.size(1), self.hidden_dim)):
+            shape = None if edge_attr is None else tuple(edge_attr.shape)
+            raise ValueError(f"this GPS layer's MPNN uses edge features: edge_attr must be "
+                             f"[num_edges={edge_index.size(1)}, {self.hidden_dim}], got {shape}")
+        xn = self.norm1(x)
+        h = x
+        if self.attention is not None:
+            dense, mask = self._dense(xn, batch)
+            h = h + self.dropout(self.attention(dense, mask)[mask])
+        if self.mpnn is not None:
+            e_in = self.norm_e(edge_attr) if self.norm_e is not None else edge_attr
+            local, e_hat = self.mpnn(xn, edge_index, e_in if self.use_edge_features else None)
+            h = h + self.dropout(local)
+            if e_hat is not None:
+                edge_attr = edge_attr + self.dropout(e_hat)
+        y = h + self.dropout(self.mlp(self.norm2(h)))
+        return y, edge_attr
+
+    @torch.no_grad()
+    def attention_map(self, x: Tensor, batch: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Head-averaged global attention of this layer on its input ``x``.
+
+        Returns:
+            ``(weights [batch, N, N], mask [batch, N])``: row i holds query i's weights over keys j;
+            rows and columns of padding are 0.
+
+        Raises:
+            NotImplementedError: for Performer or no global attention (Performer never forms
+                the ``N × N`` matrix; its weights are only implicit).
+        """
+        if self.attention_kind != "full":
+            raise NotImplementedError(
+                f"attention maps need full softmax attention; this GPS layer uses "
+                f"attention={self.attention_kind!r} (Performer's weights are never formed, and "
+                "'none' has no global attention)")
+        dense, mask = self._dense(self.norm1(x), batch)
+        return self.attention.attention_weights(dense, mask).mean(1), mask
+
+    def extra_repr(self) -> str:
+        return f"mpnn={self.mpnn_kind!r}, attention={self.attention_kind!r}"
+

@@ -1,0 +1,241 @@
+"""Message-passing convolutions (the local "MPNN" of the survey's eq. 40 and the baselines of
+Dwivedi et al., "Benchmarking Graph Neural Networks", JMLR 2023), behind one interface.
+
+GCN, GAT, GIN, GINE and PNA are PyG's convolutions (``GCNConv``, ``GATConv``, ``GINConv``,
+``GINEConv``, ``PNAConv``). GatedGCN is written here as a ``MessagePassing``: PyG's
+``ResGatedGraphConv`` gates messages with ``σ(W_3 x_i + W_4 x_j [+ W_5 e_ij])`` but neither
+normalizes the gates over the neighbourhood (``Σ_j σ_ij + ε``) nor returns the updated edge features
+``ê_ij``, which Bresson & Laurent's edge-gated form with its edge stream (the benchmark's GatedGCN)
+needs.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.nn import GATConv, GCNConv, GINConv, GINEConv, MessagePassing, PNAConv
+
+from .norm import make_norm
+
+#: convolution names (config ``mpnn`` / model names)
+CONVS = ("gcn", "gat", "gatedgcn", "gin", "gine", "pna")
+#: convolutions that read edge features (GAT only when built with them)
+EDGE_CONVS = ("gatedgcn", "gine", "pna", "gat")
+#: PNA's aggregators and scalers on ZINC / the SBM sets (Corso et al. 2020, benchmark config)
+PNA_AGGREGATORS = ("mean", "min", "max", "std")
+PNA_SCALERS = ("identity", "amplification", "attenuation")
+
+
+class GatedGCNConv(MessagePassing):
+    r"""Residual gated graph convolution with an edge stream: Bresson & Laurent, "Residual Gated
+    Graph ConvNets" (2017), eqs. 11-12, in the form with edge features of Dwivedi et al.
+    "Benchmarking GNNs" (JMLR 2023), eqs. 22-24. For an edge ``j → i``:
+
+    .. math::
+        \hat e_{ij} = C e_{ij} + D h_i + E h_j, \qquad \sigma_{ij} = \operatorname{sigmoid}(\hat e_{ij}),
+
+        \hat h_i = A h_i + \frac{\sum_{j \in \mathcal N(i)} \sigma_{ij} \odot B h_j}
+                               {\sum_{j \in \mathcal N(i)} \sigma_{ij} + \varepsilon}.
+
+    The norm, activation and residual of the benchmark's layer are applied by the caller.
+
+    Args:
+        hidden_dim: ``d`` (nodes and edges).
+        eps: ``ε`` of the gate normalization (the benchmark uses ``1e-6``).
+
+    Shapes: ``x [num_nodes, d]``, ``edge_index [2, num_edges]``, ``edge_attr [num_edges, d]`` →
+    ``(ĥ [num_nodes, d], ê [num_edges, d])``.
+
+    Raises:
+        ValueError: when ``edge_attr`` is missing or has the wrong shape.
+    """
+
+    def __init__(self, hidden_dim: int, eps: float = 1e-6) -> None:
+        super().__init__(aggr="add")
+        self.hidden_dim = hidden_dim
+        self.eps = eps
+        self.A = nn.Linear(hidden_dim, hidden_dim)
+        self.B = nn.Linear(hidden_dim, hidden_dim)
+        self.C = nn.Linear(hidden_dim, hidden_dim)
+        self.D = nn.Linear(hidden_dim, hidden_dim)
+        self.E = nn.Linear(hidden_dim, hidden_dim)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for lin in (self.A, self.B, self.C, self.D, self.E):
+            lin.reset_parameters()
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None
+                ) -> tuple[Tensor, Tensor]:
+        if edge_attr is None or edge_attr.shape != (edge_index.size(1), self.hidden_dim):
+            shape = None if edge_attr is None else tuple(edge_attr.shape)
+            raise ValueError(f"GatedGCN needs edge_attr [num_edges={edge_index.size(1)}, "
+                             f"{self.hidden_dim}], got {shape}")
+        src, dst = edge_index
+        e_hat = self.C(edge_attr) + self.D(x).index_select(0, dst) + self.E(x).index_select(0, src)
+        sigma = torch.sigmoid(e_hat)
+        bx = self.B(x)
+        # one propagate for numerator and denominator: messages [σ ⊙ B h_j ∥ σ]
+        agg = self.propagate(edge_index, bx=bx, sigma=sigma, size=(x.size(0), x.size(0)))
+        num, den = agg.split(self.hidden_dim, dim=-1)
+        return self.A(x) + num / (den + self.eps), e_hat
+
+    def message(self, bx_j: Tensor, sigma: Tensor) -> Tensor:
+        return torch.cat([sigma * bx_j, sigma], dim=-1)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.hidden_dim})"
+
+
+def _mlp(dim: int, norm: bool) -> nn.Sequential:
+    """``Linear → [BatchNorm] → ReLU → Linear`` (GIN's MLP)."""
+    layers: list[nn.Module] = [nn.Linear(dim, dim)]
+    if norm:
+        layers.append(nn.BatchNorm1d(dim))
+    layers += [nn.ReLU(), nn.Linear(dim, dim)]
+    return nn.Sequential(*layers)
+
+
+class LocalMPNN(nn.Module):
+    """One message-passing convolution chosen by name, with a uniform call:
+    ``(x, edge_index, edge_attr) → (x_out, e_hat)``.
+
+    Args:
+        kind: ``"gcn"`` (Kipf & Welling 2017, eq. 2; ``GCNConv`` with self-loops and symmetric
+            normalization), ``"gat"`` (Veličković et al. 2018, eqs. 3-5; ``GATConv`` with
+            ``num_heads`` heads of ``hidden_dim / num_heads`` channels, concatenated), ``"gatedgcn"``
+            (:class:`GatedGCNConv`), ``"gin"`` (Xu et al. 2019, eq. 4.1; ``GINConv`` with a
+            learnable ``ε``), ``"gine"`` (Hu et al. 2020, GIN with edge features added to the
+            messages; ``GINEConv``), ``"pna"`` (Corso et al. 2020, eq. 8; ``PNAConv``).
+        hidden_dim: ``d`` (input = output channels; edge features, when used, are also ``d``).
+        use_edge_features: the convolution reads ``edge_attr`` (required by ``gatedgcn`` and
+            ``gine``; optional for ``gat`` and ``pna``; not possible for ``gcn`` and ``gin``).
+        num_heads: GAT heads.
+        deg: PNA's in-degree histogram of the training graphs (``[max_degree + 1]`` long). It may
+            be left out only to count parameters or to load a checkpoint, which restores the
+            degree statistics (buffers); ``forward`` raises until then.
+        pna_towers: PNA towers (``hidden_dim`` must be divisible by it).
+        gin_mlp_norm: BatchNorm inside GIN/GINE's MLP (the benchmark's GIN has it; GraphGPS's
+            GINE does not).
+
+    ``e_hat`` is GatedGCN's ``[num_edges, d]`` edge update and ``None`` for the other kinds.
+
+    Raises:
+        ValueError: for an unknown kind, edge features asked of a convolution that cannot use them
+            (or missing where required), GAT heads or PNA towers that do not divide ``hidden_dim``;
+            in ``forward``, a missing ``edge_attr`` or unknown PNA degree statistics.
+    """
+
+    def __init__(self, kind: str, hidden_dim: int, use_edge_features: bool = False,
+                 num_heads: int = 8, deg: Tensor | None = None, pna_towers: int = 5,
+                 pna_aggregators: Sequence[str] = PNA_AGGREGATORS,
+                 pna_scalers: Sequence[str] = PNA_SCALERS, gin_mlp_norm: bool = True) -> None:
+        super().__init__()
+        if kind not in CONVS:
+            raise ValueError(f"unknown MPNN {kind!r}; expected one of {CONVS}")
+        if use_edge_features and kind not in EDGE_CONVS:
+            raise ValueError(f"the {kind} convolution takes no edge features: set "
+                             "use_edge_features=false (or use gine/gatedgcn/pna/gat)")
+        if not use_edge_features and kind in ("gatedgcn", "gine"):
+            raise ValueError(f"{kind} needs edge features (use_edge_features=true); for graphs "
+                             "without them use gin or gcn")
+        self.kind = kind
+        self.hidden_dim = hidden_dim
+        self.use_edge_features = use_edge_features
+        d = hidden_dim
+        if kind == "gcn":
+            self.conv: nn.Module = GCNConv(d, d)
+        elif kind == "gat":
+            if d % num_heads:
+                raise ValueError(f"GAT: hidden_dim={d} is not divisible by num_heads={num_heads}")
+            self.conv = GATConv(d, d // num_heads, heads=num_heads,
+                                edge_dim=d if use_edge_features else None)
+        elif kind == "gatedgcn":
+            self.conv = GatedGCNConv(d)
+        elif kind == "gin":
+            self.conv = GINConv(_mlp(d, gin_mlp_norm), train_eps=True)
+        elif kind == "gine":
+            self.conv = GINEConv(_mlp(d, gin_mlp_norm), train_eps=True)
+        else:
+            if d % pna_towers:
+                raise ValueError(f"PNA: hidden_dim={d} is not divisible by pna_towers={pna_towers}")
+            # Without ``deg`` the scalers' average degrees are unknown until a checkpoint (whose
+            # buffers hold them) is loaded; ``forward`` refuses to run before that.
+            self.register_buffer("degree_known", torch.tensor(deg is not None))
+            self.conv = PNAConv(d, d, aggregators=list(pna_aggregators),
+                                scalers=list(pna_scalers),
+                                deg=deg if deg is not None else torch.tensor([0, 1]),
+                                edge_dim=d if use_edge_features else None, towers=pna_towers,
+                                divide_input=True)
+
+    def reset_parameters(self) -> None:
+        self.conv.reset_parameters()
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None
+                ) -> tuple[Tensor, Tensor | None]:
+        """``x [num_nodes, d]``, ``edge_index [2, num_edges]``, ``edge_attr [num_edges, d]`` (when
+        the convolution uses edges) → ``(x_out [num_nodes, d], e_hat [num_edges, d] or None)``.
+
+        Raises:
+            ValueError: for a missing ``edge_attr``, or a PNA built without ``deg`` whose degree
+                statistics were not loaded from a checkpoint.
+        """
+        if self.kind == "pna" and not bool(self.degree_known):
+            raise ValueError("this PNA was built without the training in-degree histogram (deg) "
+                             "and no checkpoint with its degree statistics was loaded: build it "
+                             "with deg (runner.make_model does, from the train split)")
+        if self.use_edge_features:
+            if edge_attr is None:
+                raise ValueError(f"the {self.kind} convolution was built with edge features: pass "
+                                 "edge_attr")
+            if self.kind == "gatedgcn":
+                return self.conv(x, edge_index, edge_attr)
+            return self.conv(x, edge_index, edge_attr), None
+        return self.conv(x, edge_index), None
+
+    def extra_repr(self) -> str:
+        return f"kind={self.kind!r}, edges={self.use_edge_features}"
+
+
+class MPNNBlock(nn.Module):
+    """The benchmark's MPNN layer (Dwivedi et al. 2023, §C; Fig. 3): convolution, Norm,
+    activation (ELU for GAT, ReLU otherwise), dropout and a residual connection; GatedGCN's edge
+    stream gets its own Norm, ReLU, dropout and residual (their eq. 24).
+
+    Args:
+        kind, hidden_dim, use_edge_features, num_heads, deg, pna_towers: :class:`LocalMPNN`.
+        norm: ``"batch"`` (the benchmark's), ``"layer"`` or ``"none"``.
+        residual: add the input to the output (both streams).
+        dropout: dropout after the activation.
+
+    Shapes: ``x [num_nodes, d]``, ``edge_attr [num_edges, d]`` (or ``None``) →
+    ``(x [num_nodes, d], edge_attr [num_edges, d] or the input edge_attr)``.
+    """
+
+    def __init__(self, kind: str, hidden_dim: int, use_edge_features: bool = False,
+                 num_heads: int = 8, deg: Tensor | None = None, pna_towers: int = 5,
+                 norm: str = "batch", residual: bool = True, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.conv = LocalMPNN(kind, hidden_dim, use_edge_features, num_heads=num_heads, deg=deg,
+                              pna_towers=pna_towers)
+        self.norm = make_norm(norm, hidden_dim)
+        self.act = nn.ELU() if kind == "gat" else nn.ReLU()
+        self.norm_e = make_norm(norm, hidden_dim) if kind == "gatedgcn" else None
+        self.residual = residual
+        self.dropout = nn.Dropout(dropout)
+
+    def reset_parameters(self) -> None:
+        for m in self.modules():
+            if m is not self and hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None
+                ) -> tuple[Tensor, Tensor | None]:
+        h, e_hat = self.conv(x, edge_index, edge_attr)
+        h = self.dropout(self.act(self.norm(h)))
+        x = x + h if self.residual else h
+        if e_hat is not None:
+            e = self.dropout(torch.relu(self.norm_e(e_hat)))
+            edge_attr = edge_attr + e if self.residual else e
+        return x, edge_attr

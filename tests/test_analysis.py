@@ -80,3 +80,51 @@ def test_analyze_command_on_a_trained_egt(tmp_path):
     for name in ("attention_maps.png", "hop_weights.png"):
         assert (out / "analysis" / name).stat().st_size > 1000
     assert main(["analyze", str(tmp_path / "nothing")]) == 2
+
+
+def _featured_batch():
+    gen = torch.Generator().manual_seed(0)
+    graphs = [nx.cycle_graph(6), nx.path_graph(5), nx.gnp_random_graph(9, 0.3, seed=3)]
+    data = []
+    for g in graphs:
+        ei = from_networkx(g).edge_index
+        n = g.number_of_nodes()
+        data.append(Data(x=torch.randint(0, 5, (n,), generator=gen), edge_index=ei,
+                         edge_attr=torch.randint(0, 3, (ei.size(1),), generator=gen),
+                         num_nodes=n))
+    return Batch.from_data_list(data)
+
+
+def test_sparse_gt_attends_to_one_hop_only():
+    """GT's attention is restricted to in-neighbours: all its weight is at hop 1."""
+    from graph_transformers.models import GraphTransformer
+    torch.manual_seed(0)
+    model = GraphTransformer(16, 2, 2, 1, num_node_types=5, pe=None).eval()
+    data = _featured_batch()
+    w = attention_by_hop(model, [data], max_hops=4)
+    has_neighbour = 6 + 5 + int((torch.bincount(data.edge_index[1][data.batch[data.edge_index[1]]
+                                                                    == 2] - 11, minlength=9)
+                                 > 0).sum())
+    np.testing.assert_allclose(w[:, 1], has_neighbour / data.num_nodes, atol=1e-6)
+    np.testing.assert_allclose(np.delete(w, 1, axis=1), 0.0, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["gps", "egt"])
+def test_global_attention_spreads_over_hops(name):
+    """Full softmax attention (GPS) gives each node total weight 1 over all hop bins; EGT's gates
+    scale it below 1."""
+    from graph_transformers.models import EGT, GPS
+    torch.manual_seed(0)
+    if name == "gps":
+        model = GPS(16, 2, 2, 1, num_node_types=5, num_edge_types=3, mpnn="gine", pe=None,
+                    attention="full").eval()
+    else:
+        model = EGT(16, 8, 2, 2, 1, num_node_types=5, num_edge_types=3, pe=None).eval()
+    data = _featured_batch()
+    w = attention_by_hop(model, [data], max_hops=4)
+    total = w.sum(1)
+    if name == "gps":
+        np.testing.assert_allclose(total, 1.0, atol=1e-5)
+    else:
+        assert np.all(total < 1.0) and np.all(total > 0.0)
+    assert np.all(w[:, 2:5].sum(1) > 0)  # weight beyond the neighbours

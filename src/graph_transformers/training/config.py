@@ -101,6 +101,9 @@ class EGTModelConfig(_Section):
         if self.distance_objective and self.structure != "adjacency":
             raise ValueError("model.distance_objective uses the adjacency as input (EGT §3.3): "
                              "set model.structure=adjacency")
+        return self
+
+
 class GRPEModelConfig(_Section):
     """GRPE (Park et al. 2022); see :class:`graph_transformers.models.GRPE`. Defaults are
     GRPE-Small (Table 1) with the official dropouts."""
@@ -160,6 +163,9 @@ class GraphormerModelConfig(_Section):
         if self.hidden_dim % self.num_heads:
             raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
                              f"model.num_heads={self.num_heads}")
+        return self
+
+
 class GPSModelConfig(_Section):
     """GPS (Rampášek et al. 2022; survey eqs. 40-41); see :class:`graph_transformers.models.GPS`."""
 

@@ -21,9 +21,9 @@ import time
 import torch
 from torch import nn
 from torch_geometric.loader import DataLoader
-from torch.profiler import ProfilerActivity, profile
 from torch_geometric.nn import TransformerConv
 
+from graph_transformers.benchmarking import peak_step_memory_mib
 from graph_transformers.data.zinc import ZINC
 from graph_transformers.encodings import AddLaplacianPE
 from graph_transformers.models import GraphTransformer, count_parameters
@@ -96,33 +96,6 @@ def step(model, opt, batch):
     opt.step()
 
 
-def peak_step_memory_mib(model, opt, batch) -> float:
-    """Peak memory allocated during one training step, above what was live before it (MiB).
-
-    CUDA: ``torch.cuda.max_memory_allocated``. CPU: replays the profiler's allocation and free
-    events of the step in time order and takes the running maximum (CPU has no allocator
-    counter)."""
-    if next(model.parameters()).is_cuda:
-        torch.cuda.synchronize()
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        step(model, opt, batch)
-        torch.cuda.synchronize()
-        return (torch.cuda.max_memory_allocated() - base) / 2**20
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        step(model, opt, batch)
-    deltas = []
-    for e in prof.events():
-        delta = e.cpu_memory_usage if e.name == "[memory]" else e.self_cpu_memory_usage
-        if delta:
-            deltas.append((e.time_range.start, delta))
-    live = peak = 0
-    for _, delta in sorted(deltas):
-        live += delta
-        peak = max(peak, live)
-    return peak / 2**20
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", default=None)
@@ -157,7 +130,9 @@ def main() -> None:
     for n in models:
         med = statistics.median(times[n])
         rate[n] = statistics.fmean(graphs) / med
-        mem = "-" if args.no_memory else f"{peak_step_memory_mib(models[n], opts[n], data[0]):.0f}"
+        cuda = args.device.startswith("cuda")
+        mem = "-" if args.no_memory else \
+            f"{peak_step_memory_mib(lambda: step(models[n], opts[n], data[0]), cuda):.0f}"
         print(f"{n:<26} {count_parameters(models[n]):>8} {med * 1e3:>8.1f} {rate[n]:>9.0f} {mem:>9}")
     for ours, ref in (("gt", "pyg-transformerconv"), ("gt-edge", "pyg-transformerconv-edge")):
         if ours in rate and ref in rate:

@@ -1,4 +1,5 @@
-"""Every dataset config trains GT for one (short) epoch through the CLI on real or generated data."""
+"""Every dataset config trains GT (and EGT) for one (short) epoch through the CLI on real or generated
+data."""
 from __future__ import annotations
 
 import json
@@ -27,6 +28,15 @@ CASES = [
     ("configs/moleculenet/gt_esol.yaml", ["data.options={max_rows: 200}"], True),
     ("configs/moleculenet/gt_tox21.yaml", ["data.options={max_rows: 400}"], True),
     ("configs/moleculenet/gt_sider.yaml", ["data.options={max_rows: 400}"], True),
+    # EGT: bucketed batches, SVD/Lap encodings, the distance objective, an edge head (TSP)
+    ("configs/pattern/egt_spe.yaml",
+     ["data.options={num_graphs_per_pattern: [2, 1, 1], num_patterns: 3}"], False),
+    ("configs/cluster/egt_spe_do.yaml", ["data.options={num_graphs: [8, 4, 4]}"], False),
+    ("configs/tsp/egt.yaml", ["data.options={num_graphs: [3, 1, 1]}", "data.batch_size=2"], False),
+    ("configs/moleculenet/gt_esol.yaml",
+     ["data.options={max_rows: 200}", "model={name: egt, num_layers: 1, pe: svd, "
+      "distance_objective: true, distance_weight: 0.05, num_virtual_nodes: 2}",
+      "encodings={svd_pe: {r: 4}}"], True),
 ]
 
 

@@ -26,7 +26,8 @@ def _parser() -> argparse.ArgumentParser:
                "  graph-transformers train --config configs/zinc/gt.yaml --data-dir DATA\n"
                "  graph-transformers train --config configs/zinc/gt.yaml --set optim.lr=1e-3\n"
                "  graph-transformers benchmark --config configs/zinc/gt.yaml --seeds 4\n"
-               "  graph-transformers evaluate runs/zinc-gt",
+               "  graph-transformers evaluate runs/zinc-gt\n"
+               "  graph-transformers analyze runs/zinc-egt-spe-do",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -78,7 +79,38 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--write", action="store_true",
                    help="write metrics.json from the best checkpoint (for a run that was "
                         "stopped before it finished; --resume can still continue it)")
+
+    a = sub.add_parser(
+        "analyze", help="attention maps and attention-by-hop plots of a trained run",
+        description="For a trained attention model (GT, EGT, GRPE, Graphormer, GPS with full "
+                    "attention), write RUN_DIR/analysis/: attention_maps.png (head-averaged "
+                    "attention per layer for sample graphs beside their adjacency and distance "
+                    "matrices), hop_weights.png (attention weight per hop distance per layer, "
+                    "averaged over a split) and attention.json (the numbers), as EGT §4.4.")
+    a.add_argument("run_dir", type=Path)
+    a.add_argument("--split", default="val", help="split to analyze (default val)")
+    a.add_argument("--num-graphs", type=int, default=4, help="sample graphs to draw (default 4)")
+    a.add_argument("--max-hops", type=int, default=8,
+                   help="hop distances shown; farther pairs are pooled (default 8)")
+    a.add_argument("--max-batches", type=int, default=None,
+                   help="average over at most this many batches (default: the whole split)")
+    a.add_argument("--out", type=Path, help="output directory (default RUN_DIR/analysis)")
+    a.add_argument("--data-dir", help="raw data directory (else the run's or the environment's)")
+    a.add_argument("--checkpoint", choices=["best", "last"], default="best")
     return p
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from .analysis import analyze_run
+    result = analyze_run(args.run_dir, args.out, split=args.split, num_graphs=args.num_graphs,
+                         max_hops=args.max_hops, max_batches=args.max_batches,
+                         data_dir=args.data_dir, checkpoint=args.checkpoint)
+    out = args.out or args.run_dir / "analysis"
+    print(f"attention analysis of {result['model']} on {result['dataset']} ({result['split']}) "
+          f"written to {out}")
+    for layer, row in result["hop_weights"].items():
+        print(f"  {layer:>9}: " + " ".join(f"{v:.3f}" for v in row))
+    return 0
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -227,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     from .data.cache import DataNotFoundError
     from .training.config import ConfigError
     from .training.runner import RunError
+    if args.command in ("train", "benchmark", "evaluate", "analyze"):
+        from .training.allocator import keep_freed_memory
+        keep_freed_memory()
     try:
         if args.command == "train":
             return _train(args)
@@ -236,7 +271,10 @@ def main(argv: list[str] | None = None) -> int:
             return _benchmark(args)
         if args.command == "params":
             return _params(args)
-    except (ConfigError, RunError, DataNotFoundError, ValueError, FileNotFoundError) as err:
+        if args.command == "analyze":
+            return _analyze(args)
+    except (ConfigError, RunError, DataNotFoundError, ValueError, TypeError,
+            FileNotFoundError) as err:
         if args.verbose:
             raise
         print(f"graph-transformers: error: {err}", file=sys.stderr)

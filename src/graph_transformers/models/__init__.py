@@ -3,11 +3,15 @@ from __future__ import annotations
 
 from torch import nn
 
+from .egt import EGT, ModelOutput
 from .gps import GPS
 from .gt import GraphTransformer
+from .graphormer import Graphormer
+from .grpe import GRPE
 from .mpnn import BASELINES, GAT, GCN, GIN, GINE, MPNN, PNA, GatedGCN
 
-MODELS: dict[str, type[nn.Module]] = {"gt": GraphTransformer, "gps": GPS, **BASELINES}
+MODELS: dict[str, type[nn.Module]] = {"gt": GraphTransformer, "egt": EGT, "grpe": GRPE,
+                                      "graphormer": Graphormer, "gps": GPS, **BASELINES}
 
 
 def build_model(name: str, **kwargs) -> nn.Module:
@@ -26,4 +30,6 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-__all__ = ["GAT", "GCN", "GIN", "GINE", "GPS", "MODELS", "MPNN", "PNA", "GatedGCN", "GraphTransformer", "build_model", "count_parameters"]
+__all__ = ["EGT", "GAT", "GCN", "GIN", "GINE", "GPS", "GRPE", "Graphormer", "GatedGCN",
+           "GraphTransformer", "MODELS", "MPNN", "ModelOutput", "PNA", "build_model",
+           "count_parameters"]

@@ -1,11 +1,15 @@
 """Layers: plain ``torch.nn.Module``s usable in any PyG model."""
 from .attention import FullAttention, clamped_edge_softmax, sparse_attention
+from .egt import EGTLayer
 from .gps import GPSLayer
 from .gt import GraphTransformerLayer
+from .graphormer import GraphormerLayer
+from .grpe import GRPEAttention, GRPEEncodings, GRPELayer
 from .linear_attention import PerformerAttention, linear_attention
 from .mpnn import GatedGCNConv, LocalMPNN, MPNNBlock
 from .norm import make_norm
 
-__all__ = ["FullAttention", "GPSLayer", "GatedGCNConv", "GraphTransformerLayer", "LocalMPNN",
-           "MPNNBlock", "PerformerAttention", "clamped_edge_softmax", "linear_attention",
-           "make_norm", "sparse_attention"]
+__all__ = ["EGTLayer", "FullAttention", "GPSLayer", "GRPEAttention", "GRPEEncodings", "GRPELayer",
+           "GatedGCNConv", "GraphTransformerLayer", "GraphormerLayer", "LocalMPNN", "MPNNBlock",
+           "PerformerAttention", "clamped_edge_softmax", "linear_attention", "make_norm",
+           "sparse_attention"]

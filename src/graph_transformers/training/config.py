@@ -11,7 +11,7 @@ import copy
 import os
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -56,6 +56,113 @@ class GTModelConfig(_Section):
         if self.full_graph and self.use_edge_features:
             raise ValueError("model.full_graph discards edge features (GT paper, Table 1): set "
                              "model.use_edge_features=false")
+        return self
+
+
+class EGTModelConfig(_Section):
+    """Edge-augmented Graph Transformer (Hussain et al. 2022); see
+    :class:`graph_transformers.models.EGT`. Defaults follow the paper's Table 4."""
+
+    name: Literal["egt"] = "egt"
+    hidden_dim: PositiveInt = 64
+    edge_hidden_dim: PositiveInt = 8
+    num_layers: PositiveInt = 4
+    num_heads: PositiveInt = 8
+    variant: Literal["egt", "simple", "constrained", "ungated"] = "egt"
+    use_edge_features: bool = True
+    structure: Literal["adjacency", "distance"] = "adjacency"
+    max_hops: PositiveInt = 16
+    pe: Literal["svd", "lap"] | None = None
+    sign_flip: Literal["batch", "graph", "none"] = "batch"
+    num_virtual_nodes: Annotated[int, Field(ge=0)] = 0
+    distance_objective: bool = False
+    distance_hops: PositiveInt = 3
+    distance_weight: Annotated[float, Field(ge=0)] = 0.0
+    node_ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
+    edge_ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
+    attn_dropout: Probability = 0.0
+    dropout: Probability = 0.0
+    clip: Annotated[float, Field(gt=0)] = 5.0
+    #: the KDD version's degree scalers log(1 + Σ_j σ(G_ij)) (official code, large-scale configs)
+    scale_degree: bool = False
+    mlp_layers: Annotated[int, Field(ge=0)] = 2
+    #: refuse batches whose dense pair tensors would need more memory (estimated beforehand)
+    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 8.0
+
+    @model_validator(mode="after")
+    def _check(self) -> "EGTModelConfig":
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
+        if self.scale_degree and self.variant == "ungated":
+            raise ValueError("model.scale_degree sums the sigmoid gates; EGT-Ungated has none")
+        if self.distance_objective and self.variant == "simple":
+            raise ValueError("model.distance_objective needs edge channels; EGT-Simple has none")
+        if self.distance_objective and self.structure != "adjacency":
+            raise ValueError("model.distance_objective uses the adjacency as input (EGT §3.3): "
+                             "set model.structure=adjacency")
+        return self
+
+
+class GRPEModelConfig(_Section):
+    """GRPE (Park et al. 2022); see :class:`graph_transformers.models.GRPE`. Defaults are
+    GRPE-Small (Table 1) with the official dropouts."""
+
+    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
+
+    name: Literal["grpe"] = "grpe"
+    hidden_dim: PositiveInt = 80
+    num_layers: PositiveInt = 12
+    num_heads: PositiveInt = 8
+    ffn_dim: PositiveInt | None = None
+    use_edge_features: bool = True
+    dropout: Probability = 0.1
+    attention_dropout: Probability = 0.1
+    input_noise: Annotated[float, Field(ge=0)] = 0.0
+    share_encodings: bool = True
+    topology_attention: bool = True
+    edge_attention: bool = True
+    graph_encoded_value: bool = True
+    attention_impl: Literal["gather", "materialized"] = "gather"
+    mlp_layers: Annotated[int, Field(ge=0)] = 0
+    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
+    size_groups: PositiveInt = 4
+
+    @model_validator(mode="after")
+    def _check(self) -> "GRPEModelConfig":
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
+        return self
+
+
+class GraphormerModelConfig(_Section):
+    """Graphormer-style attention biases (Ying et al. 2021); see
+    :class:`graph_transformers.models.Graphormer`."""
+
+    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
+
+    name: Literal["graphormer"] = "graphormer"
+    hidden_dim: PositiveInt = 80
+    num_layers: PositiveInt = 12
+    num_heads: PositiveInt = 8
+    ffn_dim: PositiveInt | None = None
+    use_edge_features: bool = True
+    dropout: Probability = 0.1
+    attention_dropout: Probability = 0.1
+    max_degree: PositiveInt = 64
+    spatial_bias: bool = True
+    edge_bias: bool = True
+    degree_encoding: bool = True
+    mlp_layers: Annotated[int, Field(ge=0)] = 0
+    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
+    size_groups: PositiveInt = 4
+
+    @model_validator(mode="after")
+    def _check(self) -> "GraphormerModelConfig":
+        if self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
         return self
 
 
@@ -142,7 +249,8 @@ class MPNNModelConfig(_Section):
 
 #: model name → config schema; models added later register here.
 MODEL_CONFIGS: dict[str, type[BaseModel]] = {
-    "gt": GTModelConfig, "gps": GPSModelConfig,
+    "gt": GTModelConfig, "egt": EGTModelConfig, "grpe": GRPEModelConfig,
+    "graphormer": GraphormerModelConfig, "gps": GPSModelConfig,
     **{n: MPNNModelConfig for n in ("gcn", "gat", "gatedgcn", "gin", "gine", "pna")}}
 
 
@@ -162,6 +270,11 @@ class DataConfig(_Section):
     #: extra keyword arguments of the dataset class (e.g. ``max_images`` for superpixels,
     #: ``max_rows`` for MoleculeNet, ``num_graphs`` for generated sets)
     options: dict[str, Any] = Field(default_factory=dict)
+    #: batch graphs of similar size together (less padding for dense models; measured in
+    #: ``benchmarks/egt_speed.py``); batches are still drawn in random order
+    bucket_by_size: bool = False
+    #: graphs per sorting window of the bucketing sampler, in batches
+    bucket_window: PositiveInt = 50
     #: a user's molecule CSV: with ``path`` set, the dataset is that file (``name`` is ignored),
     #: featurized like MoleculeNet and split by scaffold
     path: str | None = None
@@ -189,6 +302,18 @@ class WLPEConfig(_Section):
     num_roles: PositiveInt = 64
 
 
+class SVDPEConfig(_Section):
+    #: number of singular triplets ``r`` (EGT: 8); the encoding has ``2r`` features
+    r: PositiveInt = 8
+
+
+class SPDConfig(_Section):
+    """All-pairs shortest-path distance ids (capped at ``max_distance`` = GRPE's ``L``) and pair
+    edge types, for GRPE / Graphormer."""
+
+    max_distance: Annotated[int, Field(ge=1, le=250)] = 5
+
+
 class RWSEConfig(_Section):
     """Random-walk structural encoding: return probabilities of walks of 1 … ``walk_length``
     steps."""
@@ -201,6 +326,8 @@ class EncodingsConfig(_Section):
 
     lap_pe: LapPEConfig | None = None
     wl_pe: WLPEConfig | None = None
+    svd_pe: SVDPEConfig | None = None
+    spd: SPDConfig | None = None
     rwse: RWSEConfig | None = None
 
 
@@ -223,11 +350,24 @@ class CosineConfig(_Section):
     min_lr: Annotated[float, Field(ge=0)] = 0.0
 
 
+class LinearConfig(_Section):
+    """Linear warmup for ``warmup_epochs`` (from 0), then linear decay from ``optim.lr`` to
+    ``end_lr`` at ``max_epochs`` (GRPE: 2e-4 → 1e-9, the official ``PolynomialDecayLR`` with
+    power 1)."""
+
+    name: Literal["linear"] = "linear"
+    warmup_epochs: Annotated[int, Field(ge=0)] = 0
+    end_lr: Annotated[float, Field(ge=0)] = 1e-9
+
+
 class OptimConfig(_Section):
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: Annotated[float, Field(gt=0)] = 7e-4
+    #: Adam's ε (EGT uses 1e-7)
+    eps: Annotated[float, Field(gt=0)] = 1e-8
     weight_decay: Annotated[float, Field(ge=0)] = 0.0
-    scheduler: Annotated[Union[PlateauConfig, CosineConfig], Field(discriminator="name")] | None = \
+    scheduler: Annotated[Union[PlateauConfig, CosineConfig, LinearConfig],
+                         Field(discriminator="name")] | None = \
         Field(default_factory=PlateauConfig)
 
 
@@ -281,6 +421,17 @@ class Config(_Section):
             raise ValueError("model.pe is 'lap' but encodings.lap_pe is not set")
         if pe == "wl" and self.encodings.wl_pe is None:
             raise ValueError("model.pe is 'wl' but encodings.wl_pe is not set")
+        if pe == "svd" and self.encodings.svd_pe is None:
+            raise ValueError("model.pe is 'svd' but encodings.svd_pe is not set")
+        multi = "ddp" in str(self.trainer.strategy) or str(self.trainer.devices) not in ("1",
+                                                                                      "auto")
+        if self.data.bucket_by_size and multi:
+            raise ValueError("data.bucket_by_size draws batches from a single-process sampler; "
+                             "set it to false for multi-process (DDP) training")
+        for enc in getattr(type(self.model), "required_encodings", ()):
+            if getattr(self.encodings, enc, None) is None:
+                raise ValueError(f"model {self.model.name!r} needs encodings.{enc} (e.g. "
+                                 f"'encodings: {{{enc}: {{}}}}')")
         if pe == "rwse" and self.encodings.rwse is None:
             raise ValueError("model.pe is 'rwse' but encodings.rwse is not set")
         return self
@@ -295,7 +446,7 @@ def _format_errors(err: ValidationError) -> str:
     lines = []
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"] if not str(p).endswith("Config")
-                       and p not in ("plateau", "cosine"))
+                       and p not in ("plateau", "cosine", "linear"))
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "unknown key"

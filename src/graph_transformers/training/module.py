@@ -9,8 +9,16 @@ import torchmetrics
 from torch import Tensor, nn
 
 from ..data.registry import DatasetSpec
-from .config import CosineConfig, OptimConfig, PlateauConfig
+from .config import CosineConfig, LinearConfig, OptimConfig, PlateauConfig
 from .tasks import Task
+
+
+def split_output(out) -> tuple[Tensor, Tensor | None]:
+    """A model's return value → ``(prediction, auxiliary loss or None)``; models with an auxiliary
+    objective (EGT's distance prediction) return a ``ModelOutput(out, aux_loss)``."""
+    if isinstance(out, tuple):
+        return out[0], out[1]
+    return out, None
 
 
 class GraphTaskModule(L.LightningModule):
@@ -29,14 +37,21 @@ class GraphTaskModule(L.LightningModule):
         self.val_metrics = self.task.metrics().clone(prefix="val/")
 
     def forward(self, batch) -> Tensor:
-        return self.model(batch)
+        return split_output(self.model(batch))[0]
 
     def _step(self, batch, stage: str, metrics: torchmetrics.MetricCollection) -> Tensor:
-        out = self.model(batch)
+        out, aux = split_output(self.model(batch))
         loss = self.task.loss(out, batch)
         metrics.update(*self.task.metric_inputs(out, batch))
-        self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True,
-                 batch_size=self.task.count(batch), prog_bar=stage == "val", sync_dist=True)
+        n = self.task.count(batch)
+        # ``{stage}/loss`` is the task loss (what the plateau schedule and early stopping watch);
+        # an auxiliary objective is logged beside it and added to what is optimized
+        self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True, batch_size=n,
+                 prog_bar=stage == "val", sync_dist=True)
+        if aux is not None:
+            self.log(f"{stage}/aux_loss", aux, on_step=False, on_epoch=True, batch_size=n,
+                     sync_dist=True)
+            loss = loss + aux
         return loss
 
     def training_step(self, batch, batch_idx: int) -> Tensor:
@@ -58,7 +73,7 @@ class GraphTaskModule(L.LightningModule):
         cls = torch.optim.Adam if self.optim.optimizer == "adam" else torch.optim.AdamW
         # the fused kernel (CPU and CUDA) is several times faster than the per-tensor loop
         opt = cls(self.parameters(), lr=self.optim.lr, weight_decay=self.optim.weight_decay,
-                  fused=all(p.is_floating_point() for p in self.parameters()))
+                  eps=self.optim.eps, fused=all(p.is_floating_point() for p in self.parameters()))
         sched = self.optim.scheduler
         if sched is None:
             return opt
@@ -67,10 +82,21 @@ class GraphTaskModule(L.LightningModule):
                 opt, mode="min", factor=sched.factor, patience=sched.patience)
             return {"optimizer": opt, "lr_scheduler": {"scheduler": plateau, "monitor": "val/loss",
                                                        "interval": "epoch"}}
-        assert isinstance(sched, CosineConfig)
+        assert isinstance(sched, (CosineConfig, LinearConfig))
         total = max(1, int(self.trainer.estimated_stepping_batches))
         per_epoch = max(1, total // max(1, self.trainer.max_epochs))
         warmup = sched.warmup_epochs * per_epoch
+        if isinstance(sched, LinearConfig):
+            end = sched.end_lr / self.optim.lr
+
+            def linear(step: int) -> float:
+                if step < warmup:
+                    return (step + 1) / warmup
+                progress = min(1.0, (step - warmup) / max(1, total - warmup))
+                return 1.0 + (end - 1.0) * progress
+
+            lam = torch.optim.lr_scheduler.LambdaLR(opt, linear)
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": lam, "interval": "step"}}
         floor = sched.min_lr / self.optim.lr
 
         def factor(step: int) -> float:
@@ -95,7 +121,7 @@ def evaluate(model: nn.Module, spec: DatasetSpec, loader, device: torch.device |
     total, count = 0.0, 0
     for batch in loader:
         batch = batch.to(device)
-        out = model(batch)
+        out = split_output(model(batch))[0]
         n = task.count(batch)
         total += float(task.loss(out, batch)) * n
         count += n

@@ -18,6 +18,7 @@ from lightning.pytorch.loggers import CSVLogger
 from torch_geometric.loader import DataLoader
 
 from ..data.registry import DatasetSpec, load_splits, resolve_spec
+from ..data.sampler import SizeBucketBatchSampler, graph_sizes
 from ..models import build_model, count_parameters
 from .callbacks import EpochLog, StopAtMinLR
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
@@ -48,8 +49,12 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
         kw["pe_dim"] = config.encodings.lap_pe.k
     elif kw.get("pe") == "wl":
         kw["pe_dim"] = config.encodings.wl_pe.num_roles
+    elif kw.get("pe") == "svd":
+        kw["pe_dim"] = 2 * config.encodings.svd_pe.r
     elif kw.get("pe") == "rwse":
         kw["pe_dim"] = config.encodings.rwse.walk_length
+    if "spd" in getattr(type(config.model), "required_encodings", ()):
+        kw["max_distance"] = config.encodings.spd.max_distance
     return {"name": name, **kw}
 
 
@@ -109,7 +114,10 @@ def make_loader(config: Config, dataset, split: str):
     ``data.num_neighbors`` set, a neighbour-sampling loader (PyG's ``NeighborLoader``, or its
     ``NodeLoader`` with :class:`~graph_transformers.data.sampling.UniformNeighborSampler` where
     ``pyg-lib``/``torch-sparse`` are missing) over the seed nodes of the split's
-    ``node_mask`` in the dataset's single graph.
+    ``node_mask`` in the dataset's single graph. With ``data.bucket_by_size`` the training
+    batches come from a :class:`~graph_transformers.data.sampler.SizeBucketBatchSampler`;
+    evaluation batches keep the dataset's order (metrics averaged per batch, as the benchmark's
+    weighted accuracy, depend on batch composition).
 
     Raises:
         ValueError: when neighbour sampling is asked of a dataset that is not one graph with a
@@ -121,6 +129,10 @@ def make_loader(config: Config, dataset, split: str):
     workers = dict(num_workers=config.data.num_workers,
                    persistent_workers=config.data.num_workers > 0)
     if config.data.num_neighbors is None:
+        if config.data.bucket_by_size and train:
+            sampler = SizeBucketBatchSampler(graph_sizes(dataset), bs,
+                                             window=config.data.bucket_window, seed=config.seed)
+            return DataLoader(dataset, batch_sampler=sampler, **workers)
         return DataLoader(dataset, batch_size=bs, shuffle=train, **workers)
     from ..data.sampling import neighbor_loader
     if len(dataset) != 1 or getattr(dataset[0], "node_mask", None) is None:
@@ -134,6 +146,7 @@ def make_loader(config: Config, dataset, split: str):
 
 
 def make_loaders(config: Config, splits: dict) -> dict[str, DataLoader]:
+    """:func:`make_loader` for every split."""
     return {s: make_loader(config, ds, s) for s, ds in splits.items()}
 
 
@@ -323,12 +336,13 @@ def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
     return summary
 
 
-def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
-                 checkpoint: str = "best") -> dict[str, dict[str, float]]:
-    """Re-computes the metrics of a finished (or interrupted) run from its checkpoint.
+def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
+                       checkpoint: str = "best") -> tuple[Config, DatasetSpec, torch.nn.Module]:
+    """The config, dataset spec and model (weights from ``checkpoints/<checkpoint>.ckpt``, loaded
+    with ``weights_only=True``) of a run directory; the model is in eval mode.
 
     Raises:
-        RunError: when the run directory has no config or checkpoint.
+        RunError: when the run directory has no config or no such checkpoint.
     """
     run = Path(run_dir)
     if not (run / "config.yaml").is_file():
@@ -338,8 +352,23 @@ def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
         config.data.data_dir = data_dir
     spec = resolve_spec(config.data)
     model = make_model(config, spec)
-    state = load_checkpoint(run / "checkpoints" / f"{checkpoint}.ckpt")
+    path = run / "checkpoints" / f"{checkpoint}.ckpt"
+    if not path.is_file():
+        raise RunError(f"{run} has no checkpoint {path.name}")
+    state = load_checkpoint(path)
     model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
                            if k.startswith("model.")})
+    model.eval()
+    return config, spec, model
+
+
+def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
+                 checkpoint: str = "best") -> dict[str, dict[str, float]]:
+    """Re-computes the metrics of a finished (or interrupted) run from its checkpoint.
+
+    Raises:
+        RunError: when the run directory has no config or checkpoint.
+    """
+    config, spec, model = load_trained_model(run_dir, data_dir, checkpoint)
     splits = load_splits(config.data, config.encodings)
     return {s: evaluate(model, spec, _eval_loader(config, ds, s)) for s, ds in splits.items()}

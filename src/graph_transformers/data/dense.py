@@ -1,0 +1,291 @@
+"""The dense view of a PyG batch, shared by every global-attention model (EGT, GRPE, Graphormer).
+
+A PyG ``Batch`` stores graphs as one big sparse graph (``x [num_nodes, ·]``, ``edge_index [2,
+num_edges]``, ``batch [num_nodes]``). Dense attention wants per-graph blocks instead: node tensors
+``[B, N, ·]`` padded to the largest graph ``N``, a node mask ``[B, N]`` and pair tensors
+``[B, N, N, ·]``. :class:`DenseBatch` holds the index maps between the two views (computed once per
+batch, no Python loop over graphs or node pairs) and builds the pair tensors the papers use:
+adjacency with self-loops, edge features scattered onto pairs, and hop distances.
+
+Pair convention: ``pairs[b, i, j]`` describes the edge ``j -> i`` (``edge_index[0] = j`` source,
+``edge_index[1] = i`` target), so row ``i`` of a pair matrix is what node ``i`` receives, the same
+orientation as an attention matrix whose rows are queries.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+#: ids of :meth:`DenseBatch.shortest_paths` for pairs that are not at a finite distance
+UNREACHABLE = -1
+
+
+class DenseBudgetError(ValueError):
+    """A batch (or a single graph) needs more memory for dense attention than the configured
+    budget; raised before anything is allocated, with the size that was needed."""
+
+
+def format_bytes(n: float) -> str:
+    """``1536 → '1.5 KiB'``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} TiB"  # pragma: no cover
+
+
+def check_dense_budget(num_nodes: Tensor, bytes_per_pair: float, budget_bytes: float | None,
+                       extra_nodes: int = 0, what: str = "dense attention") -> int:
+    """Checks that the padded pair tensors of a batch fit a memory budget.
+
+    The padded batch holds ``B · N²`` pairs with ``N = max(num_nodes) + extra_nodes`` (virtual
+    nodes); each pair costs ``bytes_per_pair`` (a model's estimate of everything it keeps per pair,
+    activations saved for backward included).
+
+    Args:
+        num_nodes: ``[B]`` real nodes per graph.
+        bytes_per_pair: bytes per (graph, i, j) pair.
+        budget_bytes: the budget; ``None`` disables the check.
+        extra_nodes: nodes every graph gains inside the model (virtual nodes).
+        what: how the error names the consumer.
+
+    Returns:
+        The estimated bytes.
+
+    Raises:
+        DenseBudgetError: when a single graph alone, or the whole batch, exceeds the budget. The
+            message gives the graph's index and size, the bytes needed and the budget.
+    """
+    if num_nodes.numel() == 0:
+        return 0
+    n_max = int(num_nodes.max()) + extra_nodes
+    need = int(num_nodes.numel() * n_max * n_max * bytes_per_pair)
+    if budget_bytes is None or need <= budget_bytes:
+        return need
+    biggest = int(num_nodes.argmax())
+    alone = int(n_max * n_max * bytes_per_pair)
+    if alone > budget_bytes:
+        limit = int(math.isqrt(int(budget_bytes / bytes_per_pair))) - extra_nodes
+        raise DenseBudgetError(
+            f"graph {biggest} of the batch has {n_max - extra_nodes} nodes: {what} over all its "
+            f"node pairs needs ≈{format_bytes(alone)} ({n_max}² pairs × {bytes_per_pair:.0f} B), "
+            f"over the memory budget of {format_bytes(budget_bytes)}; graphs above ≈{limit} nodes "
+            "do not fit. Use a sparse model (GT, GPS with linear attention) or raise the budget "
+            "(model.memory_budget_gb)")
+    raise DenseBudgetError(
+        f"the batch of {num_nodes.numel()} graphs padded to {n_max} nodes needs "
+        f"≈{format_bytes(need)} for {what} ({num_nodes.numel()}·{n_max}² pairs × "
+        f"{bytes_per_pair:.0f} B), over the memory budget of {format_bytes(budget_bytes)}: lower "
+        "data.batch_size, bucket batches by size (data.bucket_by_size) or raise "
+        "model.memory_budget_gb")
+
+
+@dataclass
+class DenseBatch:
+    """Index maps between a PyG batch and its padded dense view.
+
+    Attributes:
+        batch: ``[num_nodes]`` graph id of each node.
+        pos: ``[num_nodes]`` position of each node inside its graph (``0 … n_b - 1``).
+        num_nodes: ``[B]`` nodes per graph.
+        mask: ``[B, N]`` bool, ``True`` at real nodes.
+        edge_index: ``[2, num_edges]`` of the sparse batch (source, target).
+        edge_batch: ``[num_edges]`` graph id of each edge.
+    """
+
+    batch: Tensor
+    pos: Tensor
+    num_nodes: Tensor
+    mask: Tensor
+    edge_index: Tensor
+    edge_batch: Tensor
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_batch(cls, data, max_num_nodes: int | None = None) -> "DenseBatch":
+        """Builds the view of a PyG ``Batch`` (or a single ``Data``).
+
+        Args:
+            data: has ``edge_index`` and ``num_nodes``; ``batch`` (absent for one graph).
+            max_num_nodes: pad to this ``N`` instead of the largest graph.
+
+        Raises:
+            ValueError: when ``max_num_nodes`` is smaller than a graph, or ``edge_index`` joins
+                nodes of two different graphs or points outside the batch.
+        """
+        edge_index = data.edge_index
+        total = int(data.num_nodes)
+        device = edge_index.device
+        batch = getattr(data, "batch", None)
+        if batch is None:
+            batch = torch.zeros(total, dtype=torch.long, device=device)
+        num_graphs = int(getattr(data, "num_graphs", 0) or 0) or (int(batch.max()) + 1 if total
+                                                                   else 0)
+        num_nodes = torch.bincount(batch, minlength=num_graphs)
+        ptr = torch.zeros(num_graphs + 1, dtype=torch.long, device=device)
+        ptr[1:] = torch.cumsum(num_nodes, 0)
+        if total and bool((batch[1:] < batch[:-1]).any()):
+            raise ValueError("batch vector must be sorted (nodes of a graph stored together), "
+                             "as PyG's Batch stores them")
+        pos = torch.arange(total, device=device) - ptr[batch]
+        n_max = int(num_nodes.max()) if num_graphs else 0
+        if max_num_nodes is not None:
+            if max_num_nodes < n_max:
+                raise ValueError(f"max_num_nodes={max_num_nodes} is smaller than the largest "
+                                 f"graph of the batch ({n_max} nodes)")
+            n_max = max_num_nodes
+        if edge_index.numel():
+            if int(edge_index.min()) < 0 or int(edge_index.max()) >= total:
+                raise ValueError(f"edge_index points outside the batch's {total} nodes")
+            edge_batch = batch[edge_index[0]]
+            if bool((edge_batch != batch[edge_index[1]]).any()):
+                raise ValueError("edge_index joins nodes of two different graphs")
+        else:
+            edge_batch = edge_index.new_zeros(0)
+        mask = torch.arange(n_max, device=device).unsqueeze(0) < num_nodes.unsqueeze(1)
+        return cls(batch=batch, pos=pos, num_nodes=num_nodes, mask=mask, edge_index=edge_index,
+                   edge_batch=edge_batch)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def num_graphs(self) -> int:
+        return self.mask.size(0)
+
+    @property
+    def max_num_nodes(self) -> int:
+        return self.mask.size(1)
+
+    @property
+    def pair_mask(self) -> Tensor:
+        """``[B, N, N]`` bool, ``True`` where both nodes are real."""
+        return self.mask.unsqueeze(2) & self.mask.unsqueeze(1)
+
+    # ------------------------------------------------------------------ node tensors
+    def to_dense(self, x: Tensor, fill: float = 0.0) -> Tensor:
+        """``x [num_nodes, *]`` → ``[B, N, *]``, padding with ``fill``."""
+        if x.size(0) != self.batch.numel():
+            raise ValueError(f"node tensor has {x.size(0)} rows, the batch {self.batch.numel()} "
+                             "nodes")
+        out = x.new_full((self.num_graphs, self.max_num_nodes) + tuple(x.shape[1:]), fill)
+        out[self.batch, self.pos] = x
+        return out
+
+    def to_sparse(self, x: Tensor) -> Tensor:
+        """``x [B, N, *]`` → ``[num_nodes, *]`` (real nodes only, in the batch's order)."""
+        return x[self.batch, self.pos]
+
+    # ------------------------------------------------------------------ pair tensors
+    def edge_pairs(self) -> tuple[Tensor, Tensor, Tensor]:
+        """``(b, i, j)`` pair coordinates of every edge ``j -> i``, each ``[num_edges]``."""
+        src, dst = self.edge_index
+        return self.edge_batch, self.pos[dst], self.pos[src]
+
+    def adjacency(self, self_loops: bool = True) -> Tensor:
+        """``[B, N, N]`` bool; ``A[b, i, j]`` is set for an edge ``j -> i`` (and ``i = j`` at real
+        nodes with ``self_loops``, EGT §3.2's "adjacency with self-loops")."""
+        B, N = self.num_graphs, self.max_num_nodes
+        adj = torch.zeros(B, N, N, dtype=torch.bool, device=self.mask.device)
+        b, i, j = self.edge_pairs()
+        adj[b, i, j] = True
+        if self_loops:
+            idx = torch.arange(N, device=adj.device)
+            adj[:, idx, idx] = self.mask
+        return adj
+
+    def scatter_edges(self, values: Tensor, fill: Tensor | float = 0.0) -> Tensor:
+        """Per-edge values ``[num_edges, *]`` → pair tensor ``[B, N, N, *]``.
+
+        Args:
+            values: one row per edge of ``edge_index``.
+            fill: value of pairs without an edge: a scalar or a tensor broadcastable to ``[*]``
+                (e.g. EGT's learned masking vector for non-edges).
+        """
+        if values.size(0) != self.edge_index.size(1):
+            raise ValueError(f"edge tensor has {values.size(0)} rows, the batch "
+                             f"{self.edge_index.size(1)} edges")
+        shape = (self.num_graphs, self.max_num_nodes, self.max_num_nodes) + tuple(values.shape[1:])
+        if isinstance(fill, Tensor):
+            out = fill.to(values.dtype).expand(shape).clone()
+        else:
+            out = values.new_full(shape, fill)
+        b, i, j = self.edge_pairs()
+        out[b, i, j] = values
+        return out
+
+    def gather_edges(self, pairs: Tensor) -> Tensor:
+        """Pair tensor ``[B, N, N, *]`` → per-edge rows ``[num_edges, *]`` (inverse of
+        :meth:`scatter_edges`)."""
+        b, i, j = self.edge_pairs()
+        return pairs[b, i, j]
+
+    def place_pairs(self, values: Tensor, fill: float | int = 0) -> Tensor:
+        """Per-graph pair tensors stored flattened → pair tensor ``[B, N, N, *]``.
+
+        ``values`` concatenates, graph after graph, each graph's ``[n_b, n_b, *]`` pair tensor
+        flattened row-major (``k = i · n_b + j``), as PyG batching concatenates a per-graph
+        ``[n_b², *]`` attribute (e.g. the cached ``spd`` / ``pair_edge`` of
+        :class:`~graph_transformers.encodings.AddShortestPaths`). Vectorized: one index
+        computation over the ``Σ n_b²`` entries, no loop over graphs.
+
+        Args:
+            values: ``[Σ_b n_b², *]``.
+            fill: value at padding pairs.
+
+        Raises:
+            ValueError: when ``values`` does not have ``Σ n_b²`` rows (a dataset processed
+                without the pair encoding, or with other graphs).
+        """
+        sizes = self.num_nodes * self.num_nodes
+        total = int(sizes.sum())
+        if values.size(0) != total:
+            raise ValueError(f"pair tensor has {values.size(0)} rows, but the batch's graphs have "
+                             f"Σ n² = {total} node pairs; was the dataset processed with this "
+                             "pair encoding?")
+        B, N = self.num_graphs, self.max_num_nodes
+        device = values.device
+        graph = torch.repeat_interleave(torch.arange(B, device=device), sizes, output_size=total)
+        start = torch.cumsum(sizes, 0) - sizes
+        k = torch.arange(total, device=device) - start[graph]
+        n = self.num_nodes[graph]
+        out = values.new_full((B, N, N) + tuple(values.shape[1:]), fill)
+        out[graph, torch.div(k, n, rounding_mode="floor"), k % n] = values
+        return out
+
+    def shortest_paths(self, max_hops: int | None = None) -> Tensor:
+        """Hop distances between all pairs, by a vectorized breadth-first search on the dense
+        adjacency (one batched matrix product per hop, no loop over pairs or graphs).
+
+        ``D[b, i, j]`` is the number of edges on a shortest path from ``j`` to ``i`` (following
+        edge directions, ``j -> … -> i``; the same both ways for undirected graphs), ``0`` on the
+        diagonal. With ``max_hops``, longer paths are reported as ``max_hops + 1`` (the search
+        runs to the end either way: one product per hop of the largest diameter). Unreachable
+        pairs and padding are :data:`UNREACHABLE` (``-1``).
+
+        Returns:
+            ``[B, N, N]`` long.
+        """
+        adj = self.adjacency(self_loops=False).float()
+        B, N = self.num_graphs, self.max_num_nodes
+        dist = torch.full((B, N, N), UNREACHABLE, dtype=torch.long, device=adj.device)
+        reach = torch.diag_embed(self.mask.float())  # reach[b, i, j]: i reachable from j
+        dist[reach.bool()] = 0
+        for hop in range(1, N):
+            nxt = (torch.bmm(adj, reach) > 0) | reach.bool()
+            new = nxt & (dist == UNREACHABLE)
+            if not bool(new.any()):
+                break
+            dist[new] = hop
+            reach = nxt.float()
+        if max_hops is not None:
+            dist = torch.where(dist > max_hops, torch.full_like(dist, max_hops + 1), dist)
+        return dist
+
+    def clipped_distances(self, k: int) -> Tensor:
+        """EGT's ``D^(k)`` (§3.3): hop distances clipped to ``0 … k`` (unreachable pairs → ``k``);
+        ``[B, N, N]`` long, padding ``0``."""
+        d = self.shortest_paths(max_hops=k)
+        d = torch.where(d == UNREACHABLE, torch.full_like(d, k), d.clamp(max=k))
+        return d.masked_fill(~self.pair_mask, 0)

@@ -1,0 +1,316 @@
+"""The Edge-augmented Graph Transformer network (EGT; Hussain, Zaki & Subramanian, KDD 2022)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch_geometric.data import Batch
+
+from ..data.checks import check_batch
+from ..data.dense import DenseBatch, check_dense_budget
+from ..encodings.lappe import random_sign_flip
+from ..encodings.svd import random_svd_sign_flip
+from ..nn.egt import EGTLayer, pair_bytes
+from .encoders import FeatureEncoder
+from .heads import MLPReadout
+
+#: EGT variant name → layer options (appendix C-D); "egt" is the full model
+VARIANTS = {
+    "egt": dict(edge_update=True, gated=True, constrained=False),
+    "simple": dict(edge_update=False, gated=True, constrained=False),
+    "constrained": dict(edge_update=True, gated=True, constrained=True),
+    "ungated": dict(edge_update=True, gated=False, constrained=False),
+}
+
+
+class ModelOutput(NamedTuple):
+    """What a model with an auxiliary objective returns: the task prediction and the weighted
+    auxiliary loss (added to the task loss in training)."""
+
+    out: Tensor
+    aux_loss: Tensor
+
+
+class EGT(nn.Module):
+    """EGT: node and edge embeddings (§3.3), optional SVD or Laplacian positional encodings
+    (§3.2), ``num_layers`` :class:`~graph_transformers.nn.EGTLayer` s over the dense batch, a final
+    LayerNorm on both channels, and a node / edge / graph head; optionally virtual nodes and the
+    distance-prediction objective (§3.3).
+
+    Args:
+        hidden_dim: node channel width ``d_h``.
+        edge_hidden_dim: edge channel width ``d_e``.
+        num_layers: ``L``.
+        num_heads: ``H``.
+        out_dim: outputs per graph, node or edge (by ``task``).
+        task: ``"graph"``, ``"node"`` or ``"edge"`` (one output per edge of ``edge_index``, read
+            from the output edge channel of that pair — EGT-Simple reads ``[h_i ∥ h_j ∥ e⁰_ij]``).
+        num_node_types / node_dim: categorical (``x`` long) or continuous node features.
+        num_edge_types / edge_dim: categorical or continuous edge features; pairs without an edge
+            get a learned masking vector.
+        use_edge_features: embed ``edge_attr`` into the input edge channels.
+        variant: ``"egt"``, ``"simple"``, ``"constrained"`` or ``"ungated"`` (:data:`VARIANTS`).
+        structure: input structural matrix: ``"adjacency"`` (with self-loops, ``A_ij ∈ {0,1}``) or
+            ``"distance"`` (``D^(k)``, hops clipped to ``max_hops``).
+        max_hops: ``k`` of ``D^(k)``.
+        pe: ``"svd"`` (``data.svd_pe [num_nodes, 2r]``), ``"lap"`` (``data.lap_pe``) or ``None``.
+        pe_dim: ``2r`` for SVD, ``k`` for LapPE.
+        sign_flip: random sign flips of the PE in training: ``"batch"``, ``"graph"`` or ``"none"``
+            (SVD flips singular-vector pairs, Table 8's "augmented").
+        num_virtual_nodes: ``q``; the graph embedding is then the concatenation of the virtual
+            nodes' outputs (else the mean of the real nodes' outputs).
+        distance_objective: add the distance-prediction loss on the output edge channels
+            (targets ``D^(ν)``, hops ``> ν`` and unreachable pairs ignored), times
+            ``distance_weight`` ``κ``. Forces ``structure="adjacency"``.
+        distance_hops: ``ν``.
+        distance_weight: ``κ``.
+        node_ffn_multiplier / edge_ffn_multiplier, attn_dropout, dropout, clip, scale_degree:
+            layer options (:class:`~graph_transformers.nn.EGTLayer`).
+        mlp_layers: hidden layers of the heads (widths halve: ``d_h/2, d_h/4`` as Table 4).
+        memory_budget_gb: refuse batches whose dense pair tensors would need more (estimated
+            before allocation); ``None`` disables the check.
+
+    Forward takes a PyG ``Batch`` and returns ``[num_graphs | num_nodes | num_edges, out_dim]``,
+    or a :class:`ModelOutput` with the weighted distance loss when ``distance_objective`` is on.
+
+    Raises:
+        ValueError: for unknown options, or ``distance_objective`` without edge channels.
+        DenseBudgetError: for a batch too large for dense attention under the budget.
+    """
+
+    def __init__(self, hidden_dim: int, edge_hidden_dim: int, num_layers: int, num_heads: int,
+                 out_dim: int, task: str = "graph",
+                 num_node_types: int | Sequence[int] | None = None, node_dim: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None, edge_dim: int | None = None,
+                 use_edge_features: bool = True, variant: str = "egt",
+                 structure: str = "adjacency", max_hops: int = 16, pe: str | None = "svd",
+                 pe_dim: int = 16, sign_flip: str = "batch", num_virtual_nodes: int = 0,
+                 distance_objective: bool = False, distance_hops: int = 3,
+                 distance_weight: float = 0.0, node_ffn_multiplier: float = 2.0,
+                 edge_ffn_multiplier: float = 2.0, attn_dropout: float = 0.0,
+                 dropout: float = 0.0, clip: float = 5.0, scale_degree: bool = False,
+                 mlp_layers: int = 2, memory_budget_gb: float | None = 8.0) -> None:
+        super().__init__()
+        if task not in ("graph", "node", "edge"):
+            raise ValueError(f"task must be 'graph', 'node' or 'edge', got {task!r}")
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown EGT variant {variant!r}; known: {sorted(VARIANTS)}")
+        if structure not in ("adjacency", "distance"):
+            raise ValueError(f"structure must be 'adjacency' or 'distance', got {structure!r}")
+        if pe not in (None, "svd", "lap"):
+            raise ValueError(f"pe must be 'svd', 'lap' or None, got {pe!r}")
+        if sign_flip not in ("batch", "graph", "none"):
+            raise ValueError(f"sign_flip must be 'batch', 'graph' or 'none', got {sign_flip!r}")
+        opts = VARIANTS[variant]
+        if distance_objective and not opts["edge_update"]:
+            raise ValueError("the distance objective reads the output edge channels, which "
+                             "EGT-Simple does not have")
+        if distance_objective:
+            structure = "adjacency"  # §3.3: else the edge channels could copy their input
+        if num_virtual_nodes and task != "graph":
+            raise ValueError("virtual nodes feed the graph head; use num_virtual_nodes=0 for "
+                             f"task={task!r}")
+        self.task, self.variant, self.structure, self.max_hops = task, variant, structure, max_hops
+        self.edge_update, self.constrained = opts["edge_update"], opts["constrained"]
+        self.pe, self.sign_flip = pe, sign_flip
+        self.num_virtual_nodes = num_virtual_nodes
+        self.distance_objective, self.distance_hops = distance_objective, distance_hops
+        self.distance_weight = distance_weight
+        self.use_edge_features = use_edge_features
+        self.num_layers, self.num_heads, self.edge_hidden_dim = num_layers, num_heads, edge_hidden_dim
+        self.edge_ffn_multiplier = edge_ffn_multiplier
+        self.memory_budget_gb = memory_budget_gb
+
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, node_dim, name="node")
+        self.pe_encoder = nn.Linear(pe_dim, hidden_dim) if pe else None   # W_enc, §3.2
+        self.struct_encoder = nn.Embedding(2 if structure == "adjacency" else max_hops + 1,
+                                           edge_hidden_dim)
+        if use_edge_features:
+            self.edge_encoder = FeatureEncoder(edge_hidden_dim, num_edge_types, edge_dim,
+                                               name="edge")
+            self.no_edge = nn.Parameter(torch.empty(edge_hidden_dim))     # masking vector
+        else:
+            self.edge_encoder, self.no_edge = None, None
+        if num_virtual_nodes:
+            self.virtual_h = nn.Parameter(torch.empty(num_virtual_nodes, hidden_dim))
+            self.virtual_e = nn.Parameter(torch.empty(num_virtual_nodes, edge_hidden_dim))
+        else:
+            self.virtual_h, self.virtual_e = None, None
+        # the last layer's edge update (eq. 7 + FFN_e) is only computed when something reads the
+        # output edge channels: an edge head or the distance objective
+        self.edge_output = opts["edge_update"] and (task == "edge" or distance_objective)
+        self.layers = nn.ModuleList(
+            EGTLayer(hidden_dim, edge_hidden_dim, num_heads, edge_update=opts["edge_update"],
+                     gated=opts["gated"], node_ffn_multiplier=node_ffn_multiplier,
+                     edge_ffn_multiplier=edge_ffn_multiplier, attn_dropout=attn_dropout,
+                     dropout=dropout, clip=clip, scale_degree=scale_degree,
+                     edge_output=self.edge_output or layer < num_layers - 1)
+            for layer in range(num_layers))
+        self.final_norm_h = nn.LayerNorm(hidden_dim)
+        self.final_norm_e = nn.LayerNorm(edge_hidden_dim) if self.edge_output else None
+        if task == "graph":
+            head_in = hidden_dim * max(1, num_virtual_nodes)
+        elif task == "node":
+            head_in = hidden_dim
+        else:
+            head_in = edge_hidden_dim if opts["edge_update"] else 2 * hidden_dim + edge_hidden_dim
+        self.head = MLPReadout(head_in, out_dim, mlp_layers)
+        self.distance_head = (MLPReadout(edge_hidden_dim, distance_hops + 1, mlp_layers)
+                              if distance_objective else None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for m in self.modules():
+            if m is not self and hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+        for p in (self.no_edge, self.virtual_h, self.virtual_e):
+            if p is not None:
+                nn.init.normal_(p, std=p.size(-1) ** -0.5)
+
+    # ------------------------------------------------------------------ inputs
+    def bytes_per_pair(self) -> float:
+        """Estimated training memory per (graph, i, j) pair, for the dense budget."""
+        return pair_bytes(self.num_layers, self.edge_hidden_dim, self.num_heads,
+                          self.edge_update, self.edge_ffn_multiplier, training=self.training)
+
+    def _node_inputs(self, data: Batch, dense: DenseBatch) -> Tensor:
+        h = self.node_encoder(data.x)
+        if self.pe is not None:
+            attr = "svd_pe" if self.pe == "svd" else "lap_pe"
+            pe = getattr(data, attr, None)
+            if pe is None:
+                raise ValueError(f"the model uses pe={self.pe!r} but the batch has no {attr}: add "
+                                 f"encodings.{'svd_pe' if self.pe == 'svd' else 'lap_pe'} to "
+                                 "the config")
+            if pe.dim() != 2 or pe.size(1) != self.pe_encoder.in_features:
+                raise ValueError(f"{attr} must have shape [num_nodes, "
+                                 f"{self.pe_encoder.in_features}], got {tuple(pe.shape)}; was "
+                                 "the dataset processed with another rank?")
+            if self.training and self.sign_flip != "none":
+                flip = random_svd_sign_flip if self.pe == "svd" else random_sign_flip
+                pe = flip(pe, dense.batch, per_graph=self.sign_flip == "graph")
+            h = h + self.pe_encoder(pe)
+        return dense.to_dense(h)
+
+    def _edge_inputs(self, data: Batch, dense: DenseBatch) -> tuple[Tensor, Tensor]:
+        """Input edge embeddings ``e⁰ [B, N, N, d_e]`` and the adjacency with self-loops."""
+        adj = dense.adjacency(self_loops=True)
+        if self.structure == "adjacency":
+            e = self.struct_encoder(adj.long())
+        else:
+            e = self.struct_encoder(dense.clipped_distances(self.max_hops))
+        if self.use_edge_features:
+            feats = self.edge_encoder(data.edge_attr)
+            e = e + dense.scatter_edges(feats, fill=self.no_edge)
+        return e, adj
+
+    def _add_virtual_nodes(self, h: Tensor, e: Tensor, mask: Tensor, attn_mask: Tensor | None):
+        """Prepends ``q`` virtual nodes (§3.3): edges to/from virtual node ``v`` are ``ẽ_v``,
+        between virtual nodes ``v, w`` ``½(ẽ_v + ẽ_w)``."""
+        B, N, q = h.size(0), h.size(1), self.num_virtual_nodes
+        h = torch.cat([self.virtual_h.unsqueeze(0).expand(B, -1, -1), h], dim=1)
+        ve = self.virtual_e
+        top = torch.cat([0.5 * (ve.unsqueeze(1) + ve.unsqueeze(0)),          # [q, q, d_e]
+                         ve.unsqueeze(1).expand(q, N, -1)], dim=1)           # [q, q+N, d_e]
+        rows = torch.cat([ve.unsqueeze(0).expand(N, q, -1).unsqueeze(0).expand(B, -1, -1, -1),
+                          e], dim=2)                                         # [B, N, q+N, d_e]
+        e = torch.cat([top.unsqueeze(0).expand(B, -1, -1, -1), rows], dim=1)
+        mask = torch.cat([mask.new_ones(B, q), mask], dim=1)
+        if attn_mask is not None:
+            full = torch.ones(B, q + N, q + N, dtype=torch.bool, device=h.device)
+            full[:, q:, q:] = attn_mask
+            attn_mask = full
+        return h, e, mask, attn_mask
+
+    # ------------------------------------------------------------------ network
+    def encode(self, data: Batch, return_attention: bool = False):
+        """Runs the layers on the dense view.
+
+        Returns:
+            ``(h [B, q+N, d_h], e [B, q+N, q+N, d_e], dense, e0)`` after the final LayerNorms
+            (``e`` is the input embedding ``e⁰`` for EGT-Simple, and the last layer's *input* edge
+            channels when nothing reads the output ones, see ``edge_output``), and with ``return_attention``
+            the per-layer ``Ã [B, H, q+N, q+N]`` list.
+        """
+        check_batch(data, need_edge_attr=self.use_edge_features)
+        dense = DenseBatch.from_batch(data)
+        budget = None if self.memory_budget_gb is None else self.memory_budget_gb * 2 ** 30
+        check_dense_budget(dense.num_nodes, self.bytes_per_pair(), budget,
+                           extra_nodes=self.num_virtual_nodes, what="EGT's edge channels")
+        h = self._node_inputs(data, dense)
+        e, adj = self._edge_inputs(data, dense)
+        mask = dense.mask
+        attn_mask = None
+        if self.constrained:  # eq. 12: N(i) ∪ {i}; the diagonal is kept at padding too
+            eye = torch.eye(dense.max_num_nodes, dtype=torch.bool, device=adj.device)
+            attn_mask = adj | eye
+        if self.num_virtual_nodes:
+            h, e, mask, attn_mask = self._add_virtual_nodes(h, e, mask, attn_mask)
+        e0 = e
+        attentions = []
+        for layer in self.layers:
+            out = layer(h, e, mask, attn_mask, return_attention=return_attention,
+                        num_virtual=self.num_virtual_nodes)
+            h, e = out[0], out[1]
+            if return_attention:
+                attentions.append(out[2])
+        h = self.final_norm_h(h)
+        if self.edge_output:
+            e = self.final_norm_e(e)
+            if attn_mask is not None:  # EGT-Constrained tracks existing pairs only
+                e = e * attn_mask.unsqueeze(-1)
+        result = (h, e, dense, e0)
+        return result + (attentions,) if return_attention else result
+
+    def _distance_loss(self, e: Tensor, dense: DenseBatch) -> Tensor:
+        q = self.num_virtual_nodes
+        target = dense.shortest_paths(max_hops=self.distance_hops)  # -1 unreachable, ν+1 far
+        valid = (target >= 0) & (target <= self.distance_hops)
+        logits = self.distance_head(e[:, q:, q:][valid])
+        return F.cross_entropy(logits, target[valid])
+
+    def forward(self, data: Batch):
+        h, e, dense, e0 = self.encode(data)
+        q = self.num_virtual_nodes
+        if self.task == "graph":
+            if q:
+                g = h[:, :q].reshape(h.size(0), -1)
+            else:
+                m = dense.mask.unsqueeze(-1).to(h.dtype)
+                g = (h * m).sum(1) / m.sum(1).clamp(min=1)
+            out = self.head(g)
+        elif self.task == "node":
+            out = self.head(dense.to_sparse(h[:, q:]))
+        else:
+            b, i, j = dense.edge_pairs()
+            if self.edge_update:
+                out = self.head(e[:, q:, q:][b, i, j])
+            else:
+                hr = h[:, q:]
+                out = self.head(torch.cat([hr[b, i], hr[b, j], e0[:, q:, q:][b, i, j]], -1))
+        if self.distance_objective:
+            return ModelOutput(out, self.distance_weight * self._distance_loss(e, dense))
+        return out
+
+    @torch.no_grad()
+    def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:
+        """Head-averaged attention per layer over the real nodes, for analysis (EGT §4.4).
+
+        Returns:
+            ``([Ã_ℓ [B, N, N]] per layer, mask [B, N])``: row ``i`` holds query ``i``'s weights
+            over keys ``j`` (virtual nodes dropped, padding zero). With gates the rows need not
+            sum to one (eq. 4).
+        """
+        was = self.training
+        self.eval()
+        try:
+            _, _, dense, _, atts = self.encode(data, return_attention=True)
+        finally:
+            self.train(was)
+        q = self.num_virtual_nodes
+        pm = dense.pair_mask
+        maps = [a.mean(1)[:, q:, q:] * pm for a in atts]
+        return maps, dense.mask

@@ -1,0 +1,142 @@
+"""Graphormer-style network (Ying et al. 2021): the attention-bias baseline GRPE argues against."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.data import Batch
+from torch_geometric.utils import degree
+
+from ..data.checks import check_batch
+from ..nn.graphormer import GraphormerLayer
+from .encoders import FeatureEncoder
+from .grpe import PairRelationBuilder, size_groups
+from .heads import MLPReadout
+
+
+class Graphormer(nn.Module):
+    """Graphormer with the same dense path as :class:`~graph_transformers.models.GRPE`:
+
+    * centrality encoding (eq. 5): a learned embedding of each node's degree (clipped at
+      ``max_degree``) added to its input embedding (graphs are undirected: in = out degree);
+    * a graph token (the ``[VNode]`` of §3.1.3) at position 0, connected to all nodes with its own
+      distance id (Graphormer's learned virtual distance ``t``) and edge id;
+    * spatial encoding (eq. 6): a learned scalar per head and shortest-path distance id
+      ``b_ψ(i,j)`` (distances ``0 … L``, far, unreachable, graph token), added to the scores;
+    * edge encoding: a learned scalar per head and pair edge type (bond type, no edge, self,
+      graph token) — the one-hop form of eq. 7 (Graphormer averages edge features along the
+      shortest path; here only the direct edge, as GRPE's ``a^edge``);
+    * pre-LN :class:`~graph_transformers.nn.GraphormerLayer` s, a final LayerNorm and a head on
+      the graph token (graph tasks) or the nodes (node tasks).
+
+    The bias tables are shared by all layers (as in Graphormer, computed once per batch).
+
+    Args:
+        hidden_dim, num_layers, num_heads, out_dim, task, num_node_types, node_dim,
+        num_edge_types, edge_dim, use_edge_features, max_distance, ffn_dim, dropout,
+        attention_dropout, mlp_layers, memory_budget_gb, size_groups: as
+        :class:`~graph_transformers.models.GRPE`.
+        max_degree: degrees above are clipped.
+        spatial_bias, edge_bias, degree_encoding: switches for the three encodings.
+
+    Forward takes a PyG ``Batch`` with ``x``, ``edge_index``, ``spd`` and ``pair_edge`` and returns
+    ``[num_graphs, out_dim]`` or ``[num_nodes, out_dim]``.
+
+    Raises:
+        ValueError: for an unsupported task or feature kind, or a batch without the relations.
+        DenseBudgetError: for a batch beyond ``memory_budget_gb``.
+    """
+
+    uses_spd = True
+
+    def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
+                 task: str = "graph", num_node_types: int | Sequence[int] | None = None,
+                 node_dim: int | None = None, num_edge_types: int | Sequence[int] | None = None,
+                 edge_dim: int | None = None, use_edge_features: bool = True,
+                 max_distance: int = 5, ffn_dim: int | None = None, dropout: float = 0.1,
+                 attention_dropout: float = 0.1, max_degree: int = 64,
+                 spatial_bias: bool = True, edge_bias: bool = True,
+                 degree_encoding: bool = True, mlp_layers: int = 0,
+                 memory_budget_gb: float | None = 4.0, size_groups: int = 4) -> None:
+        super().__init__()
+        if task not in ("graph", "node"):
+            raise ValueError(f"Graphormer predicts per graph or per node, got task={task!r}")
+        if use_edge_features and num_edge_types is None and edge_dim is not None:
+            raise ValueError("the edge bias indexes categorical edge types; this dataset has "
+                             "continuous edge features: set model.use_edge_features=false")
+        if size_groups < 1:
+            raise ValueError(f"size_groups must be >= 1, got {size_groups}")
+        self.task = task
+        self.num_heads = num_heads
+        self.max_degree = max_degree
+        self.size_groups = size_groups
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, node_dim, name="node")
+        self.degree_encoder = nn.Embedding(max_degree + 1, hidden_dim) if degree_encoding else None
+        self.graph_token = nn.Parameter(torch.empty(hidden_dim))
+        self.relations = PairRelationBuilder(
+            max_distance, num_edge_types if use_edge_features else None,
+            bytes_per_pair=num_layers * num_heads * 4 * 6 + 64,
+            memory_budget_gb=memory_budget_gb, what="Graphormer attention")
+        self.spatial_bias = (nn.Embedding(self.relations.num_topology, num_heads)
+                             if spatial_bias else None)
+        self.edge_bias = nn.Embedding(self.relations.num_edge, num_heads) if edge_bias else None
+        self.layers = nn.ModuleList(
+            GraphormerLayer(hidden_dim, num_heads, ffn_dim, dropout, attention_dropout)
+            for _ in range(num_layers))
+        self.final_norm = nn.LayerNorm(hidden_dim)
+        self.head = MLPReadout(hidden_dim, out_dim, mlp_layers)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for m in self.modules():
+            if m is not self and hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+        nn.init.normal_(self.graph_token, std=0.02)
+        for emb in (self.spatial_bias, self.edge_bias):
+            if emb is not None:
+                nn.init.zeros_(emb.weight)  # start as plain attention, learn the biases
+
+    def _encode(self, data: Batch, need_weights: bool = False):
+        check_batch(data)
+        rel = self.relations(data)
+        h = self.node_encoder(data.x)
+        if self.degree_encoder is not None:
+            deg = degree(data.edge_index[1], h.size(0), dtype=torch.long)
+            h = h + self.degree_encoder(deg.clamp(max=self.max_degree))
+        x = rel.dense.to_dense(h)
+        B, N1 = x.size(0), x.size(1) + 1
+        x = torch.cat([self.graph_token.view(1, 1, -1).expand(B, 1, -1), x], dim=1)
+        bias = x.new_zeros(B, N1, N1, self.num_heads)
+        if self.spatial_bias is not None:
+            bias = bias + self.spatial_bias(rel.topology)
+        if self.edge_bias is not None:
+            bias = bias + self.edge_bias(rel.edge)
+        bias = bias.permute(0, 3, 1, 2).masked_fill(~rel.mask.view(B, 1, 1, N1), float("-inf"))
+        weights = []
+        out = x.new_zeros(x.shape)
+        if need_weights:
+            weights = [x.new_zeros(B, self.num_heads, N1, N1) for _ in self.layers]
+        for idx, n in size_groups(rel.dense.num_nodes, self.size_groups):
+            xg, bg = x[idx, :n + 1], bias[idx, :, :n + 1, :n + 1]
+            for layer, w in zip(self.layers, weights or [None] * len(self.layers)):
+                xg = layer(xg, bg, need_weights)
+                if need_weights:
+                    xg, wg = xg
+                    w[idx, :, :n + 1, :n + 1] = wg
+            out = out.index_put((idx,), nn.functional.pad(xg, (0, 0, 0, N1 - n - 1)))
+        return self.final_norm(out), rel, weights
+
+    def forward(self, data: Batch) -> Tensor:
+        x, rel, _ = self._encode(data)
+        if self.task == "graph":
+            return self.head(x[:, 0])
+        return self.head(rel.dense.to_sparse(x[:, 1:]))
+
+    @torch.no_grad()
+    def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:
+        """Head-averaged attention per layer over the real nodes (graph token dropped):
+        ``([A_l [B, N, N]], mask [B, N])``, as :meth:`GRPE.attention_maps`."""
+        _, rel, weights = self._encode(data, need_weights=True)
+        pm = rel.dense.pair_mask
+        return [w.mean(1)[:, 1:, 1:].masked_fill(~pm, 0.0) for w in weights], rel.dense.mask

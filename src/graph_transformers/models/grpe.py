@@ -1,0 +1,287 @@
+"""GRPE network (Park et al. 2022) and the pair relations it shares with Graphormer."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.data import Batch
+
+from ..data.checks import check_batch
+from ..data.dense import DenseBatch, check_dense_budget
+from ..encodings.spd import PAIR_NO_EDGE, PAIR_SELF, num_spd_ids
+from ..nn.grpe import GRPEEncodings, GRPELayer
+from .encoders import FeatureEncoder
+from .heads import MLPReadout
+
+#: pair-edge ids shared by GRPE and Graphormer; edge types start at :data:`EDGE_OFFSET`
+EDGE_NONE, EDGE_SELF, EDGE_VIRTUAL, EDGE_OFFSET = 0, 1, 2, 3
+
+
+@dataclass
+class PairRelations:
+    """Dense view of a batch with a virtual node at position 0 of every graph.
+
+    Attributes:
+        dense: the :class:`DenseBatch` of the real nodes (``N`` = largest graph).
+        mask: ``[B, N + 1]`` bool, ``True`` at the virtual node and real nodes.
+        topology: ``[B, N + 1, N + 1]`` long: distance ids ``0 … L``, far ``L + 1``,
+            unreachable ``L + 2``, virtual node ``L + 3``.
+        edge: ``[B, N + 1, N + 1]`` long: :data:`EDGE_NONE`, :data:`EDGE_SELF`,
+            :data:`EDGE_VIRTUAL`, ``EDGE_OFFSET + joint edge type``.
+    """
+
+    dense: DenseBatch
+    mask: Tensor
+    topology: Tensor
+    edge: Tensor
+
+
+class PairRelationBuilder(nn.Module):
+    """Builds :class:`PairRelations` from a batch processed with
+    :class:`~graph_transformers.encodings.AddShortestPaths` (cached ``spd`` and ``pair_edge``).
+
+    Edge types of several categorical columns (``num_edge_types`` a sequence, e.g. OGB bonds) are
+    combined into one joint id (mixed radix), so a pair has one edge relation; without
+    ``num_edge_types`` only the presence of an edge counts.
+
+    Args:
+        max_distance: ``L`` the dataset was processed with.
+        num_edge_types: categories per edge-feature column, or ``None``.
+        bytes_per_pair: the model's memory estimate per (graph, i, j) pair.
+        memory_budget_gb: budget of :func:`check_dense_budget` (``None`` = no check).
+
+    Raises (forward):
+        ValueError: when the batch lacks ``spd`` / ``pair_edge`` (add ``encodings.spd``), or its ids
+            do not fit ``max_distance`` / ``num_edge_types``.
+        DenseBudgetError: when the padded batch exceeds the memory budget.
+    """
+
+    def __init__(self, max_distance: int, num_edge_types: int | Sequence[int] | None,
+                 bytes_per_pair: float, memory_budget_gb: float | None = None,
+                 what: str = "dense attention") -> None:
+        super().__init__()
+        self.max_distance = max_distance
+        self.types = (None if num_edge_types is None else
+                      [num_edge_types] if isinstance(num_edge_types, int) else
+                      list(num_edge_types))
+        self.num_topology = num_spd_ids(max_distance) + 1
+        self.topology_virtual = num_spd_ids(max_distance)
+        self.num_edge = EDGE_OFFSET + (prod(self.types) if self.types else 1)
+        self.bytes_per_pair = bytes_per_pair
+        self.budget = None if memory_budget_gb is None else memory_budget_gb * 2 ** 30
+        self.what = what
+
+    def _edge_ids(self, raw: Tensor) -> Tensor:
+        """``pair_edge [P, C]`` (raw) → ``[P]`` ids."""
+        raw = raw.long()
+        present = raw[:, 0] >= 0
+        if self.types is None:
+            joint = torch.zeros_like(raw[:, 0])
+        else:
+            if raw.size(1) != len(self.types):
+                raise ValueError(f"pair_edge has {raw.size(1)} edge-type columns, the model "
+                                 f"expects {len(self.types)}")
+            joint = torch.zeros_like(raw[:, 0])
+            for c, size in enumerate(self.types):
+                col = raw[:, c]
+                if present.any():
+                    hi = int(col[present].max())
+                    if hi >= size:
+                        raise ValueError(f"edge type {hi} in column {c} is outside the model's "
+                                         f"{size} types")
+                joint = joint * size + col.clamp(min=0)
+        ids = torch.where(present, joint + EDGE_OFFSET, torch.full_like(joint, EDGE_NONE))
+        return ids.masked_fill(raw[:, 0] == PAIR_SELF, EDGE_SELF)
+
+    def forward(self, data: Batch) -> PairRelations:
+        spd = getattr(data, "spd", None)
+        pair_edge = getattr(data, "pair_edge", None)
+        if spd is None or pair_edge is None:
+            raise ValueError("the model needs shortest-path and pair-edge relations but the batch "
+                             "has no spd / pair_edge: add encodings.spd to the config (the "
+                             "AddShortestPaths pre-transform)")
+        dense = DenseBatch.from_batch(data)
+        check_dense_budget(dense.num_nodes, self.bytes_per_pair, self.budget, extra_nodes=1,
+                           what=self.what)
+        if spd.numel() and int(spd.max()) > self.max_distance + 2:
+            raise ValueError(f"spd ids reach {int(spd.max())}, above max_distance + 2 = "
+                             f"{self.max_distance + 2}: the dataset was processed with another "
+                             "encodings.spd.max_distance")
+        B, N = dense.num_graphs, dense.max_num_nodes
+        dev = dense.mask.device
+        topo = torch.full((B, N + 1, N + 1), self.topology_virtual, dtype=torch.long, device=dev)
+        topo[:, 1:, 1:] = dense.place_pairs(spd.long(), fill=0)
+        edge = torch.full((B, N + 1, N + 1), EDGE_VIRTUAL, dtype=torch.long, device=dev)
+        edge[:, 1:, 1:] = dense.place_pairs(self._edge_ids(pair_edge.view(spd.size(0), -1)),
+                                            fill=EDGE_NONE)
+        mask = torch.cat([dense.mask.new_ones(B, 1), dense.mask], dim=1)
+        return PairRelations(dense, mask, topo, edge)
+
+
+def size_groups(num_nodes: Tensor, max_groups: int) -> list[tuple[Tensor, int]]:
+    """Splits the graphs of a batch into at most ``max_groups`` equal-count groups of similar
+    size (sorted by ``num_nodes``).
+
+    Returns:
+        ``[(graph indices [B_g], largest n in the group), …]``; one group ``(arange(B), N)`` when
+        ``max_groups == 1``.
+    """
+    B = num_nodes.numel()
+    if max_groups <= 1 or B <= 1:
+        return [(torch.arange(B, device=num_nodes.device), int(num_nodes.max()) if B else 0)]
+    order = torch.argsort(num_nodes, stable=True)
+    out = []
+    for idx in torch.tensor_split(order, min(max_groups, B)):
+        if idx.numel():
+            out.append((idx, int(num_nodes[idx[-1]])))
+    return out
+
+
+class GRPE(nn.Module):
+    """GRPE (Park et al. 2022): node embeddings, a virtual node, ``num_layers``
+    :class:`~graph_transformers.nn.GRPELayer` s with node-aware attention and graph-encoded values
+    (eqs. 6-9), a final LayerNorm and a head on the virtual node (graph tasks) or on each node
+    (node tasks).
+
+    Args:
+        hidden_dim: ``d_z``.
+        num_layers, num_heads: Table 1.
+        out_dim: outputs per graph or node.
+        task: ``"graph"`` or ``"node"``.
+        num_node_types / node_dim: categorical / continuous node features (see
+            :class:`~graph_transformers.models.encoders.FeatureEncoder`).
+        num_edge_types: categorical edge types per column (``None``: edges only by presence).
+        edge_dim: continuous edge features are not supported by GRPE's edge encodings (error).
+        use_edge_features: use the edge types (else only presence).
+        max_distance: ``L`` (must equal the ``encodings.spd.max_distance`` of the data).
+        ffn_dim: FFN width (Table 1: ``d_z``).
+        dropout, attention_dropout: official defaults 0.1 / 0.1.
+        input_noise: uniform noise ``U(-s, s)`` added to the node embeddings in training (the
+            official ``perturb_noise``; 0.2 on ZINC).
+        share_encodings: one set of topology/edge encodings for all layers (Table 10 "shared").
+        topology_attention, edge_attention, graph_encoded_value: Table 9 switches.
+        attention_impl: ``"gather"`` or ``"materialized"`` (see :class:`GRPEAttention`).
+        mlp_layers: hidden layers of the :class:`MLPReadout` head (0 = linear, as official).
+        memory_budget_gb: dense-attention memory budget per batch (``None`` = unchecked).
+        size_groups: the layers run on up to this many groups of graphs of similar size (graphs
+            sorted by size, equal-count groups, each padded to its own largest graph), which
+            cuts the padded pairs of a random batch by about half; the result is the same as one
+            padded batch (every operation is per graph).
+
+    Forward takes a PyG ``Batch`` with ``x``, ``edge_index``, ``spd`` and ``pair_edge`` and
+    returns ``[num_graphs, out_dim]`` or ``[num_nodes, out_dim]``.
+
+    Raises:
+        ValueError: for an unsupported task or feature kind, or a batch without the relations.
+        DenseBudgetError: for a batch beyond ``memory_budget_gb``.
+    """
+
+    uses_spd = True
+
+    def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
+                 task: str = "graph", num_node_types: int | Sequence[int] | None = None,
+                 node_dim: int | None = None, num_edge_types: int | Sequence[int] | None = None,
+                 edge_dim: int | None = None, use_edge_features: bool = True,
+                 max_distance: int = 5, ffn_dim: int | None = None, dropout: float = 0.1,
+                 attention_dropout: float = 0.1, input_noise: float = 0.0,
+                 share_encodings: bool = True, topology_attention: bool = True,
+                 edge_attention: bool = True, graph_encoded_value: bool = True,
+                 attention_impl: str = "gather", mlp_layers: int = 0,
+                 memory_budget_gb: float | None = 4.0, size_groups: int = 4) -> None:
+        super().__init__()
+        if task not in ("graph", "node"):
+            raise ValueError(f"GRPE predicts per graph or per node, got task={task!r}")
+        if size_groups < 1:
+            raise ValueError(f"size_groups must be >= 1, got {size_groups}")
+        self.size_groups = size_groups
+        if use_edge_features and num_edge_types is None and edge_dim is not None:
+            raise ValueError("GRPE's edge encodings index categorical edge types; this dataset has "
+                             "continuous edge features: set model.use_edge_features=false (edges "
+                             "then count by presence only)")
+        self.task = task
+        self.input_noise = input_noise
+        self.share_encodings = share_encodings
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, node_dim, name="node")
+        self.virtual_node = nn.Parameter(torch.empty(hidden_dim))
+        # per pair and layer: ~8 float [H] tensors kept for backward (scores, gathers, softmax,
+        # dropout) plus the long relation ids
+        self.relations = PairRelationBuilder(
+            max_distance, num_edge_types if use_edge_features else None,
+            bytes_per_pair=num_layers * num_heads * 4 * 8 + 64,
+            memory_budget_gb=memory_budget_gb, what="GRPE attention")
+        T, E = self.relations.num_topology, self.relations.num_edge
+        n_enc = 1 if share_encodings else num_layers
+        self.encodings = nn.ModuleList(GRPEEncodings(T, E, hidden_dim) for _ in range(n_enc))
+        self.layers = nn.ModuleList(
+            GRPELayer(hidden_dim, num_heads, ffn_dim, dropout, attention_dropout,
+                      topology_attention, edge_attention, graph_encoded_value, attention_impl)
+            for _ in range(num_layers))
+        self.final_norm = nn.LayerNorm(hidden_dim)
+        self.head = MLPReadout(hidden_dim, out_dim, mlp_layers)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for m in self.modules():
+            if m is not self and hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+        nn.init.normal_(self.virtual_node)
+
+    def _encode(self, data: Batch, need_weights: bool = False):
+        check_batch(data)
+        rel = self.relations(data)
+        h = self.node_encoder(data.x)
+        if self.training and self.input_noise > 0:
+            h = h + torch.empty_like(h).uniform_(-self.input_noise, self.input_noise)
+        x = rel.dense.to_dense(h)
+        B = x.size(0)
+        x = torch.cat([self.virtual_node.view(1, 1, -1).expand(B, 1, -1), x], dim=1)
+        groups = size_groups(rel.dense.num_nodes, self.size_groups)
+        if len(groups) == 1:
+            x, weights = self._layers(x, rel.topology, rel.edge, rel.mask, need_weights)
+            return self.final_norm(x), rel, weights
+        out = x.new_zeros(x.shape)
+        N1 = x.size(1)
+        weights = ([x.new_zeros(B, self.layers[0].attn.num_heads, N1, N1) for _ in self.layers]
+                   if need_weights else [])
+        for idx, n in groups:
+            sl = (idx, slice(0, n + 1))
+            xg, wg = self._layers(x[sl], rel.topology[idx, :n + 1, :n + 1],
+                                  rel.edge[idx, :n + 1, :n + 1], rel.mask[sl], need_weights)
+            out = out.index_put((idx,), torch.nn.functional.pad(xg, (0, 0, 0, N1 - n - 1)))
+            for w, w_g in zip(weights, wg):
+                w[idx, :, :n + 1, :n + 1] = w_g
+        return self.final_norm(out), rel, weights
+
+    def _layers(self, x: Tensor, topology: Tensor, edge: Tensor, mask: Tensor,
+                need_weights: bool) -> tuple[Tensor, list[Tensor]]:
+        weights = []
+        for i, layer in enumerate(self.layers):
+            enc = self.encodings[0 if self.share_encodings else i]
+            x = layer(x, topology, edge, enc, mask, need_weights)
+            if need_weights:
+                x, w = x
+                weights.append(w)
+        return x, weights
+
+    def forward(self, data: Batch) -> Tensor:
+        x, rel, _ = self._encode(data)
+        if self.task == "graph":
+            return self.head(x[:, 0])
+        return self.head(rel.dense.to_sparse(x[:, 1:]))
+
+    @torch.no_grad()
+    def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:
+        """Head-averaged attention of every layer over the real nodes of each graph.
+
+        Returns:
+            ``([A_1 … A_L], mask)``: ``A_l [B, N, N]`` (row ``i`` = query ``i``'s weights over keys
+            ``j``; the virtual node's row and column dropped, padding ``0``) and ``mask [B, N]``
+            bool at real nodes.
+        """
+        _, rel, weights = self._encode(data, need_weights=True)
+        pm = rel.dense.pair_mask
+        maps = [w.mean(1)[:, 1:, 1:].masked_fill(~pm, 0.0) for w in weights]
+        return maps, rel.dense.mask

@@ -1,0 +1,328 @@
+"""GRPE: node-aware attention with topology and edge encodings, and graph-encoded values.
+
+Park et al., "GRPE: Relative Positional Encoding for Graph Transformer" (2022), eqs. 6-9:
+
+.. math::
+    a_{ij} = \\frac{q_i \\cdot k_j + q_i \\cdot P^q_{ψ(i,j)} + k_j \\cdot P^k_{ψ(i,j)}
+             + q_i \\cdot E^q_{e_{ij}} + k_j \\cdot E^k_{e_{ij}}}{\\sqrt{d_k}},\\qquad
+    z_i = \\sum_j \\hat a_{ij} \\, (v_j + P^v_{ψ(i,j)} + E^v_{e_{ij}}),
+
+per head (``d_k = hidden_dim / num_heads``; the tables are split into heads like ``q``, ``k``,
+``v``, as in the official code). The paper's "complexity trick" is how the layer computes them:
+the queries (keys) are multiplied by the small tables once, ``[H, B, N, T]`` (heads first), and
+the products are gathered per pair; for the values, the attention mass of each row is scattered into one bin per
+relation type, ``[H, B, N, T]``, and the bins are multiplied by the value table. No
+``[B, N, N, hidden_dim]`` tensor is built. When both relations are used, they are fused into one
+relation of ``T_ψ · T_e`` types (``id = ψ · T_e + e``, table rows ``P_ψ + E_e``): one gather per
+side and one scatter instead of two; a large product of vocabularies falls back to two relations.
+
+``attention_impl="materialized"`` computes the same equations by gathering the tables into
+``[B, N, N, hidden_dim]`` pair tensors first (the naive form, kept for benchmarking).
+"""
+from __future__ import annotations
+
+import sys
+
+import torch
+from torch import Tensor, nn
+
+_LITTLE_ENDIAN = sys.byteorder == "little"
+#: fuse topology and edge relations when the product of their vocabularies is at most this
+FUSE_LIMIT = 256
+
+
+class GRPEEncodings(nn.Module):
+    """The topology encodings ``P^query, P^key, P^value ∈ R^{T_ψ × d}`` and edge encodings
+    ``E^query, E^key, E^value ∈ R^{T_e × d}`` of GRPE (§"Relative positional encoding for graph"),
+    shared by all layers (or one instance per layer, Table 10 "not shared").
+
+    Initialized like ``nn.Embedding`` (standard normal), as the official code.
+
+    Args:
+        num_topology: ``T_ψ``, topology ids (distances, far, unreachable, virtual node).
+        num_edge: ``T_e``, edge ids (edge types, no edge, self, virtual node).
+        hidden_dim: ``d``.
+    """
+
+    def __init__(self, num_topology: int, num_edge: int, hidden_dim: int) -> None:
+        super().__init__()
+        if num_topology < 1 or num_edge < 1:
+            raise ValueError(f"GRPE needs at least one topology and one edge id, got "
+                             f"{num_topology} and {num_edge}")
+        self.num_topology = num_topology
+        self.num_edge = num_edge
+        self.hidden_dim = hidden_dim
+        self.topology = nn.Parameter(torch.empty(3, num_topology, hidden_dim))  # q, k, v
+        self.edge = nn.Parameter(torch.empty(3, num_edge, hidden_dim))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        nn.init.normal_(self.topology)
+        nn.init.normal_(self.edge)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}(num_topology={self.num_topology}, "
+                f"num_edge={self.num_edge}, hidden_dim={self.hidden_dim})")
+
+
+def attention_dropout_mask(shape: torch.Size, p: float, device=None) -> tuple[Tensor, float]:
+    """Keep-mask of inverted dropout drawn from random bytes: ``(keep [shape] bool, scale)``.
+
+    ``p`` is rounded to a multiple of 1/256 (``p' = round(256 p) / 256``, ``scale = 1 / (1 - p')``).
+    Drawing 3 random bytes per int32 is several times faster on CPU than ``bernoulli_``, which
+    dominates a step otherwise (one draw per attention weight).
+    """
+    n = 1
+    for s in shape:
+        n *= s
+    threshold = int(round(p * 256))
+    # random_() fills int32 with 31 random bits: its three low bytes are uniform, the top one not
+    words = torch.empty((n + 2) // 3, dtype=torch.int32, device=device).random_()
+    low = words.view(torch.uint8).view(-1, 4)[:, :3] if _LITTLE_ENDIAN else \
+        words.view(torch.uint8).view(-1, 4)[:, 1:]
+    keep = low.reshape(-1)[:n].view(shape) >= threshold
+    return keep, 256.0 / (256 - threshold)
+
+
+class ByteDropout(nn.Module):
+    """Inverted dropout whose mask comes from :func:`attention_dropout_mask` (``p`` rounded to a
+    multiple of 1/256); the same as ``nn.Dropout`` otherwise, several times faster on CPU.
+
+    Shapes: any → same.
+    """
+
+    def __init__(self, p: float = 0.0) -> None:
+        super().__init__()
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0:
+            return x
+        keep, scale = attention_dropout_mask(x.shape, self.p, x.device)
+        return x * keep * scale
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+def _heads(table: Tensor, num_heads: int) -> Tensor:
+    """``[T, H·d_k]`` → ``[H, T, d_k]``."""
+    t = table.size(0)
+    return table.view(t, num_heads, -1).transpose(0, 1)
+
+
+class GRPEAttention(nn.Module):
+    """Multi-head GRPE self-attention over a padded dense batch (eqs. 6-9).
+
+    Args:
+        hidden_dim: ``d``.
+        num_heads: ``H``; ``d`` must be divisible by ``H``.
+        attention_dropout: dropout on the attention weights ``â``.
+        topology_attention: use ``a^topology`` (eq. 6) — Table 9's first switch.
+        edge_attention: use ``a^edge`` (eq. 7) — Table 9's second switch.
+        graph_encoded_value: add ``P^v + E^v`` to the values (eq. 9) — Table 9's third switch.
+        attention_impl: ``"gather"`` (the paper's complexity trick) or ``"materialized"`` (naive
+            ``[B, N, N, d]`` pair tensors, for benchmarking).
+
+    Forward:
+        x: ``[B, N, d]``.
+        topology: ``[B, N, N]`` long ids ``ψ(i, j)`` in ``[0, T_ψ)``.
+        edge: ``[B, N, N]`` long ids ``e_ij`` in ``[0, T_e)``.
+        encodings: the :class:`GRPEEncodings` (its ``d`` must be ``hidden_dim``).
+        mask: ``[B, N]`` bool, ``True`` at real nodes (keys at padding get no attention);
+            ``None`` = all real.
+        need_weights: also return the attention weights ``[B, H, N, N]`` (after softmax, before
+            dropout).
+
+    Returns:
+        ``[B, N, d]`` (and the weights). Rows at padding are finite but meaningless.
+
+    Raises:
+        ValueError: on mismatched shapes.
+    """
+
+    def __init__(self, hidden_dim: int, num_heads: int, attention_dropout: float = 0.0,
+                 topology_attention: bool = True, edge_attention: bool = True,
+                 graph_encoded_value: bool = True, attention_impl: str = "gather") -> None:
+        super().__init__()
+        if hidden_dim % num_heads:
+            raise ValueError(f"hidden_dim={hidden_dim} must be divisible by num_heads={num_heads}")
+        if attention_impl not in ("gather", "materialized"):
+            raise ValueError(f"attention_impl must be 'gather' or 'materialized', got "
+                             f"{attention_impl!r}")
+        self.hidden_dim = hidden_dim
+        self.num_heads = num_heads
+        self.head_dim = hidden_dim // num_heads
+        self.topology_attention = topology_attention
+        self.edge_attention = edge_attention
+        self.graph_encoded_value = graph_encoded_value
+        self.attention_impl = attention_impl
+        if not 0.0 <= attention_dropout < 1.0:
+            raise ValueError(f"attention_dropout must be in [0, 1), got {attention_dropout}")
+        self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim)  # W_q, W_k, W_v stacked
+        self.out = nn.Linear(hidden_dim, hidden_dim)
+        self.attention_dropout = attention_dropout
+
+    def reset_parameters(self) -> None:
+        for lin in (self.qkv, self.out):
+            lin.reset_parameters()
+
+    # ------------------------------------------------------------------ relations
+    def _relations(self, topology: Tensor, edge: Tensor, enc: GRPEEncodings
+                   ) -> list[tuple[Tensor, Tensor | None, Tensor | None, Tensor | None]]:
+        """``(ids [B, N, N], table_q, table_k, table_v)`` per relation; tables ``[T, d]`` or
+        ``None`` where a switch is off."""
+        P, E = enc.topology, enc.edge
+        pv = P[2] if self.graph_encoded_value else None
+        ev = E[2] if self.graph_encoded_value else None
+        use_t = self.topology_attention or self.graph_encoded_value
+        use_e = self.edge_attention or self.graph_encoded_value
+        t_e = enc.num_edge
+        if (self.topology_attention and self.edge_attention
+                and enc.num_topology * t_e <= FUSE_LIMIT):
+            ids = topology * t_e + edge
+            fq = (P[0].unsqueeze(1) + E[0].unsqueeze(0)).flatten(0, 1)
+            fk = (P[1].unsqueeze(1) + E[1].unsqueeze(0)).flatten(0, 1)
+            fv = (pv.unsqueeze(1) + ev.unsqueeze(0)).flatten(0, 1) if pv is not None else None
+            return [(ids, fq, fk, fv)]
+        rel = []
+        if use_t:
+            rel.append((topology, P[0] if self.topology_attention else None,
+                        P[1] if self.topology_attention else None, pv))
+        if use_e:
+            rel.append((edge, E[0] if self.edge_attention else None,
+                        E[1] if self.edge_attention else None, ev))
+        return rel
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
+                mask: Tensor | None = None, need_weights: bool = False):
+        if x.dim() != 3 or x.size(-1) != self.hidden_dim:
+            raise ValueError(f"x must be [B, N, {self.hidden_dim}], got {tuple(x.shape)}")
+        B, N, _ = x.shape
+        for name, t in (("topology", topology), ("edge", edge)):
+            if t.shape != (B, N, N):
+                raise ValueError(f"{name} ids must be [B, N, N] = {(B, N, N)}, got "
+                                 f"{tuple(t.shape)}")
+        if encodings.hidden_dim != self.hidden_dim:
+            raise ValueError(f"encodings have dimension {encodings.hidden_dim}, the layer "
+                             f"{self.hidden_dim}")
+        H, dk = self.num_heads, self.head_dim
+        scale = dk ** -0.5  # folded into q and the key tables: every score term is scaled
+        # heads first, [H, B, N, ·]: the table products are then H plain matmuls over B·N rows
+        qkv = self.qkv(x).view(B, N, 3, H, dk).permute(2, 3, 0, 1, 4)  # [3, H, B, N, dk]
+        q, k, v = qkv[0] * scale, qkv[1], qkv[2]
+        relations = [(ids, tq, None if tk is None else tk * scale, tv)
+                     for ids, tq, tk, tv in self._relations(topology, edge, encodings)]
+        if mask is not None and mask.shape != (B, N):
+            raise ValueError(f"mask must be [B, N] = {(B, N)}, got {tuple(mask.shape)}")
+        if self.attention_impl == "materialized":
+            return self._materialized(q, k, v, relations, mask, need_weights)
+        scores = q @ k.transpose(-1, -2)  # [H, B, N, N]
+        rows = torch.arange(N, device=x.device)
+        bin_index = []
+        for ids, tq, tk, tv in relations:
+            T = (tq if tq is not None else tk if tk is not None else tv).size(0)
+            # flat indices into a [B, N·T] per-node table: row i (query) or row j (key)
+            flat_q = (rows.view(1, N, 1) * T + ids).view(1, B, N * N).expand(H, B, N * N)
+            if tq is not None:  # q_i · T_{id(i,j)}: [H, B, N, T], gathered at (i, id(i, j))
+                qt = (q.reshape(H, B * N, dk) @ _heads(tq, H).transpose(1, 2)).view(H, B, N * T)
+                scores = scores + torch.gather(qt, 2, flat_q).view(H, B, N, N)
+            if tk is not None:  # k_j · T_{id(i,j)}: gathered at (j, id(i, j))
+                flat_k = (rows.view(1, 1, N) * T + ids).view(1, B, N * N).expand(H, B, N * N)
+                kt = (k.reshape(H, B * N, dk) @ _heads(tk, H).transpose(1, 2)).view(H, B, N * T)
+                scores = scores + torch.gather(kt, 2, flat_k).view(H, B, N, N)
+            bin_index.append((flat_q, T))
+        if mask is not None:
+            scores = scores.masked_fill(~mask.view(1, B, 1, N), float("-inf"))
+        attn = torch.softmax(scores, dim=-1)
+        a, drop_scale = self._dropout(attn)
+        z = a @ v  # [H, B, N, dk]
+        for (ids, _, _, tv), (flat_q, T) in zip(relations, bin_index):
+            if tv is None:
+                continue
+            # attention mass per relation type: bins[h,b,i,t] = Σ_j â_ij [id(i, j) = t]
+            bins = a.new_zeros(H, B, N * T).scatter_add_(2, flat_q, a.reshape(H, B, N * N))
+            z = z + (bins.view(H, B * N, T) @ _heads(tv, H)).view(H, B, N, dk)
+        return self._finish(z, attn, drop_scale, need_weights)
+
+    def _dropout(self, attn: Tensor) -> tuple[Tensor, float | None]:
+        if self.training and self.attention_dropout > 0:
+            keep, scale = attention_dropout_mask(attn.shape, self.attention_dropout, attn.device)
+            return attn * keep, scale  # z is linear in â: the 1 / (1 - p) scale goes on z
+        return attn, None
+
+    def _finish(self, z: Tensor, attn: Tensor, drop_scale: float | None, need_weights: bool):
+        H, B, N, dk = z.shape
+        if drop_scale is not None:
+            z = z * drop_scale
+        out = self.out(z.permute(1, 2, 0, 3).reshape(B, N, H * dk))
+        return (out, attn.transpose(0, 1)) if need_weights else out
+
+    def _materialized(self, q, k, v, relations, mask, need_weights):
+        """The naive form: tables gathered into ``[B, N, N, H, d_k]`` pair tensors."""
+        H, B, N, dk = q.shape
+        scores = q @ k.transpose(-1, -2)
+        for ids, tq, tk, _ in relations:
+            if tq is not None:
+                scores = scores + torch.einsum("hbid,bijhd->hbij", q, tq[ids].view(B, N, N, H, dk))
+            if tk is not None:
+                scores = scores + torch.einsum("hbjd,bijhd->hbij", k, tk[ids].view(B, N, N, H, dk))
+        if mask is not None:
+            scores = scores.masked_fill(~mask.view(1, B, 1, N), float("-inf"))
+        attn = torch.softmax(scores, dim=-1)
+        a, drop_scale = self._dropout(attn)
+        z = a @ v
+        for ids, _, _, tv in relations:
+            if tv is not None:
+                z = z + torch.einsum("hbij,bijhd->hbid", a, tv[ids].view(B, N, N, H, dk))
+        return self._finish(z, attn, drop_scale, need_weights)
+
+
+class GRPELayer(nn.Module):
+    """A GRPE transformer block (pre-LayerNorm, as the official implementation):
+
+    ``x = x + Dropout(GRPEAttention(LN(x)))``; ``x = x + Dropout(FFN(LN(x)))`` with
+    ``FFN = Linear(d, ffn_dim) → GELU → Linear(ffn_dim, d)``.
+
+    Args:
+        hidden_dim, num_heads, attention_dropout, topology_attention, edge_attention,
+        graph_encoded_value, attention_impl: see :class:`GRPEAttention`.
+        ffn_dim: FFN width (Table 1: equal to ``hidden_dim``).
+        dropout: on the attention and FFN outputs.
+
+    Forward: as :class:`GRPEAttention` (``x [B, N, d]`` → ``[B, N, d]``).
+    """
+
+    def __init__(self, hidden_dim: int, num_heads: int, ffn_dim: int | None = None,
+                 dropout: float = 0.0, attention_dropout: float = 0.0,
+                 topology_attention: bool = True, edge_attention: bool = True,
+                 graph_encoded_value: bool = True, attention_impl: str = "gather") -> None:
+        super().__init__()
+        ffn_dim = ffn_dim or hidden_dim
+        self.attn_norm = nn.LayerNorm(hidden_dim)
+        self.attn = GRPEAttention(hidden_dim, num_heads, attention_dropout, topology_attention,
+                                  edge_attention, graph_encoded_value, attention_impl)
+        self.ffn_norm = nn.LayerNorm(hidden_dim)
+        self.ffn = nn.Sequential(nn.Linear(hidden_dim, ffn_dim), nn.GELU(),
+                                 nn.Linear(ffn_dim, hidden_dim))
+        self.dropout = ByteDropout(dropout)
+
+    def reset_parameters(self) -> None:
+        self.attn_norm.reset_parameters()
+        self.attn.reset_parameters()
+        self.ffn_norm.reset_parameters()
+        for m in self.ffn:
+            if hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+
+    def forward(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
+                mask: Tensor | None = None, need_weights: bool = False):
+        y = self.attn(self.attn_norm(x), topology, edge, encodings, mask, need_weights)
+        if need_weights:
+            y, w = y
+        x = x + self.dropout(y)
+        x = x + self.dropout(self.ffn(self.ffn_norm(x)))
+        return (x, w) if need_weights else x

@@ -145,3 +145,16 @@ def test_params_reports_counts_and_budgets(tmp_path, capsys):
     assert main(["params", str(repo / "configs/cluster/gt.yaml"),
                  "--set", "model.hidden_dim=32", "model.num_heads=4"]) == 1
     assert "OUTSIDE 500,000" in capsys.readouterr().out
+
+
+def test_last_checkpoint_is_written_every_epoch(tmp_path):
+    """--resume continues from the last epoch, not from the last improvement: with a zero
+    learning rate the validation accuracy never improves after epoch 1, yet last.ckpt holds
+    epoch 3."""
+    out = tmp_path / "run"
+    assert main(["train", "--config", str(CONFIG), "--out", str(out),
+                 "--set", "trainer.max_epochs=3", "optim.lr=1e-30", "optim.scheduler=null",
+                 *FAST]) == 0
+    last = torch.load(out / "checkpoints/last.ckpt", weights_only=True)
+    best = torch.load(out / "checkpoints/best.ckpt", weights_only=True)
+    assert last["epoch"] == 2 and best["epoch"] == 0

@@ -196,9 +196,13 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
 
     monitor, mode = _monitor(spec)
     best_ckpt = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor=monitor, mode=mode,
-                                save_last=True, save_top_k=1, auto_insert_metric_name=False,
+                                save_top_k=1, auto_insert_metric_name=False,
                                 enable_version_counter=False)
-    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), best_ckpt]
+    # last.ckpt after every epoch: Lightning's save_last only writes it on epochs where the
+    # monitored checkpoint was saved, so --resume would restart from the last improvement
+    last_ckpt = ModelCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1,
+                                auto_insert_metric_name=False, enable_version_counter=False)
+    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), best_ckpt, last_ckpt]
     sched = config.optim.scheduler
     if isinstance(sched, PlateauConfig) and sched.stop_at_min_lr:
         callbacks.append(StopAtMinLR(sched.min_lr))

@@ -15,7 +15,7 @@ noise are those of ``configs/zinc/grpe_small.yaml`` unless ``--no-dropout``. Ste
 process's CPU time (``time.process_time``), which equals wall time for one thread on an idle
 machine and is robust to other jobs sharing the cores (the table states the load). Peak memory is the
 memory allocated during one training step above what was live before it (see
-``gt_zinc_speed.peak_step_memory_mib``).
+``graph_transformers.benchmarking.peak_step_memory_mib``).
 
 Usage:
     python benchmarks/grpe_zinc_speed.py --data-dir ../shared/data [--steps 10] [--threads 1] \\
@@ -34,7 +34,9 @@ import torch
 from torch_geometric.loader import DataLoader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gt_zinc_speed import peak_step_memory_mib, step  # noqa: E402
+from gt_zinc_speed import step  # noqa: E402
+
+from graph_transformers.benchmarking import peak_step_memory_mib  # noqa: E402
 
 import graph_transformers.nn.grpe as grpe_nn  # noqa: E402
 from graph_transformers.data.zinc import ZINC  # noqa: E402
@@ -109,7 +111,7 @@ def main() -> None:
     rate = {n: graphs / statistics.median(times[n]) for n in models}
     for n, m in models.items():
         mem = "-" if args.no_memory else \
-            f"{run(n, lambda: peak_step_memory_mib(m, opts[n], data[0])):.0f}"
+            f"{run(n, lambda: peak_step_memory_mib(lambda: step(m, opts[n], data[0]))):.0f}"
         ref = rate.get("grpe-materialized")
         lines.append(f"| {n} | {count_parameters(m):,} | {statistics.median(times[n]) * 1e3:.0f} "
                      f"| {rate[n]:.0f} | {mem} | "

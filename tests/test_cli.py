@@ -158,3 +158,8 @@ def test_last_checkpoint_is_written_every_epoch(tmp_path):
     last = torch.load(out / "checkpoints/last.ckpt", weights_only=True)
     best = torch.load(out / "checkpoints/best.ckpt", weights_only=True)
     assert last["epoch"] == 2 and best["epoch"] == 0
+    # metrics.json reports the best-validation epoch and, separately, the final epoch (the GT
+    # benchmark's protocol reports the last one)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["best_epoch"] == 1 and metrics["last"]["epoch"] == 3
+    assert set(metrics["last"]) == {"epoch", "train", "val", "test"}

@@ -115,3 +115,21 @@ def test_sbm_configs_match_paper_parameter_counts(path, expected):
     from graph_transformers.training.runner import make_model
     cfg = load_config(REPO / path)
     assert count_parameters(make_model(cfg, get_spec(cfg.data.name))) == expected  # Table 1
+
+
+@pytest.mark.parametrize("stop", [True, False])
+def test_plateau_floors_the_lr_unless_it_stops_there(stop):
+    # official EGT: max(lr · factor, min_lr) and training goes on; GT: the LR falls below min_lr
+    # and the run stops (StopAtMinLR)
+    import torch
+
+    from graph_transformers.data.registry import DATASETS
+    from graph_transformers.training.module import GraphTaskModule
+    cfg = build_config({"model": {"name": "gt", "pe": None}, "optim": {"lr": 1e-3, "scheduler": {
+        "name": "plateau", "factor": 0.5, "patience": 0, "min_lr": 1e-4, "stop_at_min_lr": stop}}})
+    module = GraphTaskModule(torch.nn.Linear(2, 2), DATASETS["csl"], cfg.optim)
+    sched = module.configure_optimizers()["lr_scheduler"]["scheduler"]
+    for _ in range(20):
+        sched.step(1.0)
+    lr = sched.optimizer.param_groups[0]["lr"]
+    assert (lr < 1e-4) if stop else lr == pytest.approx(1e-4)

@@ -261,13 +261,25 @@ def test_distance_objective_uses_hops_up_to_nu():
     assert model.structure == "adjacency"  # §3.3: forced
     out = model(data)
     assert isinstance(out, ModelOutput) and out.aux_loss.ndim == 0
-    # the weighted loss equals κ × CE over pairs at ≤ ν hops, computed by hand
+    # the weighted loss equals κ × (mean over graphs of the CE summed over the graph's pairs at
+    # ≤ ν hops), the official reduction, computed by hand graph by graph and pair by pair
     h, e, dense, _ = model.encode(data)
     d = dense.shortest_paths()
     valid = (d >= 0) & (d <= 2)
-    logits = model.distance_head(e[valid])
-    ref = 0.5 * F.cross_entropy(logits, d[valid])
+    per_graph = []
+    for b in range(2):
+        total = torch.zeros((), dtype=e.dtype)
+        for i in range(d.size(1)):
+            for j in range(d.size(2)):
+                if valid[b, i, j]:
+                    logp = torch.log_softmax(model.distance_head(e[b, i, j]), -1)
+                    total = total - logp[d[b, i, j]]
+        per_graph.append(total)
+    ref = 0.5 * torch.stack(per_graph).mean()
     torch.testing.assert_close(out.aux_loss, ref)
+    # regression: a mean over pairs (the old reduction) is ≈ (pairs per graph) times weaker
+    pair_mean = 0.5 * F.cross_entropy(model.distance_head(e[valid]), d[valid])
+    assert out.aux_loss > 10 * pair_mean
     assert int(valid[0].sum()) == 9 + 2 * 8 + 2 * 7  # path: 0, 1 and 2 hops
     with pytest.raises(ValueError, match="Simple"):
         _model("simple", distance_objective=True)
@@ -327,6 +339,26 @@ def test_svd_pe_reconstructs_adjacency_at_full_rank():
     flipped = random_svd_sign_flip(pe, generator=torch.Generator().manual_seed(1))
     assert not torch.equal(flipped, pe)
     torch.testing.assert_close(flipped[:, :8] @ flipped[:, 8:].T, a, atol=1e-5, rtol=0)
+
+
+def test_svd_sign_flips_are_drawn_per_graph_by_default():
+    # the official code flips each (u, v) pair independently for every graph of a batch
+    from graph_transformers.training.config import EGTModelConfig
+    assert EGTModelConfig().sign_flip == "graph"
+    assert _model().sign_flip == "graph"
+    gen = torch.Generator().manual_seed(0)
+    graphs = [_graph(8, gen) for _ in range(16)]
+    pes = [svd_pe(g.edge_index, 8, r=8).double() for g in graphs]
+    pe, batch = torch.cat(pes), torch.arange(16).repeat_interleave(8)
+    flipped = random_svd_sign_flip(pe, batch, per_graph=True,
+                                   generator=torch.Generator().manual_seed(3))
+    # the sign each graph got for each column: not one pattern for the whole batch
+    ratio = torch.stack([(flipped[batch == b] * pes[b]).sum(0).sign() for b in range(16)])
+    assert not torch.all(ratio == ratio[0])
+    for b in range(16):  # each graph's Û V̂ᵀ is unchanged
+        f = flipped[batch == b]
+        torch.testing.assert_close(f[:, :8] @ f[:, 8:].T, pes[b][:, :8] @ pes[b][:, 8:].T)
+        torch.testing.assert_close(ratio[b, :8], ratio[b, 8:])  # u_k and v_k flip together
 
 
 def test_svd_pe_pads_small_graphs_and_checks_rank():

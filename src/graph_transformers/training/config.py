@@ -73,7 +73,7 @@ class EGTModelConfig(_Section):
     structure: Literal["adjacency", "distance"] = "adjacency"
     max_hops: PositiveInt = 16
     pe: Literal["svd", "lap"] | None = None
-    sign_flip: Literal["batch", "graph", "none"] = "batch"
+    sign_flip: Literal["batch", "graph", "none"] = "graph"  # per graph, as the official code
     num_virtual_nodes: Annotated[int, Field(ge=0)] = 0
     distance_objective: bool = False
     distance_hops: PositiveInt = 3
@@ -332,8 +332,12 @@ class EncodingsConfig(_Section):
 
 
 class PlateauConfig(_Section):
-    """``ReduceLROnPlateau`` on the validation loss; training stops once the LR falls below
-    ``min_lr`` (the GT/benchmarking-GNNs protocol)."""
+    """``ReduceLROnPlateau`` on the validation loss.
+
+    With ``stop_at_min_lr`` (default), training stops once the LR falls below ``min_lr`` (the
+    GT/benchmarking-GNNs protocol); otherwise the LR is floored at ``min_lr``
+    (``max(lr · factor, min_lr)``) and training goes on to ``trainer.max_epochs`` (the official
+    EGT protocol)."""
 
     name: Literal["plateau"] = "plateau"
     factor: Annotated[float, Field(gt=0, lt=1)] = 0.5

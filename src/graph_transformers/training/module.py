@@ -78,8 +78,10 @@ class GraphTaskModule(L.LightningModule):
         if sched is None:
             return opt
         if isinstance(sched, PlateauConfig):
+            # stopping below min_lr needs the LR to get there; otherwise min_lr is a floor
+            floor_lr = 0.0 if sched.stop_at_min_lr else sched.min_lr
             plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(
-                opt, mode="min", factor=sched.factor, patience=sched.patience)
+                opt, mode="min", factor=sched.factor, patience=sched.patience, min_lr=floor_lr)
             return {"optimizer": opt, "lr_scheduler": {"scheduler": plateau, "monitor": "val/loss",
                                                        "interval": "epoch"}}
         assert isinstance(sched, (CosineConfig, LinearConfig))

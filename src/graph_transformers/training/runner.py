@@ -223,19 +223,33 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     best = Path(best_ckpt.best_model_path) if best_ckpt.best_model_path else last
     return finish_run(config, spec, module.model, splits, out, best,
                       epochs=trainer.current_epoch, wall_time_s=elapsed,
-                      num_params=num_params, provenance=provenance)
+                      num_params=num_params, provenance=provenance, last_checkpoint=last)
+
+
+def _evaluate_checkpoint(config: Config, spec: DatasetSpec, model: torch.nn.Module,
+                         splits: dict, checkpoint: Path) -> tuple[int, dict[str, dict]]:
+    """Loads ``checkpoint`` into ``model`` and evaluates every split: (1-based epoch, results)."""
+    state = load_checkpoint(checkpoint)
+    model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
+                           if k.startswith("model.")})
+    epoch = int(state.get("epoch", -1)) + 1
+    return epoch, {s: evaluate(model, spec, _eval_loader(config, ds, s))
+                   for s, ds in splits.items()}
 
 
 def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits: dict,
                out: Path, checkpoint: Path, epochs: int, wall_time_s: float, num_params: int,
-               provenance: dict) -> dict[str, Any]:
-    """Loads ``checkpoint`` into ``model``, evaluates every split and writes ``metrics.json``
-    (keys of ``shared/ARCHITECTURE.md``; test is taken at the checkpoint's epoch)."""
-    state = load_checkpoint(checkpoint)
-    model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
-                           if k.startswith("model.")})
-    best_epoch = int(state.get("epoch", -1)) + 1
-    results = {s: evaluate(model, spec, _eval_loader(config, ds, s)) for s, ds in splits.items()}
+               provenance: dict, last_checkpoint: Path | None = None) -> dict[str, Any]:
+    """Evaluates every split at ``checkpoint`` (the best-validation epoch) and writes
+    ``metrics.json`` (keys of ``shared/ARCHITECTURE.md``; ``train``/``val``/``test`` are taken
+    at that epoch). With ``last_checkpoint``, the splits are also evaluated at the final epoch
+    under ``"last": {"epoch", "train", "val", "test"}``: the GT benchmark reports that one."""
+    last = None
+    if last_checkpoint is not None and Path(last_checkpoint).is_file():
+        last_epoch, last_results = _evaluate_checkpoint(config, spec, model, splits,
+                                                        Path(last_checkpoint))
+        last = {"epoch": last_epoch, **last_results}
+    best_epoch, results = _evaluate_checkpoint(config, spec, model, splits, checkpoint)
     metrics = {
         "model": config.model.name,
         "dataset": spec.name,
@@ -252,6 +266,8 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
         "metric": spec.metric,
         **{s: r for s, r in results.items()},
     }
+    if last is not None:
+        metrics["last"] = last
     write_json(out / "metrics.json", metrics)
     log.info("best epoch %d: %s", best_epoch,
              ", ".join(f"{s} {spec.metric} {results[s][spec.metric]:.4f}" for s in results))
@@ -281,7 +297,8 @@ def finalize_interrupted(run_dir: str | Path) -> dict[str, Any]:
     model = make_model(config, spec, splits["train"])
     return finish_run(config, spec, model, splits, run, best, epochs=len(rows),
                       wall_time_s=float(rows[-1]["elapsed_s"]) if rows else 0.0,
-                      num_params=count_parameters(model), provenance=provenance)
+                      num_params=count_parameters(model), provenance=provenance,
+                      last_checkpoint=run / "checkpoints" / "last.ckpt")
 
 
 def _eval_loader(config: Config, dataset, split: str):

@@ -80,6 +80,22 @@ def _parser() -> argparse.ArgumentParser:
                    help="write metrics.json from the best checkpoint (for a run that was "
                         "stopped before it finished; --resume can still continue it)")
 
+    tb = sub.add_parser(
+        "table", help="the reproduction table: committed runs against the papers' numbers",
+        description="Read every run under RESULTS_DIR (metrics.json; seeds in seed_<s>/), match "
+                    "it with the reference of its config (its own, else the config under "
+                    "--configs with the same name) and write <--out>.json and <--out>.md with "
+                    "paper value, our mean ± s.d., epochs, schedule, provenance and a verdict.",
+        epilog="Example:\n  graph-transformers table results/ --readme README.md",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    tb.add_argument("results_dir", type=Path)
+    tb.add_argument("--configs", type=Path, default=Path("configs"),
+                    help="config directory holding the references (default configs/)")
+    tb.add_argument("--out", type=Path, default=None,
+                    help="output stem (default RESULTS_DIR/reproduction)")
+    tb.add_argument("--readme", type=Path, default=None,
+                    help="also rewrite the reproduction section of this README")
+
     a = sub.add_parser(
         "analyze", help="attention maps and attention-by-hop plots of a trained run",
         description="For a trained attention model (GT, EGT, GRPE, Graphormer, GPS with full "
@@ -197,6 +213,22 @@ def _benchmark(args: argparse.Namespace) -> int:
     return 0
 
 
+def _table(args: argparse.Namespace) -> int:
+    from .training.reproduction import markdown, write_table
+    if not args.results_dir.is_dir():
+        raise FileNotFoundError(f"no results directory {args.results_dir}")
+    configs = args.configs if args.configs.is_dir() else None
+    if configs is None:
+        logging.getLogger("graph_transformers").warning(
+            "no config directory %s: only runs whose own config has a reference are listed",
+            args.configs)
+    out = args.out or args.results_dir / "reproduction"
+    rows = write_table(args.results_dir, configs, out, readme=args.readme)
+    print(markdown(rows))
+    print(f"{len(rows)} rows written to {out}.json and {out}.md")
+    return 0
+
+
 def _params(args: argparse.Namespace) -> int:
     from .data.registry import resolve_spec
     from .models import count_parameters
@@ -271,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
             return _benchmark(args)
         if args.command == "params":
             return _params(args)
+        if args.command == "table":
+            return _table(args)
         if args.command == "analyze":
             return _analyze(args)
     except (ConfigError, RunError, DataNotFoundError, ValueError, TypeError,

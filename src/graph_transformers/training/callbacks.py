@@ -16,11 +16,14 @@ class StopAtMinLR(L.Callback):
 
     def __init__(self, min_lr: float) -> None:
         self.min_lr = min_lr
+        #: whether this rule ended the run
+        self.stopped = False
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         lr = trainer.optimizers[0].param_groups[0]["lr"]
         if lr < self.min_lr:
             trainer.should_stop = True
+            self.stopped = True
 
 
 class EpochLog(Checkpoint):

@@ -393,6 +393,27 @@ class TrainerConfig(_Section):
     limit_train_batches: int | float | None = None
 
 
+class ReferenceConfig(_Section):
+    """The published number a config reproduces; ``graph-transformers table`` compares runs
+    against it.
+
+    ``value`` and ``std`` are in the paper's units: percent for accuracy-type metrics (73.169),
+    the raw value otherwise (MAE 0.226). ``source`` names paper, table and row. ``epoch`` says which
+    epoch the paper's protocol reports: ``best`` (the best-validation checkpoint) or ``last`` (the
+    final epoch, as the GT benchmark code). ``epochs`` is the paper's training length in epochs (its
+    reported mean, or its fixed budget), used for the fraction of the budget a run covered.
+    """
+
+    source: str
+    value: float
+    std: Annotated[float, Field(ge=0)] | None = None
+    #: metric name of our ``metrics.json`` (default: the dataset's main metric)
+    metric: str | None = None
+    epoch: Literal["best", "last"] = "best"
+    epochs: Annotated[float, Field(gt=0)] | None = None
+    seeds: PositiveInt | None = None
+
+
 class Config(_Section):
     """A whole run."""
 
@@ -405,6 +426,8 @@ class Config(_Section):
     seed: int = 0
     #: the papers' parameter budget (e.g. 100000 or 500000); runs refuse a model outside ±10%
     param_budget: PositiveInt | None = None
+    #: the published result this config reproduces (see :class:`ReferenceConfig`)
+    reference: ReferenceConfig | None = None
 
     @field_validator("model", mode="before")
     @classmethod
@@ -514,7 +537,7 @@ def load_yaml(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict:
 
     A top-level ``base: other.yaml`` (relative to the file) names a config this one extends: the
     base is loaded first and this file's keys are merged over it, so a paper's variants state only
-    what differs.
+    what differs. The base's ``reference`` is not inherited: a variant is a different paper row.
 
     Raises:
         ConfigError: for a missing file, a file that is not a mapping, or a ``base`` cycle.
@@ -530,7 +553,9 @@ def load_yaml(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict:
         raise ConfigError(f"{path}: a config must be a YAML mapping, got {type(raw).__name__}")
     base = raw.pop("base", None)
     if base is not None:
-        raw = deep_merge(load_yaml(path.parent / base, _seen + (path,)), raw)
+        inherited = load_yaml(path.parent / base, _seen + (path,))
+        inherited.pop("reference", None)
+        raw = deep_merge(inherited, raw)
     return raw
 
 

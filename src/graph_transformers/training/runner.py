@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import platform
 import statistics
 import time
 from pathlib import Path
@@ -204,8 +205,10 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
                                 auto_insert_metric_name=False, enable_version_counter=False)
     callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), best_ckpt, last_ckpt]
     sched = config.optim.scheduler
+    stop_rule = None
     if isinstance(sched, PlateauConfig) and sched.stop_at_min_lr:
-        callbacks.append(StopAtMinLR(sched.min_lr))
+        stop_rule = StopAtMinLR(sched.min_lr)
+        callbacks.append(stop_rule)
     if config.trainer.enable_progress_bar:
         callbacks.append(TQDMProgressBar(refresh_rate=max(1, len(loaders["train"]) // 20)))
     tkw = config.trainer.model_dump()
@@ -221,9 +224,18 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
 
     elapsed = callbacks[0].elapsed or fit_time  # EpochLog: training time over all segments
     best = Path(best_ckpt.best_model_path) if best_ckpt.best_model_path else last
+    if trainer.interrupted:
+        stopped_by = "interrupted"
+    elif stop_rule is not None and stop_rule.stopped:
+        stopped_by = "min_lr"
+    elif trainer.current_epoch >= config.trainer.max_epochs:
+        stopped_by = "max_epochs"
+    else:
+        stopped_by = "max_time"
     return finish_run(config, spec, module.model, splits, out, best,
                       epochs=trainer.current_epoch, wall_time_s=elapsed,
-                      num_params=num_params, provenance=provenance, last_checkpoint=last)
+                      num_params=num_params, provenance=provenance, last_checkpoint=last,
+                      stopped_by=stopped_by)
 
 
 def _evaluate_checkpoint(config: Config, spec: DatasetSpec, model: torch.nn.Module,
@@ -239,11 +251,14 @@ def _evaluate_checkpoint(config: Config, spec: DatasetSpec, model: torch.nn.Modu
 
 def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits: dict,
                out: Path, checkpoint: Path, epochs: int, wall_time_s: float, num_params: int,
-               provenance: dict, last_checkpoint: Path | None = None) -> dict[str, Any]:
+               provenance: dict, last_checkpoint: Path | None = None,
+               stopped_by: str = "interrupted") -> dict[str, Any]:
     """Evaluates every split at ``checkpoint`` (the best-validation epoch) and writes
     ``metrics.json`` (keys of ``shared/ARCHITECTURE.md``; ``train``/``val``/``test`` are taken
     at that epoch). With ``last_checkpoint``, the splits are also evaluated at the final epoch
-    under ``"last": {"epoch", "train", "val", "test"}``: the GT benchmark reports that one."""
+    under ``"last": {"epoch", "train", "val", "test"}``: the GT benchmark reports that one.
+    ``stopped_by`` records what ended training: ``min_lr`` or ``max_epochs`` (the schedule ran to
+    its end), ``max_time`` or ``interrupted`` (it did not)."""
     last = None
     if last_checkpoint is not None and Path(last_checkpoint).is_file():
         last_epoch, last_results = _evaluate_checkpoint(config, spec, model, splits,
@@ -262,6 +277,8 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
         "wall_time_s": round(wall_time_s, 2),
         "epoch_time_s": round(wall_time_s / max(epochs, 1), 3),
         "seed": config.seed,
+        "stopped_by": stopped_by,
+        "device": device_name(),
         "provenance": provenance,
         "metric": spec.metric,
         **{s: r for s, r in results.items()},
@@ -299,6 +316,14 @@ def finalize_interrupted(run_dir: str | Path) -> dict[str, Any]:
                       wall_time_s=float(rows[-1]["elapsed_s"]) if rows else 0.0,
                       num_params=count_parameters(model), provenance=provenance,
                       last_checkpoint=run / "checkpoints" / "last.ckpt")
+
+
+def device_name() -> str:
+    """What trained the run, for results tables: the CUDA device's name, else the CPU with its
+    thread count."""
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name()
+    return f"CPU ({platform.machine()}, {torch.get_num_threads()} threads)"
 
 
 def _eval_loader(config: Config, dataset, split: str):

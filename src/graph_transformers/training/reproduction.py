@@ -1,0 +1,290 @@
+"""The reproduction table: committed runs against the papers' numbers.
+
+``graph-transformers table results/`` reads every run under a results directory (a directory
+holding ``metrics.json``; seeds of one config in ``<run>/seed_<s>/``), finds the published number
+each run reproduces (the ``reference`` section of its config, else of the config under
+``configs/`` with the same ``name``) and writes one row per run with a verdict:
+
+- ``budget not run``: some seed stopped before its schedule's end (``stopped_by`` ``max_time`` or
+  ``interrupted``), or a fixed-length schedule was shorter than the paper's (``reference.epochs``);
+  the row gives the fraction of the paper's epochs that ran;
+- ``within 2σ``: the schedule ran to its end and ``|ours − paper| ≤ 2 · paper s.d.``;
+- ``outside``: the schedule ran to its end and the mean is farther than that (``direction`` says
+  ``better`` or ``worse``);
+- ``no paper s.d.``: the paper gives no spread to compare with.
+
+Nothing in the table is typed by hand: it is rebuilt from the files, and the README's results
+section is that table (:func:`update_readme`).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError, atomic_write_text, build_config, load_yaml
+from .tables import PERCENT_METRICS
+
+README_START = "<!-- reproduction table: written by `graph-transformers table results/`; do not edit -->"
+README_END = "<!-- end of reproduction table -->"
+COMPLETE = ("min_lr", "max_epochs")
+
+
+def find_runs(root: str | Path) -> dict[Path, list[dict[str, Any]]]:
+    """Runs under ``root``: ``{run directory: [metrics.json of each seed]}``, seeds ordered.
+
+    A directory named ``seed_<s>`` belongs to its parent's run; any other directory holding a
+    ``metrics.json`` is a run of its own. Each metrics dict gets ``"_dir"``, its directory."""
+    groups: dict[Path, list[dict[str, Any]]] = {}
+    for path in sorted(Path(root).rglob("metrics.json")):
+        run_dir = path.parent
+        group = run_dir.parent if re.fullmatch(r"seed_\d+", run_dir.name) else run_dir
+        metrics = json.loads(path.read_text())
+        metrics["_dir"] = run_dir
+        groups.setdefault(group, []).append(metrics)
+    return groups
+
+
+def config_references(config_dir: str | Path
+                      ) -> dict[str, tuple[Path, dict[str, Any] | None, dict[str, Any]]]:
+    """``{config name: (path, reference or None, resolved config)}`` for every YAML config under
+    ``config_dir``.
+
+    Raises:
+        ConfigError: when two configs share a name (the table could not tell them apart).
+    """
+    found: dict[str, tuple[Path, dict[str, Any] | None, dict[str, Any]]] = {}
+    for path in sorted(Path(config_dir).rglob("*.yaml")):
+        config = build_config(load_yaml(path))
+        name = config.name or path.stem
+        if name in found:
+            raise ConfigError(f"configs {found[name][0]} and {path} share the name {name!r}")
+        ref = config.reference.model_dump() if config.reference is not None else None
+        found[name] = (path, ref, config.to_dict())
+    return found
+
+
+_WHERE_KEYS = ("data_dir", "cache_dir", "num_workers")
+
+
+def _config_changed(run_config: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Whether the run's resolved config differs from today's config in what it trains (model,
+    data, encodings); where data is read from does not count."""
+    try:
+        run = build_config(run_config).to_dict()
+    except ConfigError:
+        return True  # a key that no longer exists
+    for section in ("model", "data", "encodings"):
+        a, b = dict(run.get(section) or {}), dict(current.get(section) or {})
+        if section == "data":
+            for key in _WHERE_KEYS:
+                a.pop(key, None), b.pop(key, None)
+        if a != b:
+            return True
+    return False
+
+
+def stopped_by(metrics: dict[str, Any]) -> str:
+    """What ended a run: ``metrics["stopped_by"]`` when recorded, else inferred from its config
+    and ``epochs.csv`` (runs written before the key existed): ``min_lr`` when the plateau
+    schedule's LR fell below its floor, ``max_epochs`` when the epoch budget was used, else
+    ``max_time``."""
+    if "stopped_by" in metrics:
+        return metrics["stopped_by"]
+    config = metrics.get("config", {})
+    sched = (config.get("optim") or {}).get("scheduler") or {}
+    max_epochs = (config.get("trainer") or {}).get("max_epochs", 1000)
+    if metrics.get("epochs", 0) >= max_epochs:
+        return "max_epochs"
+    log = Path(metrics["_dir"]) / "epochs.csv" if "_dir" in metrics else None
+    if (sched.get("name") == "plateau" and sched.get("stop_at_min_lr", True) and log
+            and log.is_file()):
+        with open(log, newline="") as f:
+            rows = list(csv.DictReader(f))
+        if rows and float(rows[-1]["lr"]) < float(sched.get("min_lr", 0.0)):
+            return "min_lr"
+    return "max_time"
+
+
+def _test_value(metrics: dict[str, Any], metric: str, epoch: str) -> tuple[float, str]:
+    """The test metric at the paper's epoch (``best`` / ``last``) and which epoch it is."""
+    if epoch == "last" and "last" in metrics:
+        return float(metrics["last"]["test"][metric]), "last"
+    if epoch == "last":
+        return float(metrics["test"][metric]), "best (last epoch not recorded)"
+    return float(metrics["test"][metric]), "best"
+
+
+def _provenance(metrics: dict[str, Any]) -> str:
+    how: dict[str, list[str]] = {}
+    for split, what in (metrics.get("provenance") or {}).items():
+        how.setdefault(str(what), []).append(split)
+    if not how:
+        return "exact"
+    return "; ".join(f"{', '.join(splits)}: {what}" for what, splits in how.items())
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), (statistics.pstdev(values) if len(values) > 1 else 0.0)
+
+
+def verdict(ours_mean: float, paper: dict[str, Any], complete: bool,
+            higher_is_better: bool) -> tuple[str, str | None]:
+    """``(verdict, direction)`` of one row (see the module docstring)."""
+    direction = None
+    if ours_mean != paper["value"]:
+        better = (ours_mean > paper["value"]) == higher_is_better
+        direction = "better" if better else "worse"
+    if not complete:
+        return "budget not run", direction
+    if paper.get("std") is None:
+        return "no paper s.d.", direction
+    if abs(ours_mean - paper["value"]) <= 2 * paper["std"] + 1e-12:
+        return "within 2σ", direction
+    return "outside", direction
+
+
+def build_rows(results_dir: str | Path, config_dir: str | Path | None = None,
+               relative_to: str | Path | None = None) -> list[dict[str, Any]]:
+    """One row per run under ``results_dir`` that has a reference (keys in
+    ``docs/reproduction.md``); runs without one are skipped. Paths are written relative to
+    ``relative_to`` (default: the current directory)."""
+    base = Path(relative_to) if relative_to is not None else Path.cwd()
+    refs = config_references(config_dir) if config_dir is not None else {}
+    rows = []
+    for run_dir, seeds in find_runs(results_dir).items():
+        first = seeds[0]
+        config = first.get("config", {})
+        name = first.get("name") or config.get("name") or run_dir.name
+        config_path, ref, current = refs.get(name, (None, None, None))
+        ref = config.get("reference") or ref
+        changed = current is not None and _config_changed(config, current)
+        if ref is None:
+            continue
+        metric = ref.get("metric") or first["metric"]
+        scale = 100.0 if metric in PERCENT_METRICS else 1.0
+        picked = [_test_value(m, metric, ref.get("epoch", "best")) for m in seeds]
+        values = [v * scale for v, _ in picked]
+        mean, std = _mean_std(values)
+        val_mean, _ = _mean_std([float(m["val"][metric]) * scale for m in seeds])
+        train_mean, _ = _mean_std([float(m["train"][metric]) * scale for m in seeds])
+        ends = [stopped_by(m) for m in seeds]
+        epochs = statistics.fmean(m["epochs"] for m in seeds)
+        complete = all(e in COMPLETE for e in ends)
+        sched = (config.get("optim") or {}).get("scheduler") or {}
+        open_ended = sched.get("name") == "plateau" and sched.get("stop_at_min_lr", True)
+        if not open_ended and ref.get("epochs") and epochs < ref["epochs"]:
+            complete = False  # a fixed budget shorter than the paper's (a compressed schedule)
+        paper = {"value": ref["value"], "std": ref.get("std"), "source": ref["source"],
+                 "epochs": ref.get("epochs"), "seeds": ref.get("seeds"),
+                 "epoch": ref.get("epoch", "best")}
+        higher = metric not in ("mae", "rmse", "loss")
+        result, direction = verdict(mean, paper, complete, higher)
+
+        def rel(p: Path) -> str:
+            try:
+                return str(Path(p).resolve().relative_to(base.resolve()))
+            except ValueError:
+                return str(p)
+
+        rows.append({
+            "model": first["model"],
+            "dataset": first["dataset"],
+            "config": rel(config_path) if config_path is not None else name,
+            "name": name,
+            "run": rel(run_dir),
+            "config_changed_since_run": changed,
+            "metric": metric,
+            "paper": paper,
+            "ours": {"mean": round(mean, 6), "std": round(std, 6), "seeds": len(seeds),
+                     "seed_ids": [m.get("seed") for m in seeds],
+                     "values": [round(v, 6) for v in values],
+                     "epoch_used": picked[0][1], "val_mean": round(val_mean, 6),
+                     "train_mean": round(train_mean, 6)},
+            "epochs": round(epochs, 2),
+            "schedule_complete": complete,
+            "stopped_by": ends,
+            "budget_fraction": (round(epochs / paper["epochs"], 3) if paper["epochs"] else None),
+            "num_params": first.get("num_params"),
+            "provenance": _provenance(first),
+            "device": first.get("device", "CPU"),
+            "wall_time_s": round(statistics.fmean(m.get("wall_time_s", 0.0) for m in seeds), 1),
+            "verdict": result,
+            "direction": direction,
+        })
+    rows.sort(key=lambda r: (r["dataset"], r["model"], r["config"]))
+    return rows
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The rows as a Markdown table (accuracy-type metrics in percent)."""
+    lines = ["| model | dataset | config | metric | test at | paper | ours | seeds | "
+             "epochs (paper) | schedule | #params | data | device | time | verdict |",
+             "|---|---|---|---|---|---:|---:|---:|---:|---|---:|---|---|---:|---|"]
+    for r in rows:
+        p, o, m = r["paper"], r["ours"], r["metric"]
+        paper = _num(p["value"]) + (f" ± {_num(p['std'])}" if p["std"] is not None else "")
+        ours = f"{_num(o['mean'])} ± {_num(o['std'])}"
+        epochs = f"{r['epochs']:g}" + (f" ({p['epochs']:g})" if p["epochs"] else "")
+        if r["schedule_complete"]:
+            schedule = "complete"
+        elif r["budget_fraction"] is not None:
+            schedule = f"stopped at {100 * r['budget_fraction']:.2g}% of paper's epochs"
+        else:
+            schedule = "stopped early"
+        verdict_text = r["verdict"] + (f" ({r['direction']})" if r["verdict"] == "outside" else "")
+        hours = r["wall_time_s"] / 3600
+        changed = " (run predates config change)" if r["config_changed_since_run"] else ""
+        lines.append(
+            f"| {r['model']} | {r['dataset']} | `{r['config']}`{changed} | {m} | "
+            f"{o['epoch_used']} | "
+            f"{paper} | {ours} | {o['seeds']} | {epochs} | {schedule} | "
+            f"{r['num_params']:,} | {r['provenance']} | {r['device']} | {hours:.2f} h | "
+            f"{verdict_text} |")
+    lines.append("")
+    lines.append("Sources of the paper values:")
+    lines.append("")
+    for r in rows:
+        lines.append(f"- `{r['config']}`: {r['paper']['source']}")
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(readme: str | Path, table: str) -> bool:
+    """Replaces the text between the README's reproduction markers with ``table``; returns
+    whether the file changed.
+
+    Raises:
+        ValueError: when the README lacks the markers.
+    """
+    path = Path(readme)
+    text = path.read_text()
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{path} has no reproduction-table markers ({README_START!r} ... "
+                         f"{README_END!r})")
+    new = text[:start + len(README_START)] + "\n" + table + text[end:]
+    if new != text:
+        atomic_write_text(path, new)
+    return new != text
+
+
+def write_table(results_dir: str | Path, config_dir: str | Path | None,
+                out_stem: str | Path, readme: str | Path | None = None,
+                relative_to: str | Path | None = None) -> list[dict[str, Any]]:
+    """Builds the rows and writes ``<out_stem>.json`` (``{"rows": [...]}``) and
+    ``<out_stem>.md``; with ``readme``, also its reproduction section."""
+    rows = build_rows(results_dir, config_dir, relative_to)
+    stem = Path(out_stem)
+    atomic_write_text(stem.with_suffix(".json"), json.dumps({"rows": rows}, indent=2) + "\n")
+    table = markdown(rows)
+    atomic_write_text(stem.with_suffix(".md"), "# Reproduction table\n\n" + table)
+    if readme is not None:
+        update_readme(readme, table)
+    return rows

@@ -73,3 +73,55 @@ def test_edge_task_outputs_and_f1():
     expected = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
     assert float(f1.compute()) == pytest.approx(expected)
     assert not math.isnan(float(task.loss(out, g)))
+
+
+def test_official_egt_sbm_loss_uses_global_class_weights():
+    """EGT's SBM loss: each node's cross-entropy weighted by (N - N_c) / Σ_k (N - N_k) from the
+    training split's class sizes, averaged over nodes (not normalized by the weights)."""
+    spec = _spec(level="node", out_dim=3, metric="weighted_accuracy", loss="weighted_ce")
+    counts = torch.tensor([70, 20, 10])
+    task = Task(spec, class_counts=counts)
+    out = torch.tensor([[2.0, 0.0, -1.0], [0.1, 0.2, 0.3], [1.0, 1.0, 1.0], [-1.0, 0.5, 2.0]])
+    y = torch.tensor([0, 1, 2, 2])
+    batch = Batch.from_data_list([Data(y=y, num_nodes=4)])
+    w = torch.tensor([30.0, 80.0, 90.0]) / 200.0  # N - N_c = 30, 80, 90
+    expected = sum(w[y[i]] * -torch.log_softmax(out[i], -1)[y[i]] for i in range(4)) / 4
+    assert task.loss(out, batch).item() == pytest.approx(expected.item(), rel=1e-6)
+    # the per-batch weights of the GT benchmark give another value on the same batch
+    assert Task(spec).loss(out, batch).item() != pytest.approx(expected.item(), rel=1e-3)
+    with pytest.raises(ValueError, match="class_counts has 2 entries for 3 classes"):
+        Task(spec, class_counts=torch.tensor([1, 2]))
+
+
+def test_weighted_accuracy_over_the_split_or_as_a_batch_mean():
+    """``split``: mean per-class accuracy over all nodes at once (official EGT); ``batch_mean``:
+    the same score per batch, averaged (benchmarking GNNs)."""
+    spec = _spec(level="node", out_dim=2, metric="weighted_accuracy", loss="weighted_ce")
+    # batch 1: class 0 right 2/2, class 1 right 0/1; batch 2: class 0 right 0/1, class 1 3/3
+    batches = [(torch.tensor([0, 0, 0]), torch.tensor([0, 0, 1])),
+               (torch.tensor([1, 1, 1, 1]), torch.tensor([0, 1, 1, 1]))]
+    results = {}
+    for mode in ("split", "batch_mean"):
+        metric = Task(spec, weighted_accuracy=mode).metrics()["weighted_accuracy"]
+        for pred, target in batches:
+            metric.update(torch.nn.functional.one_hot(pred, 2).float(), target)
+        results[mode] = metric.compute().item()
+    assert results["split"] == pytest.approx((2 / 3 + 3 / 4) / 2)
+    assert results["batch_mean"] == pytest.approx(((1 + 0) / 2 + (0 + 1) / 2) / 2)
+
+
+def test_runner_protocol_counts_training_classes_and_selects_by_loss():
+    from graph_transformers.training.config import build_config
+    from graph_transformers.training.runner import _monitor, make_task
+
+    spec = _spec(level="node", out_dim=2, metric="weighted_accuracy", loss="weighted_ce")
+    train = [Data(y=torch.tensor([0, 0, 1]), num_nodes=3), Data(y=torch.tensor([0]), num_nodes=1)]
+    official = build_config({"model": {"name": "gt", "pe": None},
+                             "protocol": {"class_weights": "global", "select_by": "loss",
+                                          "weighted_accuracy": "split"}})
+    task = make_task(official, spec, train)
+    assert task.class_counts.tolist() == [3, 1] and task.weighted_accuracy == "split"
+    assert _monitor(spec, official) == ("val/loss", "min")
+    default = build_config({"model": {"name": "gt", "pe": None}})
+    assert make_task(default, spec, train).class_counts is None
+    assert _monitor(spec, default) == ("val/weighted_accuracy", "max")

@@ -393,6 +393,25 @@ class TrainerConfig(_Section):
     limit_train_batches: int | float | None = None
 
 
+class ProtocolConfig(_Section):
+    """Evaluation details on which the papers' own code differ (defaults: the GT /
+    benchmarking-GNNs code).
+
+    - ``class_weights`` (SBM sets, ``weighted_ce`` loss): ``batch`` weighs class c by
+      ``(V - V_c) / V`` counted in each batch (benchmarking GNNs); ``global`` counts the training
+      split once and weighs each node's cross-entropy by ``(N - N_c) / Σ_k (N - N_k)``, averaged
+      over nodes (the official EGT code).
+    - ``weighted_accuracy``: ``batch_mean`` scores each evaluation batch and averages the scores
+      (benchmarking GNNs); ``split`` scores the whole split at once (the official EGT code).
+    - ``select_by``: the checkpoint kept as best, by the validation ``metric`` or the validation
+      ``loss`` (the official EGT code keeps the lowest validation weighted cross-entropy).
+    """
+
+    class_weights: Literal["batch", "global"] = "batch"
+    weighted_accuracy: Literal["batch_mean", "split"] = "batch_mean"
+    select_by: Literal["metric", "loss"] = "metric"
+
+
 class ReferenceConfig(_Section):
     """The published number a config reproduces; ``graph-transformers table`` compares runs
     against it.
@@ -426,6 +445,8 @@ class Config(_Section):
     seed: int = 0
     #: the papers' parameter budget (e.g. 100000 or 500000); runs refuse a model outside ±10%
     param_budget: PositiveInt | None = None
+    #: evaluation details of the paper's code (see :class:`ProtocolConfig`)
+    protocol: ProtocolConfig = Field(default_factory=ProtocolConfig)
     #: the published result this config reproduces (see :class:`ReferenceConfig`)
     reference: ReferenceConfig | None = None
 

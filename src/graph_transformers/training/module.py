@@ -25,13 +25,15 @@ class GraphTaskModule(L.LightningModule):
     """Trains ``model`` on the task a :class:`DatasetSpec` describes.
 
     Logs ``train/loss`` and ``val/loss`` plus ``{train,val}/<metric>`` each epoch; the learning
-    rate as ``lr``.
+    rate as ``lr``. ``task`` overrides the default :class:`Task` of ``spec`` (global class
+    weights, split-level weighted accuracy).
     """
 
-    def __init__(self, model: nn.Module, spec: DatasetSpec, optim: OptimConfig) -> None:
+    def __init__(self, model: nn.Module, spec: DatasetSpec, optim: OptimConfig,
+                 task: Task | None = None) -> None:
         super().__init__()
         self.model = model
-        self.task = Task(spec)
+        self.task = task if task is not None else Task(spec)
         self.optim = optim
         self.train_metrics = self.task.metrics().clone(prefix="train/")
         self.val_metrics = self.task.metrics().clone(prefix="val/")
@@ -112,13 +114,14 @@ class GraphTaskModule(L.LightningModule):
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, spec: DatasetSpec, loader, device: torch.device | str = "cpu"
-             ) -> dict[str, float]:
-    """Loss and metrics of ``model`` (in eval mode) over a loader: ``{"loss": …, "<metric>": …}``."""
+def evaluate(model: nn.Module, spec: DatasetSpec, loader, device: torch.device | str = "cpu",
+             task: Task | None = None) -> dict[str, float]:
+    """Loss and metrics of ``model`` (in eval mode) over a loader: ``{"loss": …, "<metric>": …}``
+    (``task``: as in :class:`GraphTaskModule`)."""
     was_training = model.training
     model.eval()
     model.to(device)
-    task = Task(spec)
+    task = task if task is not None else Task(spec)
     metrics = task.metrics(sync_on_compute=False).to(device)  # one process evaluates
     total, count = 0.0, 0
     for batch in loader:

@@ -26,6 +26,7 @@ from .checkpoint import AtomicCheckpointIO, load_checkpoint
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
                      load_yaml, save_config)
 from .module import GraphTaskModule, evaluate
+from .tasks import Task
 
 log = logging.getLogger(__name__)
 
@@ -151,8 +152,22 @@ def make_loaders(config: Config, splits: dict) -> dict[str, DataLoader]:
     return {s: make_loader(config, ds, s) for s, ds in splits.items()}
 
 
-def _monitor(spec: DatasetSpec) -> tuple[str, str]:
+def _monitor(spec: DatasetSpec, config: Config) -> tuple[str, str]:
+    """What picks the best checkpoint: the validation metric, or the validation loss."""
+    if config.protocol.select_by == "loss":
+        return "val/loss", "min"
     return f"val/{spec.metric}", ("max" if spec.higher_is_better else "min")
+
+
+def make_task(config: Config, spec: DatasetSpec, train_set) -> Task:
+    """The :class:`Task` of a run: the dataset's loss and metric with the config's protocol
+    (global class weights counted on ``train_set``, split-level weighted accuracy)."""
+    counts = None
+    if config.protocol.class_weights == "global" and spec.loss == "weighted_ce":
+        labels = torch.cat([d.y.view(-1) for d in train_set])
+        counts = torch.bincount(labels.long(), minlength=spec.out_dim)
+        log.info("class weights from the training split's class sizes %s", counts.tolist())
+    return Task(spec, class_counts=counts, weighted_accuracy=config.protocol.weighted_accuracy)
 
 
 def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str, Any]:
@@ -193,9 +208,10 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     check_param_budget(num_params, config.param_budget)
     log.info("%s on %s: %d parameters; graphs train/val/test = %s", config.model.name,
              spec.name, num_params, {s: len(d) for s, d in splits.items()})
-    module = GraphTaskModule(model, spec, config.optim)
+    task = make_task(config, spec, splits["train"])
+    module = GraphTaskModule(model, spec, config.optim, task=task)
 
-    monitor, mode = _monitor(spec)
+    monitor, mode = _monitor(spec, config)
     best_ckpt = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor=monitor, mode=mode,
                                 save_top_k=1, auto_insert_metric_name=False,
                                 enable_version_counter=False)
@@ -245,7 +261,8 @@ def _evaluate_checkpoint(config: Config, spec: DatasetSpec, model: torch.nn.Modu
     model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
                            if k.startswith("model.")})
     epoch = int(state.get("epoch", -1)) + 1
-    return epoch, {s: evaluate(model, spec, _eval_loader(config, ds, s))
+    task = make_task(config, spec, splits["train"])
+    return epoch, {s: evaluate(model, spec, _eval_loader(config, ds, s), task=task)
                    for s, ds in splits.items()}
 
 
@@ -417,4 +434,6 @@ def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
     """
     config, spec, model = load_trained_model(run_dir, data_dir, checkpoint)
     splits = load_splits(config.data, config.encodings)
-    return {s: evaluate(model, spec, _eval_loader(config, ds, s)) for s, ds in splits.items()}
+    task = make_task(config, spec, splits["train"])
+    return {s: evaluate(model, spec, _eval_loader(config, ds, s), task=task)
+            for s, ds in splits.items()}

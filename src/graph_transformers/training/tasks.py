@@ -11,11 +11,15 @@ model output plus its batch into ``(prediction, target)`` pairs for the loss and
   ignored by loss and metrics, as in OGB / MoleculeNet);
 - ``loss``: ``"auto"`` (L1 for regression, cross-entropy for classification, BCE for binary),
   ``"mse"``, or ``"weighted_ce"`` (the SBM benchmarks' cross-entropy with per-batch class weights
-  ``(V - V_c) / V``, zero for absent classes).
+  ``(V - V_c) / V``, zero for absent classes; with ``class_counts`` of the training split, the
+  official EGT form: each node's cross-entropy weighted by ``(N - N_c) / Σ_k (N - N_k)``, averaged
+  over nodes).
+- ``weighted_accuracy``: ``"batch_mean"`` (each batch scored, scores averaged: benchmarking GNNs)
+  or ``"split"`` (the whole split scored at once: the official EGT code).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torchmetrics
@@ -31,6 +35,17 @@ class Task:
     """Loss and metrics of one dataset (see the module docstring)."""
 
     spec: DatasetSpec
+    #: training-split class sizes ``[out_dim]`` for global class weights (``None``: per batch)
+    class_counts: Tensor | None = field(default=None, compare=False)
+    weighted_accuracy: str = "batch_mean"
+
+    def __post_init__(self) -> None:
+        if self.weighted_accuracy not in ("batch_mean", "split"):
+            raise ValueError(f"weighted_accuracy must be 'batch_mean' or 'split', got "
+                             f"{self.weighted_accuracy!r}")
+        if self.class_counts is not None and self.class_counts.numel() != self.spec.out_dim:
+            raise ValueError(f"class_counts has {self.class_counts.numel()} entries for "
+                             f"{self.spec.out_dim} classes")
 
     @property
     def metric(self) -> str:
@@ -68,6 +83,11 @@ class Task:
         if self.spec.task == "binary":
             labelled = ~torch.isnan(y)
             return F.binary_cross_entropy_with_logits(out[labelled], y[labelled])
+        if kind == "weighted_ce" and self.class_counts is not None:
+            counts = self.class_counts.to(device=out.device, dtype=torch.float32)
+            weight = (counts.sum() - counts) / (counts.sum() - counts).sum()
+            per_node = F.cross_entropy(out, y, reduction="none")
+            return (weight[y].to(per_node.dtype) * per_node).mean()
         if kind == "weighted_ce":
             counts = torch.bincount(y, minlength=out.size(-1)).to(out.dtype)
             weight = (y.numel() - counts) / y.numel() * (counts > 0).to(out.dtype)
@@ -84,6 +104,9 @@ class Task:
             metric = torchmetrics.MeanSquaredError(squared=False, **kwargs)
         elif m == "accuracy":
             metric = torchmetrics.classification.MulticlassAccuracy(n, average="micro", **kwargs)
+        elif m == "weighted_accuracy" and self.weighted_accuracy == "split":
+            # mean over classes of the per-class accuracy, over the whole split
+            metric = torchmetrics.classification.MulticlassRecall(n, average="macro", **kwargs)
         elif m == "weighted_accuracy":
             metric = BatchMeanWeightedAccuracy(n, **kwargs)
         elif m == "f1":

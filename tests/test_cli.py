@@ -163,3 +163,20 @@ def test_last_checkpoint_is_written_every_epoch(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["best_epoch"] == 1 and metrics["last"]["epoch"] == 3
     assert set(metrics["last"]) == {"epoch", "train", "val", "test"}
+
+
+def test_folds_train_every_fold_and_summarize_over_all_runs(tmp_path):
+    """--folds K: the benchmark's cross-validation (CSL: 5 folds), fold_<k>/seed_<s>/ dirs, one
+    summary over every (fold, seed) run; the reproduction table groups them as one row."""
+    from graph_transformers.training.reproduction import find_runs
+    out = tmp_path / "cv"
+    assert main(["train", "--config", str(CONFIG), "--out", str(out), "--folds", "2",
+                 "--seeds", "2", "--set", "trainer.max_epochs=1", *FAST]) == 0
+    runs = sorted(p.parent.relative_to(out).as_posix() for p in out.rglob("metrics.json"))
+    assert runs == ["fold_0/seed_0", "fold_0/seed_1", "fold_1/seed_0", "fold_1/seed_1"]
+    folds = {json.loads((out / r / "metrics.json").read_text())["config"]["data"]["fold"]
+             for r in runs}
+    assert folds == {0, 1}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["folds"] == 2 and len(summary["seeds"]) == 4
+    assert list(find_runs(tmp_path)) == [out] and len(find_runs(tmp_path)[out]) == 4

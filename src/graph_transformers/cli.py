@@ -47,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="continue the interrupted run in --out from its last checkpoint")
     t.add_argument("--seeds", type=int, default=1,
                    help="number of seeds; reports mean ± std over them (default 1)")
+    t.add_argument("--folds", type=int, default=None,
+                   help="cross-validation: train folds 0..FOLDS-1 (data.fold) × --seeds into "
+                        "OUT/fold_<k>/ and report mean ± std over all of them (CSL: 5)")
 
     b = sub.add_parser(
         "benchmark", help="run configs over several seeds and write a results table",
@@ -131,7 +134,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace) -> int:
     from .training.config import build_config, load_yaml
-    from .training.runner import train_seeds
+    from .training.runner import train_folds, train_seeds
 
     overrides = list(args.overrides)
     if args.data_dir:
@@ -141,7 +144,10 @@ def _train(args: argparse.Namespace) -> int:
     config = build_config(load_yaml(args.config), overrides)
     name = config.name or args.config.stem
     out = args.out or Path("runs") / name
-    result = train_seeds(config, out, args.seeds, resume=args.resume)
+    if args.folds is not None:
+        result = train_folds(config, out, args.folds, args.seeds, resume=args.resume)
+    else:
+        result = train_seeds(config, out, args.seeds, resume=args.resume)
     _print_result(result, out)
     return 0
 

@@ -424,7 +424,8 @@ class ReferenceConfig(_Section):
     """
 
     source: str
-    value: float
+    #: ``None`` where no published number exists (``source`` says why)
+    value: float | None
     std: Annotated[float, Field(ge=0)] | None = None
     #: metric name of our ``metrics.json`` (default: the dataset's main metric)
     metric: str | None = None

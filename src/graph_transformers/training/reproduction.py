@@ -11,7 +11,8 @@ each run reproduces (the ``reference`` section of its config, else of the config
 - ``within 2σ``: the schedule ran to its end and ``|ours − paper| ≤ 2 · paper s.d.``;
 - ``outside``: the schedule ran to its end and the mean is farther than that (``direction`` says
   ``better`` or ``worse``);
-- ``no paper s.d.``: the paper gives no spread to compare with.
+- ``no paper s.d.``: the paper gives no spread to compare with;
+- ``no paper value``: no published number exists for this row (the reference says why).
 
 Nothing in the table is typed by hand: it is rebuilt from the files, and the README's results
 section is that table (:func:`update_readme`).
@@ -36,12 +37,13 @@ COMPLETE = ("min_lr", "max_epochs")
 def find_runs(root: str | Path) -> dict[Path, list[dict[str, Any]]]:
     """Runs under ``root``: ``{run directory: [metrics.json of each seed]}``, seeds ordered.
 
-    A directory named ``seed_<s>`` belongs to its parent's run; any other directory holding a
-    ``metrics.json`` is a run of its own. Each metrics dict gets ``"_dir"``, its directory."""
+    Directories named ``seed_<s>`` and ``fold_<k>`` (cross-validation) belong to the run above
+    them; any other directory holding a ``metrics.json`` is a run of its own. Each metrics dict gets ``"_dir"``, its directory."""
     groups: dict[Path, list[dict[str, Any]]] = {}
     for path in sorted(Path(root).rglob("metrics.json")):
-        run_dir = path.parent
-        group = run_dir.parent if re.fullmatch(r"seed_\d+", run_dir.name) else run_dir
+        run_dir = group = path.parent
+        while re.fullmatch(r"(seed|fold)_\d+", group.name):
+            group = group.parent
         metrics = json.loads(path.read_text())
         metrics["_dir"] = run_dir
         groups.setdefault(group, []).append(metrics)
@@ -135,9 +137,11 @@ def verdict(ours_mean: float, paper: dict[str, Any], complete: bool,
             higher_is_better: bool) -> tuple[str, str | None]:
     """``(verdict, direction)`` of one row (see the module docstring)."""
     direction = None
-    if ours_mean != paper["value"]:
+    if paper.get("value") is not None and ours_mean != paper["value"]:
         better = (ours_mean > paper["value"]) == higher_is_better
         direction = "better" if better else "worse"
+    if paper.get("value") is None:
+        return "no paper value", None
     if not complete:
         return "budget not run", direction
     if paper.get("std") is None:
@@ -200,6 +204,8 @@ def build_rows(results_dir: str | Path, config_dir: str | Path | None = None,
             "metric": metric,
             "paper": paper,
             "ours": {"mean": round(mean, 6), "std": round(std, 6), "seeds": len(seeds),
+                     "folds": len({(m.get("config", {}).get("data") or {}).get("fold")
+                                   for m in seeds}),
                      "seed_ids": [m.get("seed") for m in seeds],
                      "values": [round(v, 6) for v in values],
                      "epoch_used": picked[0][1], "val_mean": round(val_mean, 6),

@@ -399,6 +399,30 @@ def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
     return summary
 
 
+def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: int = 1,
+                resume: bool = False) -> dict[str, Any]:
+    """Cross-validation: ``num_seeds`` seeds of each fold ``0..num_folds-1`` (``data.fold``), into
+    ``out_dir/fold_<k>/`` (seeds as :func:`train_seeds`), and ``summary.json`` with mean ± s.d.
+    over every (fold, seed) run, as the CSL and TU benchmarks report.
+
+    Raises:
+        ValueError: when ``num_folds`` < 1.
+    """
+    if num_folds < 1:
+        raise ValueError(f"--folds must be >= 1, got {num_folds}")
+    out = Path(out_dir)
+    runs = []
+    for k in range(num_folds):
+        cfg = config.model_copy(update={"data": config.data.model_copy(update={"fold": k})})
+        fold_dir = out / f"fold_{k}"
+        train_seeds(cfg, fold_dir, num_seeds, resume=resume)
+        runs += [json.loads(p.read_text()) for p in sorted(fold_dir.rglob("metrics.json"))]
+    summary = summarize(runs)
+    summary["folds"] = num_folds
+    write_json(out / "summary.json", summary)
+    return summary
+
+
 def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
                        checkpoint: str = "best") -> tuple[Config, DatasetSpec, torch.nn.Module]:
     """The config, dataset spec and model (weights from ``checkpoints/<checkpoint>.ckpt``, loaded

@@ -20,6 +20,7 @@ from torch import Tensor
 from torch_geometric.data import Batch
 from torch_geometric.loader import DataLoader
 
+from ._optional import require
 from .data.dense import UNREACHABLE, DenseBatch
 
 
@@ -77,7 +78,7 @@ def _normalize(a: np.ndarray) -> np.ndarray:
 def plot_attention_maps(samples: list[dict[str, Any]], path: str | Path) -> None:
     """One row per sample graph: adjacency, distance matrix, then each layer's head-averaged
     attention normalized to ``[0, 1]`` (EGT Figs. 3a, 4a)."""
-    import matplotlib
+    matplotlib = require("matplotlib", "attention plots")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     layers = len(samples[0]["attention"])
@@ -105,7 +106,7 @@ def plot_attention_maps(samples: list[dict[str, Any]], path: str | Path) -> None
 def plot_hop_weights(weights: np.ndarray, max_hops: int, path: str | Path,
                      title: str = "") -> None:
     """Attention weight per hop distance, one line per layer (EGT Fig. 3 c-e)."""
-    import matplotlib
+    matplotlib = require("matplotlib", "attention plots")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     labels = [str(d) for d in range(max_hops + 1)] + [f">{max_hops}", "∞"]

@@ -294,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``graph-transformers`` console script."""
     args = _parser().parse_args(argv)
     _setup_logging(args.verbose)
+    from ._optional import MissingDependencyError
     from .data.cache import DataNotFoundError
     from .training.config import ConfigError
     from .training.runner import RunError
@@ -313,8 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             return _table(args)
         if args.command == "analyze":
             return _analyze(args)
-    except (ConfigError, RunError, DataNotFoundError, ValueError, TypeError,
-            FileNotFoundError) as err:
+    except (ConfigError, RunError, DataNotFoundError, MissingDependencyError, ValueError,
+            TypeError, FileNotFoundError) as err:
         if args.verbose:
             raise
         print(f"graph-transformers: error: {err}", file=sys.stderr)

@@ -38,6 +38,7 @@ from typing import Any
 import torch
 from torch_geometric.data import Data, InMemoryDataset
 
+from .._optional import require
 from .cache import (
     DATA_ENV,
     DataNotFoundError,
@@ -254,6 +255,7 @@ def mol_to_graph(mol: Any) -> Data:
 def _parse_smiles(smiles: str) -> tuple[Any, str | None]:
     """``(mol, None)`` when RDKit parses and sanitizes ``smiles`` (and it has atoms), else
     ``(None, reason)``. RDKit's own log output is blocked while parsing."""
+    require("rdkit", "parsing SMILES")
     from rdkit import Chem, rdBase
 
     if not smiles:

@@ -8,6 +8,7 @@ from typing import Any
 from torch_geometric.data import Dataset
 from torch_geometric.transforms import BaseTransform, Compose
 
+from .._optional import require
 from .cache import resolve_cache_dir
 from .molecules import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS  # plain constants, no RDKit import
 
@@ -54,6 +55,7 @@ class DatasetSpec:
 
 
 def _load_zinc(split, data_dir, cache_dir, pre_transform, options):
+    require("rdkit", "the ZINC dataset")
     from .zinc import ZINC
     root = resolve_cache_dir(cache_dir) / "ZINC"
     return ZINC(root=str(root), split=split, data_dir=data_dir, pre_transform=pre_transform)
@@ -127,6 +129,7 @@ def _load_synthetic_large(split, data_dir, cache_dir, pre_transform, options):
 
 def _load_moleculenet(name: str) -> Callable[..., Dataset]:
     def load(split, data_dir, cache_dir, pre_transform, options):
+        require("rdkit", f"the {name} dataset")
         from .molecules import MoleculeNet
         return MoleculeNet(root=str(resolve_cache_dir(cache_dir) / "MoleculeNet"), name=name,
                            split=split, data_dir=data_dir, pre_transform=pre_transform,
@@ -135,6 +138,7 @@ def _load_moleculenet(name: str) -> Callable[..., Dataset]:
 
 
 def _load_molecule_csv(split, data_dir, cache_dir, pre_transform, options):
+    require("rdkit", "a molecule CSV dataset")
     from .molecules import MoleculeCSV
     kwargs = {k: v for k, v in options.items() if k not in ("fold", "seed")}
     return MoleculeCSV(root=str(resolve_cache_dir(cache_dir) / "MoleculeCSV"), split=split,
@@ -143,6 +147,7 @@ def _load_molecule_csv(split, data_dir, cache_dir, pre_transform, options):
 
 def _load_superpixels(kind: str) -> Callable[..., Dataset]:
     def load(split, data_dir, cache_dir, pre_transform, options):
+        require("skimage", f"the {kind.upper()} superpixel dataset")
         from . import superpixels
         cls = superpixels.MNISTSuperpixels if kind == "mnist" else superpixels.CIFAR10Superpixels
         root = resolve_cache_dir(cache_dir) / cls.__name__

@@ -109,6 +109,7 @@ import torch
 from scipy.spatial.distance import cdist
 from torch_geometric.data import Data, InMemoryDataset
 
+from .._optional import require
 from .cache import (
     OFFLINE_ENV,
     offline,
@@ -253,6 +254,7 @@ def slic_superpixels(
         ValueError: for a malformed image, ``n_segments < 1``, ``compactness <= 0`` or
             ``query_extra < 0``.
     """
+    require("skimage", "SLIC superpixels")
     from skimage.color import rgb2lab
     from skimage.segmentation import slic
 

@@ -91,6 +91,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 
+from graph_transformers._optional import require
 from graph_transformers.data.cache import pre_transform_key, resolve_cache_dir
 from graph_transformers.data.generated import check_seed, check_split_counts
 
@@ -234,12 +235,7 @@ def solve_tour(coords: np.ndarray | Tensor | Sequence, runs: int = LKH_RUNS) -> 
     extent = float((c.max(0) - c.min(0)).max()) if n else 0.0
     if n <= 3 or extent == 0.0:  # every tour is optimal
         return np.arange(n, dtype=np.int64)
-    try:
-        import elkai
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "solve_tour needs the LKH solver wrapper 'elkai' (pip install elkai==2.0.1)"
-        ) from err
+    elkai = require("elkai", "solving TSP tours (LKH)")
     scaled = (c - c.min(0)) * (LKH_SCALE / extent)
     cities = {i: (float(x), float(y)) for i, (x, y) in enumerate(scaled)}
     route = elkai.Coordinates2D(cities).solve_tsp(runs=int(runs))

@@ -125,3 +125,15 @@ def test_runner_protocol_counts_training_classes_and_selects_by_loss():
     default = build_config({"model": {"name": "gt", "pe": None}})
     assert make_task(default, spec, train).class_counts is None
     assert _monitor(spec, default) == ("val/weighted_accuracy", "max")
+
+
+def test_undefined_roc_auc_is_nan_with_one_warning_not_an_exception(caplog):
+    """A validation batch (or a sanity check) with one class only must not crash the run."""
+    metric = Task(_spec(task="binary", metric="roc_auc")).metrics()["roc_auc"]
+    metric.update(torch.tensor([[0.3], [0.8]]), torch.tensor([[1.0], [1.0]]))
+    with caplog.at_level("WARNING"):
+        assert math.isnan(float(metric.compute()))
+        assert math.isnan(float(metric.compute()))
+    assert sum("ROC-AUC is undefined" in r.message for r in caplog.records) == 1
+    metric.update(torch.tensor([[0.1]]), torch.tensor([[0.0]]))
+    assert float(metric.compute()) == pytest.approx(1.0)

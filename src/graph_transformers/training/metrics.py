@@ -1,6 +1,7 @@
 """Task metrics that torchmetrics does not provide in the papers' exact form."""
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
@@ -9,6 +10,8 @@ import torch
 import torchmetrics
 from torch import Tensor
 from torchmetrics.functional.classification import multiclass_accuracy
+
+log = logging.getLogger(__name__)
 
 
 def weighted_accuracy(pred: Tensor, target: Tensor, num_classes: int) -> float:
@@ -97,8 +100,9 @@ class MultitaskROCAUC(torchmetrics.Metric):
 
     ``update(preds [num_items, num_tasks] logits or scores, target [num_items, num_tasks])``.
 
-    Raises:
-        ValueError: from ``compute`` when no task has both classes.
+    Where no task has both classes among what was seen (a split or a sanity-check batch with one
+    class only), ROC-AUC is undefined: ``compute`` returns NaN and warns once per metric instead
+    of stopping the run.
     """
 
     higher_is_better = True
@@ -108,6 +112,7 @@ class MultitaskROCAUC(torchmetrics.Metric):
         super().__init__(**kwargs)
         self.add_state("preds", default=[], dist_reduce_fx="cat")
         self.add_state("target", default=[], dist_reduce_fx="cat")
+        self._warned = False
 
     def update(self, preds: Tensor, target: Tensor) -> None:
         self.preds.append(preds.float().reshape(preds.size(0), -1))
@@ -116,7 +121,14 @@ class MultitaskROCAUC(torchmetrics.Metric):
     def compute(self) -> Tensor:
         preds = torchmetrics.utilities.dim_zero_cat(self.preds)
         target = torchmetrics.utilities.dim_zero_cat(self.target)
-        return torch.tensor(roc_auc_multitask(target, preds))
+        per_task = [v for v in roc_auc_per_task(target, preds) if not math.isnan(v)]
+        if not per_task:
+            if not self._warned:
+                log.warning("ROC-AUC is undefined (no task has both a positive and a negative "
+                            "label among the %d items seen); reported as NaN", target.size(0))
+                self._warned = True
+            return torch.tensor(float("nan"))
+        return torch.tensor(sum(per_task) / len(per_task))
 
 
 def _as_2d(y_true: Any, y_pred: Any, who: str) -> tuple[Tensor, Tensor]:

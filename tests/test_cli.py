@@ -180,3 +180,13 @@ def test_folds_train_every_fold_and_summarize_over_all_runs(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["folds"] == 2 and len(summary["seeds"]) == 4
     assert list(find_runs(tmp_path)) == [out] and len(find_runs(tmp_path)[out]) == 4
+
+
+@pytest.mark.parametrize("command", ["train", "benchmark", "params", "evaluate", "analyze",
+                                     "table"])
+def test_every_subcommand_help_shows_an_example(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "Example" in out and f"graph-transformers {command}" in out

@@ -36,7 +36,14 @@ def _parser() -> argparse.ArgumentParser:
         "train", help="train a model from a YAML config (default: GT on CSL, with and without PE)",
         description="Train a model. Without --config, runs the embedded default: a Graph "
                     "Transformer with Laplacian PE on CSL next to the same model without PE, and "
-                    "prints both test accuracies.")
+                    "prints both test accuracies.",
+        epilog="Examples:\n"
+               "  graph-transformers train                       # GT on CSL, with and without LapPE\n"
+               "  graph-transformers train --config configs/zinc/gt.yaml --data-dir ../shared/data\n"
+               "  graph-transformers train --config configs/zinc/gt.yaml --seeds 2 --set seed=41\n"
+               "  graph-transformers train --config configs/csl/gt.yaml --folds 5 --seeds 2\n"
+               "  graph-transformers train --config configs/zinc/gt.yaml --out runs/zinc-gt --resume",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--config", type=Path, help="YAML config (see configs/)")
     t.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[],
                    metavar="KEY=VALUE",
@@ -55,7 +62,11 @@ def _parser() -> argparse.ArgumentParser:
         "benchmark", help="run configs over several seeds and write a results table",
         description="Train each config for --seeds seeds (resumable) and write table.md and "
                     "table.json in the papers' format: test ± s.d., train ± s.d., #params, "
-                    "#epochs, epoch time / total.")
+                    "#epochs, epoch time / total.",
+        epilog="Example:\n"
+               "  graph-transformers benchmark --config configs/zinc/gt.yaml configs/zinc/gt_nope.yaml "
+               "--seeds 4 --data-dir ../shared/data --out runs/zinc-table",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     b.add_argument("--config", dest="configs", type=Path, nargs="+", action="extend",
                    required=True, help="one or more YAML configs")
     b.add_argument("--seeds", type=int, default=4, help="seeds per config (default 4)")
@@ -68,14 +79,20 @@ def _parser() -> argparse.ArgumentParser:
 
     pp = sub.add_parser("params", help="report model parameters of configs (and budget checks)",
                         description="Build the model of each config and print its parameter "
-                                    "count, and whether it is within ±10% of param_budget.")
+                                    "count, and whether it is within ±10% of param_budget.",
+        epilog="Example:\n  graph-transformers params configs/zinc/*.yaml",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     pp.add_argument("configs", type=Path, nargs="+")
     pp.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[],
                     metavar="KEY=VALUE")
 
     e = sub.add_parser("evaluate", help="re-compute a run's metrics from its best checkpoint",
                        description="Re-compute train/val/test metrics of RUN_DIR from its best "
-                                   "(or last) checkpoint.")
+                                   "(or last) checkpoint.",
+        epilog="Examples:\n  graph-transformers evaluate runs/zinc-gt\n"
+               "  graph-transformers evaluate runs/zinc-gt --checkpoint last\n"
+               "  graph-transformers evaluate runs/zinc-gt --write   # metrics.json of a stopped run",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("run_dir", type=Path)
     e.add_argument("--data-dir", help="raw data directory (else the run's or the environment's)")
     e.add_argument("--checkpoint", choices=["best", "last"], default="best")
@@ -105,7 +122,9 @@ def _parser() -> argparse.ArgumentParser:
                     "attention), write RUN_DIR/analysis/: attention_maps.png (head-averaged "
                     "attention per layer for sample graphs beside their adjacency and distance "
                     "matrices), hop_weights.png (attention weight per hop distance per layer, "
-                    "averaged over a split) and attention.json (the numbers), as EGT §4.4.")
+                    "averaged over a split) and attention.json (the numbers), as EGT §4.4.",
+        epilog="Example:\n  graph-transformers analyze runs/zinc-egt-spe-do --split val --num-graphs 4",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     a.add_argument("run_dir", type=Path)
     a.add_argument("--split", default="val", help="split to analyze (default val)")
     a.add_argument("--num-graphs", type=int, default=4, help="sample graphs to draw (default 4)")

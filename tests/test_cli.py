@@ -190,3 +190,22 @@ def test_every_subcommand_help_shows_an_example(command, capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "Example" in out and f"graph-transformers {command}" in out
+
+
+def test_output_to_a_file_gets_one_line_per_epoch_not_a_progress_bar(tmp_path):
+    """Logged to a file (not a TTY), a run writes one readable line per epoch and no
+    carriage-return fragments of a progress bar."""
+    import subprocess
+    import sys
+    log_file = tmp_path / "train.log"
+    with open(log_file, "w") as f:
+        proc = subprocess.run(
+            [sys.executable, "-m", "graph_transformers.cli", "train", "--config", str(CONFIG),
+             "--out", str(tmp_path / "run"), "--set", "trainer.max_epochs=2",
+             "trainer.enable_progress_bar=true", "model.num_layers=1", "model.hidden_dim=8"],
+            stdout=f, stderr=subprocess.STDOUT, timeout=600)
+    text = log_file.read_text()
+    assert proc.returncode == 0, text[-2000:]
+    assert "\r" not in text
+    lines = [line for line in text.splitlines() if "epoch 1/2" in line or "epoch 2/2" in line]
+    assert len(lines) == 2 and all("val/loss" in line and "train/loss" in line for line in lines)

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import csv
+import logging
 import os
 import time
 from pathlib import Path
 
 import lightning as L
 from lightning.pytorch.callbacks import Checkpoint
+
+log = logging.getLogger(__name__)
 
 
 class StopAtMinLR(L.Callback):
@@ -79,3 +82,28 @@ class EpochLog(Checkpoint):
             writer.writeheader()
             writer.writerows(rows)
         os.replace(tmp, self.path)
+
+
+class EpochSummary(Checkpoint):
+    """One log line per epoch (epoch, LR, time, ``train/`` and ``val/`` metrics): what a run
+    shows instead of a progress bar when its output is not a terminal (a log file, a batch
+    job), where a bar would write thousands of carriage-return fragments. Like
+    :class:`EpochLog`, it derives from ``Checkpoint`` only so that Lightning calls it after the
+    module has computed the epoch's metrics."""
+
+    def __init__(self) -> None:
+        self._start = 0.0
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self._start = time.perf_counter()
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        if not trainer.is_global_zero:
+            return
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()
+                   if k.startswith(("train/", "val/"))}
+        parts = [f"{k} {metrics[k]:.4g}" for k in sorted(metrics)]
+        lr = trainer.optimizers[0].param_groups[0]["lr"]
+        max_epochs = trainer.max_epochs if trainer.max_epochs and trainer.max_epochs > 0 else "?"
+        log.info("epoch %d/%s  lr %.3g  %.2f s  %s", trainer.current_epoch + 1, max_epochs, lr,
+                 time.perf_counter() - self._start, "  ".join(parts))

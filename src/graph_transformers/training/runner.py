@@ -8,6 +8,7 @@ import json
 import logging
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from torch_geometric.loader import DataLoader
 from ..data.registry import DatasetSpec, load_splits, resolve_spec
 from ..data.sampler import SizeBucketBatchSampler, graph_sizes
 from ..models import build_model, count_parameters
-from .callbacks import EpochLog, StopAtMinLR
+from .callbacks import EpochLog, EpochSummary, StopAtMinLR
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
                      load_yaml, save_config)
@@ -225,10 +226,15 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     if isinstance(sched, PlateauConfig) and sched.stop_at_min_lr:
         stop_rule = StopAtMinLR(sched.min_lr)
         callbacks.append(stop_rule)
-    if config.trainer.enable_progress_bar:
+    # a progress bar on a terminal; one line per epoch when the output goes to a file
+    use_bar = config.trainer.enable_progress_bar and sys.stdout.isatty()
+    if use_bar:
         callbacks.append(TQDMProgressBar(refresh_rate=max(1, len(loaders["train"]) // 20)))
+    elif config.trainer.enable_progress_bar:
+        callbacks.append(EpochSummary())
     tkw = config.trainer.model_dump()
     tkw = {k: v for k, v in tkw.items() if v is not None}
+    tkw["enable_progress_bar"] = use_bar
     trainer = L.Trainer(default_root_dir=str(out), callbacks=callbacks,
                         logger=CSVLogger(str(out), name="lightning_logs"),
                         plugins=[AtomicCheckpointIO()], enable_model_summary=False, **tkw)

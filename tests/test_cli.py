@@ -209,3 +209,19 @@ def test_output_to_a_file_gets_one_line_per_epoch_not_a_progress_bar(tmp_path):
     assert "\r" not in text
     lines = [line for line in text.splitlines() if "epoch 1/2" in line or "epoch 2/2" in line]
     assert len(lines) == 2 and all("val/loss" in line and "train/loss" in line for line in lines)
+
+
+def test_trainer_arguments_reach_lightning(tmp_path):
+    """Arguments outside the validated fields go to lightning.Trainer: no sanity check, value
+    clipping, and a TensorBoard logger when asked for (when its package is installed)."""
+    import importlib.util
+    extra = ["trainer.num_sanity_val_steps=0", "trainer.gradient_clip_algorithm=value",
+             "trainer.gradient_clip_val=0.5"]
+    if importlib.util.find_spec("tensorboard") is not None:
+        extra.append("trainer.logger=[csv,tensorboard]")
+    out = tmp_path / "run"
+    assert main(["train", "--config", str(CONFIG), "--out", str(out), "--set",
+                 "trainer.max_epochs=1", *extra, *FAST]) == 0
+    assert (out / "metrics.json").is_file() and (out / "lightning_logs").is_dir()
+    if "trainer.logger=[csv,tensorboard]" in extra:
+        assert list((out / "tensorboard").rglob("events.out.tfevents.*"))

@@ -133,3 +133,29 @@ def test_plateau_floors_the_lr_unless_it_stops_there(stop):
         sched.step(1.0)
     lr = sched.optimizer.param_groups[0]["lr"]
     assert (lr < 1e-4) if stop else lr == pytest.approx(1e-4)
+
+
+def test_every_lightning_trainer_argument_is_accepted_and_typos_are_named():
+    import inspect
+
+    import lightning
+
+    from graph_transformers.training.config import (RESERVED_TRAINER_ARGS, TrainerConfig,
+                                                    trainer_arguments)
+    params = inspect.signature(lightning.Trainer.__init__).parameters
+    # the typed fields are validated by their own types; every other argument passes through
+    untyped = trainer_arguments() - set(RESERVED_TRAINER_ARGS) - set(TrainerConfig.model_fields)
+    assert {"num_sanity_val_steps", "gradient_clip_algorithm", "val_check_interval"} <= untyped
+    for name in sorted(untyped):
+        default = params[name].default
+        value = default if default is not inspect.Parameter.empty else None
+        cfg = build_config({"model": {"name": "gt", "pe": None}, "trainer": {name: value}})
+        if value is not None:
+            assert cfg.trainer.trainer_kwargs()[name] == value
+    with pytest.raises(ConfigError, match="trainer.num_sanity_val_step is not an argument of "
+                                          "lightning.Trainer \\(did you mean 'num_sanity_val_steps'"):
+        build_config({"model": {"name": "gt", "pe": None},
+                      "trainer": {"num_sanity_val_step": 0}})
+    for name in RESERVED_TRAINER_ARGS:
+        with pytest.raises(ConfigError, match=f"trainer.{name} cannot be set"):
+            build_config({"model": {"name": "gt", "pe": None}, "trainer": {name: None}})

@@ -3,7 +3,8 @@
 The core (``nn``, ``encodings``, ``models``, ``training``) needs only torch, PyG, numpy, scipy
 and the packages of ``pyproject.toml``'s ``dependencies``. Molecules need RDKit (``[chem]``),
 superpixel graphs scikit-image (``[superpixels]``), TSP tours elkai (``[tsp]``), plots matplotlib
-(``[analysis]``); ``[all]`` installs every one.
+(``[analysis]``); the optional loggers their own extras (``[tensorboard]``, ``[wandb]``,
+``[mlflow]``); ``[all]`` installs the data and plotting extras.
 """
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "skimage": ("scikit-image", "superpixels"),
     "elkai": ("elkai", "tsp"),
     "matplotlib": ("matplotlib", "analysis"),
+    "tensorboard": ("tensorboard", "tensorboard"),
+    "wandb": ("wandb", "wandb"),
+    "mlflow": ("mlflow", "mlflow"),
 }
 
 

@@ -375,8 +375,34 @@ class OptimConfig(_Section):
         Field(default_factory=PlateauConfig)
 
 
+#: ``lightning.Trainer`` arguments the run sets itself, with what to use instead
+RESERVED_TRAINER_ARGS = {
+    "callbacks": "the run builds its callbacks (epoch log, checkpoints, LR floor)",
+    "plugins": "the run sets its checkpoint I/O plugin",
+    "default_root_dir": "the run directory is --out",
+    "enable_checkpointing": "best.ckpt and last.ckpt are part of every run",
+}
+LOGGERS = ("csv", "tensorboard", "wandb", "mlflow")
+
+
+def trainer_arguments() -> set[str]:
+    """The keyword arguments of ``lightning.Trainer`` (what ``trainer:`` accepts)."""
+    import inspect
+
+    import lightning
+
+    return set(inspect.signature(lightning.Trainer.__init__).parameters) - {"self"}
+
+
 class TrainerConfig(_Section):
-    """Arguments of ``lightning.Trainer`` (same names)."""
+    """Arguments of ``lightning.Trainer``, same names. The fields below are validated here; every
+    other ``Trainer`` argument (``num_sanity_val_steps``, ``gradient_clip_algorithm``,
+    ``val_check_interval``, ``profiler``, ...) is accepted as is and checked against
+    ``Trainer``'s signature, so a typo fails with the key named. ``logger`` lists loggers by
+    name: CSV always, plus ``tensorboard``, ``wandb``, ``mlflow`` (each an extra of the
+    package)."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
 
     max_epochs: PositiveInt = 1000
     max_time: str | None = None
@@ -389,8 +415,28 @@ class TrainerConfig(_Section):
     check_val_every_n_epoch: PositiveInt = 1
     log_every_n_steps: PositiveInt = 50
     enable_progress_bar: bool = True
-    deterministic: bool = False
+    deterministic: bool | Literal["warn"] = False
     limit_train_batches: int | float | None = None
+    logger: list[Literal["csv", "tensorboard", "wandb", "mlflow"]] = Field(
+        default_factory=lambda: ["csv"])
+
+    @model_validator(mode="after")
+    def _trainer_arguments(self) -> "TrainerConfig":
+        known = trainer_arguments()
+        for key in self.model_extra or {}:
+            if key in RESERVED_TRAINER_ARGS:
+                raise ValueError(f"trainer.{key} cannot be set: {RESERVED_TRAINER_ARGS[key]}")
+            if key not in known:
+                import difflib
+                close = difflib.get_close_matches(key, sorted(known), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ValueError(f"trainer.{key} is not an argument of lightning.Trainer{hint}")
+        return self
+
+    def trainer_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``lightning.Trainer`` (``None`` values and ``logger`` left
+        out: the run builds its loggers from the names)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None and k != "logger"}
 
 
 class ProtocolConfig(_Section):

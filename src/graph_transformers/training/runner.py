@@ -153,6 +153,31 @@ def make_loaders(config: Config, splits: dict) -> dict[str, DataLoader]:
     return {s: make_loader(config, ds, s) for s, ds in splits.items()}
 
 
+def make_loggers(names: list[str], out: Path) -> list:
+    """Lightning loggers of a run: CSV (always, ``out/lightning_logs``) plus the named ones
+    (``tensorboard``, ``wandb``, ``mlflow``), each writing under ``out``.
+
+    Raises:
+        MissingDependencyError: when a named logger's package is not installed.
+    """
+    from .._optional import require
+    loggers: list = [CSVLogger(str(out), name="lightning_logs")]
+    if "tensorboard" in names:
+        require("tensorboard", "trainer.logger: tensorboard")
+        from lightning.pytorch.loggers import TensorBoardLogger
+        loggers.append(TensorBoardLogger(str(out), name="tensorboard"))
+    if "wandb" in names:
+        require("wandb", "trainer.logger: wandb")
+        from lightning.pytorch.loggers import WandbLogger
+        loggers.append(WandbLogger(save_dir=str(out), name=out.name))
+    if "mlflow" in names:
+        require("mlflow", "trainer.logger: mlflow")
+        from lightning.pytorch.loggers import MLFlowLogger
+        loggers.append(MLFlowLogger(experiment_name=out.name,
+                                    tracking_uri=f"file:{(out / 'mlruns').resolve()}"))
+    return loggers
+
+
 def _monitor(spec: DatasetSpec, config: Config) -> tuple[str, str]:
     """What picks the best checkpoint: the validation metric, or the validation loss."""
     if config.protocol.select_by == "loss":
@@ -232,12 +257,11 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
         callbacks.append(TQDMProgressBar(refresh_rate=max(1, len(loaders["train"]) // 20)))
     elif config.trainer.enable_progress_bar:
         callbacks.append(EpochSummary())
-    tkw = config.trainer.model_dump()
-    tkw = {k: v for k, v in tkw.items() if v is not None}
-    tkw["enable_progress_bar"] = use_bar
+    tkw = {"enable_model_summary": False, **config.trainer.trainer_kwargs(),
+           "enable_progress_bar": use_bar}
     trainer = L.Trainer(default_root_dir=str(out), callbacks=callbacks,
-                        logger=CSVLogger(str(out), name="lightning_logs"),
-                        plugins=[AtomicCheckpointIO()], enable_model_summary=False, **tkw)
+                        logger=make_loggers(config.trainer.logger, out),
+                        plugins=[AtomicCheckpointIO()], **tkw)
     start = time.perf_counter()
     trainer.fit(module, loaders["train"], loaders["val"], ckpt_path=str(last) if resume else None)
     fit_time = time.perf_counter() - start

@@ -225,3 +225,24 @@ def test_trainer_arguments_reach_lightning(tmp_path):
     assert (out / "metrics.json").is_file() and (out / "lightning_logs").is_dir()
     if "trainer.logger=[csv,tensorboard]" in extra:
         assert list((out / "tensorboard").rglob("events.out.tfevents.*"))
+
+
+def test_runs_write_curves_and_compare_reports_them(tmp_path, capsys):
+    """Every run writes curves.png beside epochs.csv; `compare` prints one table over runs
+    (seeds pooled) and writes the overlay of their validation curves."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["train", "--config", str(CONFIG), "--out", str(a), "--set",
+                 "trainer.max_epochs=2", *FAST]) == 0
+    assert main(["train", "--config", str(CONFIG), "--out", str(b), "--seeds", "2", "--set",
+                 "trainer.max_epochs=2", "name=csl-other", *FAST]) == 0
+    assert (a / "curves.png").stat().st_size > 1000
+    assert (b / "seed_1" / "curves.png").is_file()
+    capsys.readouterr()
+    out = tmp_path / "cmp" / "overlay.png"
+    assert main(["compare", str(a), str(b), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "| csl-gt-lappe | gt | csl | accuracy |" in text and "| csl-other |" in text
+    rows = json.loads(out.with_suffix(".json").read_text())
+    assert [r["runs"] for r in rows] == [1, 2] and len(rows[1]["val_curves"]) == 2
+    assert len(rows[0]["val_curves"][0]) == 2 and out.stat().st_size > 1000
+    assert main(["compare", str(tmp_path / "nothing")]) == 2

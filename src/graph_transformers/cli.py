@@ -100,6 +100,18 @@ def _parser() -> argparse.ArgumentParser:
                    help="write metrics.json from the best checkpoint (for a run that was "
                         "stopped before it finished; --resume can still continue it)")
 
+    cp = sub.add_parser(
+        "compare", help="compare runs: one table and an overlay of validation curves",
+        description="Print one table of RUN_DIRs (test/val mean ± s.d. over seeds and folds, "
+                    "parameters, epochs, time) and write an overlay plot of their validation "
+                    "curves (needs the [analysis] extra).",
+        epilog="Example:\n  graph-transformers compare runs/zinc-gt runs/zinc-gcn-100k "
+               "--out zinc.png",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    cp.add_argument("run_dirs", type=Path, nargs="+")
+    cp.add_argument("--out", type=Path, default=Path("compare.png"),
+                    help="overlay plot (default compare.png; a .json with the rows beside it)")
+
     tb = sub.add_parser(
         "table", help="the reproduction table: committed runs against the papers' numbers",
         description="Read every run under RESULTS_DIR (metrics.json; seeds in seed_<s>/), match "
@@ -238,6 +250,20 @@ def _benchmark(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from ._optional import MissingDependencyError
+    from .training.curves import compare_runs, compare_table, plot_compare
+    from .training.runner import write_json
+    rows = compare_runs(args.run_dirs)
+    print(compare_table(rows))
+    write_json(args.out.with_suffix(".json"), rows)
+    try:
+        print(f"validation curves: {plot_compare(rows, args.out)}")
+    except MissingDependencyError as err:
+        print(f"no plot: {err}")
+    return 0
+
+
 def _table(args: argparse.Namespace) -> int:
     from .training.reproduction import markdown, write_table
     if not args.results_dir.is_dir():
@@ -331,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
             return _params(args)
         if args.command == "table":
             return _table(args)
+        if args.command == "compare":
+            return _compare(args)
         if args.command == "analyze":
             return _analyze(args)
     except (ConfigError, RunError, DataNotFoundError, MissingDependencyError, ValueError,

@@ -23,6 +23,7 @@ from ..data.registry import DatasetSpec, load_splits, resolve_spec
 from ..data.sampler import SizeBucketBatchSampler, graph_sizes
 from ..models import build_model, count_parameters
 from .callbacks import EpochLog, EpochSummary, StopAtMinLR
+from .curves import write_curves
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
                      load_yaml, save_config)
@@ -333,6 +334,7 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
     if last is not None:
         metrics["last"] = last
     write_json(out / "metrics.json", metrics)
+    write_curves(out, spec.metric)
     log.info("best epoch %d: %s", best_epoch,
              ", ".join(f"{s} {spec.metric} {results[s][spec.metric]:.4f}" for s in results))
     return metrics

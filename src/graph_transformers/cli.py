@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--config", dest="configs", type=Path, nargs="+", action="extend",
                    required=True, help="one or more YAML configs")
     b.add_argument("--seeds", type=int, default=4, help="seeds per config (default 4)")
+    b.add_argument("--folds", type=int, default=None,
+                   help="cross-validation folds per config (data.fold 0..FOLDS-1; TU: 10, "
+                        "CSL: 5); the table pools folds and seeds")
     b.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[],
                    metavar="KEY=VALUE", help="overrides applied to every config")
     b.add_argument("--data-dir", help="raw data directory (else $GRAPH_TRANSFORMERS_DATA)")
@@ -186,7 +189,7 @@ def _train(args: argparse.Namespace) -> int:
 def _train_default(args: argparse.Namespace, overrides: list[str]) -> int:
     """GT with LapPE vs. without PE on CSL: the demonstration that PE matters."""
     from .training.config import build_config, load_yaml
-    from .training.runner import train_seeds
+    from .training.runner import train_folds, train_seeds
 
     raw = load_yaml(_default_config_path())
     base = args.out or Path("runs") / "csl-default"
@@ -197,7 +200,10 @@ def _train_default(args: argparse.Namespace, overrides: list[str]) -> int:
         config = build_config(raw, overrides + extra)
         out = base / ("gt-lappe" if not extra else "gt-nope")
         print(f"\n== {label}: training on CSL (fold {config.data.fold}) into {out}", flush=True)
-        result = train_seeds(config, out, args.seeds, resume=args.resume)
+        if args.folds is not None:
+            result = train_folds(config, out, args.folds, args.seeds, resume=args.resume)
+        else:
+            result = train_seeds(config, out, args.seeds, resume=args.resume)
         rows.append((label, result))
     print("\nCSL test accuracy (graph classification, 10 classes; chance = 10%)")
     for label, r in rows:
@@ -227,7 +233,7 @@ def _print_result(result: dict, out: Path) -> None:
 
 def _benchmark(args: argparse.Namespace) -> int:
     from .training.config import build_config, load_yaml
-    from .training.runner import summarize, train_seeds, write_json
+    from .training.runner import summarize, train_folds, train_seeds, write_json
     from .training.tables import markdown_table, table_row
 
     overrides = list(args.overrides)
@@ -237,10 +243,14 @@ def _benchmark(args: argparse.Namespace) -> int:
     for path in args.configs:
         config = build_config(load_yaml(path), overrides)
         name = config.name or path.stem
-        result = train_seeds(config, args.out / name, args.seeds, resume=args.resume)
+        if args.folds is not None:
+            result = train_folds(config, args.out / name, args.folds, args.seeds,
+                                 resume=args.resume)
+        else:
+            result = train_seeds(config, args.out / name, args.seeds, resume=args.resume)
         if not result:  # a non-zero DDP rank
             return 0
-        summary = result if args.seeds > 1 else summarize([result])
+        summary = result if (args.seeds > 1 or args.folds is not None) else summarize([result])
         rows.append(table_row(name, summary))
     text = markdown_table(rows)
     from .training.config import atomic_write_text

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torch_geometric.data import Dataset
-from torch_geometric.transforms import BaseTransform, Compose
+from torch_geometric.transforms import BaseTransform, Compose, Constant
 
 from .._optional import require
 from .cache import resolve_cache_dir
@@ -84,14 +84,36 @@ def _load_cluster(split, data_dir, cache_dir, pre_transform, options):
                    pre_transform=pre_transform, **sizes)
 
 
-def _load_tu(name: str) -> Callable[..., Dataset]:
+def _load_tu(name: str, constant_x: bool = False) -> Callable[..., Dataset]:
     def load(split, data_dir, cache_dir, pre_transform, options):
         from .tu import TU
         root = resolve_cache_dir(cache_dir) / "TU"
+        # a TU set without node labels or attributes gets one constant feature per node
+        transform = Constant(value=1.0) if constant_x else None
         # the benchmark split is fixed: the data seed does not reshuffle folds
         return TU(name, root=str(root), split=split, fold=options.get("fold", 0),
-                  data_dir=data_dir, pre_transform=pre_transform)
+                  data_dir=data_dir, pre_transform=pre_transform, transform=transform)
     return load
+
+
+def tu_spec(name: str, data_dir: Any = None, cache_dir: Any = None) -> DatasetSpec:
+    """The spec of any TU dataset by its TU name (``data.name: tu:<NAME>``, e.g. ``tu:DD``),
+    read once from the data: classes, node feature width (one-hot node labels, plus the node
+    attributes where present; a constant 1 for sets with neither) and edge feature width (one-hot
+    edge labels, or none). Raw files come from ``DATA_DIR/TU/<NAME>.zip`` or TUDataset's
+    download; splits are the 10 stratified folds of :mod:`graph_transformers.data.tu`.
+
+    Raises:
+        DataNotFoundError: when the raw files are neither local nor downloadable.
+    """
+    from .tu import TU
+    full = TU(name, root=str(resolve_cache_dir(cache_dir) / "TU"), split="train", fold=0,
+              data_dir=data_dir)
+    node_dim = int(full.num_features)
+    edge_dim = int(full.num_edge_features) or None
+    return DatasetSpec(f"tu:{full.name}", "graph", "classification", int(full.num_classes),
+                       "accuracy", _load_tu(full.name, constant_x=node_dim == 0),
+                       node_dim=node_dim or 1, edge_dim=edge_dim)
 
 
 class NodeSplitMask(BaseTransform):
@@ -226,7 +248,11 @@ def resolve_spec(data_cfg: Any) -> DatasetSpec:
     else the registered ``data.name``."""
     if getattr(data_cfg, "path", None):
         return molecule_csv_spec(data_cfg.task, len(data_cfg.target_columns))
-    return get_spec(data_cfg.name)
+    name = str(data_cfg.name)
+    if name.lower().startswith("tu:"):
+        return tu_spec(name[3:], getattr(data_cfg, "data_dir", None),
+                       getattr(data_cfg, "cache_dir", None))
+    return get_spec(name)
 
 
 def get_spec(name: str) -> DatasetSpec:
@@ -236,8 +262,9 @@ def get_spec(name: str) -> DatasetSpec:
         ValueError: for an unknown name (listing the known ones).
     """
     if name not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; known datasets: {sorted(DATASETS)} (or "
-                         "set data.path to a molecule CSV)")
+        raise ValueError(f"unknown dataset {name!r}; known datasets: {sorted(DATASETS)}, any TU "
+                         "dataset as 'tu:<NAME>' (e.g. tu:PROTEINS), or set data.path to a "
+                         "molecule CSV")
     return DATASETS[name]
 
 

@@ -48,6 +48,7 @@ Features (PyG conventions, kept as PyG builds them):
 """
 from __future__ import annotations
 
+import logging
 import os
 import os.path as osp
 import shutil
@@ -58,6 +59,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch_geometric.datasets import TUDataset
+
+log = logging.getLogger(__name__)
 
 from .cache import (
     OFFLINE_ENV,
@@ -139,7 +142,12 @@ def _tu_dir(data_dir: Path) -> Path:
 
 
 def _check_sha(path: Path) -> None:
+    """Checks a file with a recorded sha256; any other file is used as found, its sha256 logged
+    (so that a run records which file it read)."""
     want = _SHA256.get(path.name)
+    if want is None:
+        log.info("TU: %s has no recorded checksum; used as found (sha256 %s)", path,
+                 sha256_of(path))
     if want is not None:
         got = sha256_of(path)
         if got != want:

@@ -98,6 +98,9 @@ def test_verdict_directions():
     assert verdict(0.3, paper, True, higher_is_better=False) == ("outside", "worse")
     assert verdict(0.21, paper, True, higher_is_better=False) == ("within 2σ", "worse")
     assert verdict(0.3, {"value": 0.2, "std": None}, True, False)[0] == "no paper s.d."
+    # float32 metrics: 0.1 stored as 0.10000000149 is the paper's 10.000 exactly
+    assert verdict(10.000000149, {"value": 10.0, "std": 0.0}, True, True) == ("within 2σ", None)
+    assert verdict(95.0, {"value": None, "std": None}, True, True) == ("no paper value", None)
     assert verdict(0.1, paper, False, False)[0] == "budget not run"
 
 

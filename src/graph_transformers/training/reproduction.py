@@ -137,7 +137,9 @@ def verdict(ours_mean: float, paper: dict[str, Any], complete: bool,
             higher_is_better: bool) -> tuple[str, str | None]:
     """``(verdict, direction)`` of one row (see the module docstring)."""
     direction = None
-    if paper.get("value") is not None and ours_mean != paper["value"]:
+    # metrics are float32: differences below 1e-6 (relative) are equality, not a direction
+    tol = 1e-6 * max(1.0, abs(paper["value"])) if paper.get("value") is not None else 0.0
+    if paper.get("value") is not None and abs(ours_mean - paper["value"]) > tol:
         better = (ours_mean > paper["value"]) == higher_is_better
         direction = "better" if better else "worse"
     if paper.get("value") is None:
@@ -146,7 +148,7 @@ def verdict(ours_mean: float, paper: dict[str, Any], complete: bool,
         return "budget not run", direction
     if paper.get("std") is None:
         return "no paper s.d.", direction
-    if abs(ours_mean - paper["value"]) <= 2 * paper["std"] + 1e-12:
+    if abs(ours_mean - paper["value"]) <= 2 * paper["std"] + tol:
         return "within 2σ", direction
     return "outside", direction
 
@@ -231,7 +233,7 @@ def _num(value: float | None) -> str:
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     """The rows as a Markdown table (accuracy-type metrics in percent)."""
-    lines = ["| model | dataset | config | metric | test at | paper | ours | seeds | "
+    lines = ["| model | dataset | config | metric | test at | paper | ours | runs | "
              "epochs (paper) | schedule | #params | data | device | time | verdict |",
              "|---|---|---|---|---|---:|---:|---:|---:|---|---:|---|---|---:|---|"]
     for r in rows:
@@ -248,10 +250,11 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         verdict_text = r["verdict"] + (f" ({r['direction']})" if r["verdict"] == "outside" else "")
         hours = r["wall_time_s"] / 3600
         changed = " (run predates config change)" if r["config_changed_since_run"] else ""
+        runs = str(o["seeds"]) + (f" ({o['folds']} folds)" if o.get("folds", 1) > 1 else "")
         lines.append(
             f"| {r['model']} | {r['dataset']} | `{r['config']}`{changed} | {m} | "
             f"{o['epoch_used']} | "
-            f"{paper} | {ours} | {o['seeds']} | {epochs} | {schedule} | "
+            f"{paper} | {ours} | {runs} | {epochs} | {schedule} | "
             f"{r['num_params']:,} | {r['provenance']} | {r['device']} | {hours:.2f} h | "
             f"{verdict_text} |")
     lines.append("")

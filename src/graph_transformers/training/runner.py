@@ -16,15 +16,18 @@ import lightning as L
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger
+from torch.utils.data import BatchSampler, SequentialSampler
 from torch_geometric.loader import DataLoader
 
 from ..data.registry import DatasetSpec, load_splits, resolve_spec
-from ..data.sampler import SizeBucketBatchSampler, graph_sizes
+from ..data.sampler import (DistributedBatchSampler, DistributedSizeBucketBatchSampler,
+                            EpochShuffleSampler, graph_sizes)
 from ..models import build_model, count_parameters
 from .callbacks import EpochLog, StopAtMinLR
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
                      load_yaml, save_config)
+from .distributed import SeedPerRank, launch_is_rank_zero
 from .module import GraphTaskModule, evaluate
 from .tasks import Task
 
@@ -121,6 +124,12 @@ def make_loader(config: Config, dataset, split: str):
     evaluation batches keep the dataset's order (metrics averaged per batch, as the benchmark's
     weighted accuracy, depend on batch composition).
 
+    Graph loaders deal their batches to the ranks of a DDP run themselves
+    (:class:`~graph_transformers.data.sampler.DistributedBatchSampler`; the trainer runs with
+    ``use_distributed_sampler=False``): training batches padded to equal counts per rank,
+    evaluation batches exactly the single-process ones, each on one rank. In a single process
+    they are the batches of PyG's ``DataLoader`` (``shuffle`` for training) unchanged.
+
     Raises:
         ValueError: when neighbour sampling is asked of a dataset that is not one graph with a
             node mask.
@@ -132,10 +141,16 @@ def make_loader(config: Config, dataset, split: str):
                    persistent_workers=config.data.num_workers > 0)
     if config.data.num_neighbors is None:
         if config.data.bucket_by_size and train:
-            sampler = SizeBucketBatchSampler(graph_sizes(dataset), bs,
-                                             window=config.data.bucket_window, seed=config.seed)
-            return DataLoader(dataset, batch_sampler=sampler, **workers)
-        return DataLoader(dataset, batch_size=bs, shuffle=train, **workers)
+            sampler = DistributedSizeBucketBatchSampler(
+                graph_sizes(dataset), bs, window=config.data.bucket_window, seed=config.seed)
+        elif train:
+            sampler = DistributedBatchSampler(
+                BatchSampler(EpochShuffleSampler(len(dataset), seed=config.seed), bs, False))
+        else:
+            sampler = DistributedBatchSampler(
+                BatchSampler(SequentialSampler(range(len(dataset))), bs, False),
+                remainder="uneven")
+        return DataLoader(dataset, batch_sampler=sampler, **workers)
     from ..data.sampling import neighbor_loader
     if len(dataset) != 1 or getattr(dataset[0], "node_mask", None) is None:
         raise ValueError("data.num_neighbors (neighbour sampling) needs a single-graph node task "
@@ -191,7 +206,8 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
         raise RunError(f"{out} already holds a run; pass --resume to continue it or choose "
                        "another --out")
     out.mkdir(parents=True, exist_ok=True)
-    save_config(config, out / "config.yaml")
+    if launch_is_rank_zero():  # run files come from rank 0 only
+        save_config(config, out / "config.yaml")
 
     L.seed_everything(config.seed, workers=True, verbose=False)
     spec = resolve_spec(config.data)
@@ -219,7 +235,8 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     # monitored checkpoint was saved, so --resume would restart from the last improvement
     last_ckpt = ModelCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1,
                                 auto_insert_metric_name=False, enable_version_counter=False)
-    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), best_ckpt, last_ckpt]
+    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), best_ckpt, last_ckpt,
+                                   SeedPerRank(config.seed)]
     sched = config.optim.scheduler
     stop_rule = None
     if isinstance(sched, PlateauConfig) and sched.stop_at_min_lr:
@@ -231,7 +248,9 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     tkw = {k: v for k, v in tkw.items() if v is not None}
     trainer = L.Trainer(default_root_dir=str(out), callbacks=callbacks,
                         logger=CSVLogger(str(out), name="lightning_logs"),
-                        plugins=[AtomicCheckpointIO()], enable_model_summary=False, **tkw)
+                        plugins=[AtomicCheckpointIO()], enable_model_summary=False,
+                        # graph loaders deal batches to ranks themselves (make_loader)
+                        use_distributed_sampler=config.data.num_neighbors is not None, **tkw)
     start = time.perf_counter()
     trainer.fit(module, loaders["train"], loaders["val"], ckpt_path=str(last) if resume else None)
     fit_time = time.perf_counter() - start

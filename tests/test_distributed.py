@@ -271,7 +271,7 @@ def test_two_process_cpu_ddp_matches_single_process_evaluation(tmp_path):
            "encodings.lap_pe.k=8", "data.bucket_by_size=true", "data.bucket_window=2",
            "trainer.max_epochs=2", "trainer.accelerator=cpu", "trainer.devices=2",
            "trainer.strategy=ddp", "trainer.enable_progress_bar=false"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
     rows = _csv_rows(out / "epochs.csv")

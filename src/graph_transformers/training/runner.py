@@ -413,6 +413,8 @@ def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
             continue
         runs.append(train(cfg, seed_dir, resume=resume and (seed_dir / "checkpoints" /
                                                               "last.ckpt").is_file()))
+    if not launch_is_rank_zero():  # DDP: the other ranks have no results to summarize
+        return {}
     summary = summarize(runs)
     write_json(out / "summary.json", summary)
     return summary
@@ -436,6 +438,8 @@ def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: 
         fold_dir = out / f"fold_{k}"
         train_seeds(cfg, fold_dir, num_seeds, resume=resume)
         runs += [json.loads(p.read_text()) for p in sorted(fold_dir.rglob("metrics.json"))]
+    if not launch_is_rank_zero():  # DDP: rank 0 writes the summary
+        return {}
     summary = summarize(runs)
     summary["folds"] = num_folds
     write_json(out / "summary.json", summary)

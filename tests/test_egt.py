@@ -378,9 +378,10 @@ def test_config_validation():
         build_config({"model": {"name": "egt", "variant": "simple", "distance_objective": True}})
     with pytest.raises(ConfigError, match="unknown key"):
         build_config({"model": {"name": "egt", "edge_width": 8}})
-    with pytest.raises(ConfigError, match="bucket_by_size"):
-        build_config({"model": {"name": "egt"}, "data": {"bucket_by_size": True},
-                      "trainer": {"devices": 2, "strategy": "ddp"}})
+    # bucketing under DDP: the distributed bucket sampler deals batches (test_distributed.py)
+    ddp = build_config({"model": {"name": "egt"}, "data": {"bucket_by_size": True},
+                        "trainer": {"devices": 2, "strategy": "ddp"}})
+    assert ddp.data.bucket_by_size and ddp.trainer.devices == 2
     with pytest.raises(ConfigError, match="Ungated"):
         build_config({"model": {"name": "egt", "variant": "ungated", "scale_degree": True}})
 

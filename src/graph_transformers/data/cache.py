@@ -12,9 +12,15 @@ Two directories matter:
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 DATA_ENV = "GRAPH_TRANSFORMERS_DATA"
 CACHE_ENV = "GRAPH_TRANSFORMERS_CACHE"
@@ -37,6 +43,38 @@ def resolve_cache_dir(cache_dir: str | os.PathLike | None = None) -> Path:
     if env:
         return Path(env).expanduser()
     return Path.home() / ".cache" / "graph_transformers"
+
+
+@contextmanager
+def cache_lock(name: str, cache_dir: str | os.PathLike | None = None) -> Iterator[None]:
+    """Holds an inter-process file lock (``filelock``) on building dataset ``name`` in the cache
+    directory, so that when several processes (the ranks of a DDP run started together by
+    torchrun or SLURM) load a dataset that is not cached yet, one builds it and the others wait,
+    then read the finished cache. The lock file is ``<cache>/.<name>.lock``; the OS releases it
+    if its holder dies. Where the cache directory is not writable (a read-only, prebuilt cache)
+    it proceeds without a lock.
+    """
+    from filelock import FileLock, Timeout
+
+    root = resolve_cache_dir(cache_dir)
+    path = root / f".{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.lock"
+    lock: FileLock | None = FileLock(str(path))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            log.info("waiting for another process to finish building the %s cache (%s)", name,
+                     path)
+            lock.acquire()
+    except OSError as err:  # read-only cache: nothing will be built here either
+        log.debug("no cache lock at %s (%s); loading without it", path, err)
+        lock = None
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def pre_transform_key(pre_transform: Any) -> str:

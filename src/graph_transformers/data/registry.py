@@ -9,7 +9,7 @@ from torch_geometric.data import Dataset
 from torch_geometric.transforms import BaseTransform, Compose, Constant
 
 from .._optional import require
-from .cache import resolve_cache_dir
+from .cache import cache_lock, resolve_cache_dir
 from .molecules import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS  # plain constants, no RDKit import
 
 
@@ -288,7 +288,8 @@ def build_pre_transform(encodings: Any) -> BaseTransform | None:
 
 
 def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
-    """Loads every split of the dataset a config names, with its encodings precomputed."""
+    """Loads every split of the dataset a config names, with its encodings precomputed, under
+    :func:`~graph_transformers.data.cache.cache_lock` (concurrent processes build it once)."""
     spec = resolve_spec(data_cfg)
     pre = build_pre_transform(encodings)
     options = {"fold": data_cfg.fold, "seed": data_cfg.seed, **data_cfg.options}
@@ -296,8 +297,10 @@ def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
         options.update(path=data_cfg.path, smiles_column=data_cfg.smiles_column,
                        target_columns=list(data_cfg.target_columns), task=data_cfg.task)
     try:
-        return {s: spec.load(s, data_cfg.data_dir, data_cfg.cache_dir, pre, options)
-                for s in spec.splits}
+        # one process builds a missing cache, concurrent ones (DDP ranks) wait and read it
+        with cache_lock(spec.name, data_cfg.cache_dir):
+            return {s: spec.load(s, data_cfg.data_dir, data_cfg.cache_dir, pre, options)
+                    for s in spec.splits}
     except TypeError as err:  # an option the dataset class does not take
         if "unexpected keyword" in str(err):
             raise ValueError(f"data.options: {err}") from None

@@ -1,10 +1,88 @@
-"""Size-bucketed batching: batches of graphs of similar size, to limit padding in dense models."""
+"""Size-bucketed batching (batches of graphs of similar size, to limit padding in dense models) and
+the distributed (DDP) forms of the samplers training uses.
+
+Under DDP every rank computes the same global list of batches for an epoch (seeded by
+``seed + epoch``, never by the global RNG) and :func:`deal_batches` gives rank ``r`` the batches
+``r, r + W, r + 2W, …``; see ``docs/scaling.md``.
+"""
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import torch
-from torch.utils.data import Sampler
+from torch.utils.data import RandomSampler, Sampler
+
+#: what :func:`deal_batches` does with the batches left over when their number is not a multiple
+#: of the number of ranks
+REMAINDERS = ("pad", "drop", "uneven")
+
+
+def distributed_world() -> tuple[int, int]:
+    """``(num_replicas, rank)`` of the initialized default ``torch.distributed`` process group,
+    ``(1, 0)`` when there is none (a single process)."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size(), dist.get_rank()
+    return 1, 0
+
+
+def _check_world(num_replicas: int, rank: int) -> None:
+    if num_replicas < 1:
+        raise ValueError(f"num_replicas must be >= 1, got {num_replicas}")
+    if not 0 <= rank < num_replicas:
+        raise ValueError(f"rank must be in 0..{num_replicas - 1}, got {rank}")
+
+
+def deal_batches(batches: Sequence[list[int]], num_replicas: int, rank: int,
+                 remainder: str = "pad") -> list[list[int]]:
+    """Rank ``rank``'s share of ``batches`` (a list every rank computes identically): the
+    batches ``rank, rank + W, rank + 2W, …`` with ``W = num_replicas``.
+
+    ``remainder`` says what happens when ``len(batches)`` is not a multiple of ``W``:
+
+    - ``"pad"``: the list is extended by repeating its first batches (cyclically, as
+      ``DistributedSampler`` pads indices) to the next multiple of ``W``; every rank gets
+      ``ceil(len / W)`` batches, at most ``W - 1`` of them repeats.
+    - ``"drop"``: the last ``len % W`` batches are dropped; every rank gets ``floor(len / W)``
+      batches and no batch is seen twice (the dropped ones are random when the list is shuffled).
+    - ``"uneven"``: nothing is added or dropped; ranks get ``ceil`` or ``floor(len / W)`` batches,
+      every batch exactly once. For evaluation only: a training step with unequal counts would
+      leave the other ranks waiting in DDP's gradient all-reduce.
+
+    Args:
+        batches: the global list of batches (lists of dataset indices).
+        num_replicas: number of ranks ``W``.
+        rank: this rank, ``0 <= rank < W``.
+        remainder: ``"pad"``, ``"drop"`` or ``"uneven"``.
+
+    Returns:
+        The rank's batches, in the global order.
+
+    Raises:
+        ValueError: for ``num_replicas < 1``, a rank outside ``0..W-1`` or an unknown
+            ``remainder``.
+    """
+    _check_world(num_replicas, rank)
+    if remainder not in REMAINDERS:
+        raise ValueError(f"remainder must be one of {REMAINDERS}, got {remainder!r}")
+    batches = list(batches)
+    n = len(batches)
+    if remainder == "pad" and n % num_replicas and n:
+        extra = num_replicas - n % num_replicas
+        batches = batches + [batches[i % n] for i in range(extra)]
+    elif remainder == "drop":
+        batches = batches[:n - n % num_replicas]
+    return batches[rank::num_replicas]
+
+
+def dealt_length(num_batches: int, num_replicas: int, rank: int, remainder: str = "pad") -> int:
+    """How many of ``num_batches`` batches :func:`deal_batches` gives ``rank``."""
+    _check_world(num_replicas, rank)
+    if remainder == "pad":
+        return -(-num_batches // num_replicas)
+    if remainder == "drop":
+        return num_batches // num_replicas
+    return len(range(rank, num_batches, num_replicas))
 
 
 def graph_sizes(dataset) -> list[int]:
@@ -95,3 +173,127 @@ def padding_ratio(sizes: Sequence[int], batches: Sequence[Sequence[int]]) -> flo
                  for b in batches if len(b))
     real = float((s ** 2).sum())
     return padded / real
+
+
+class EpochShuffleSampler(Sampler[int]):
+    """Indices ``0..n-1`` in a random order per epoch.
+
+    In a single process (``num_replicas`` resolved to 1) it is exactly PyTorch's
+    ``RandomSampler`` (a draw from the global RNG, so single-process runs are unchanged by this
+    class). Under DDP every rank must draw the *same* permutation, so it is drawn from a generator
+    seeded by ``seed + epoch`` (as ``DistributedSampler``), independent of the per-rank global RNG.
+
+    Args:
+        num_samples: ``n``.
+        seed: base seed of the distributed permutation.
+        num_replicas: number of ranks; ``None`` reads the initialized process group when iterated
+            (1 without one).
+
+    Raises:
+        ValueError: for a negative ``num_samples``.
+    """
+
+    def __init__(self, num_samples: int, seed: int = 0, num_replicas: int | None = None) -> None:
+        if num_samples < 0:
+            raise ValueError(f"num_samples must be >= 0, got {num_samples}")
+        self.num_samples, self.seed, self.num_replicas = num_samples, seed, num_replicas
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Sets the epoch that seeds the next distributed permutation."""
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator[int]:
+        # a generator, so that nothing is drawn before the first batch is asked for (as PyTorch's
+        # own samplers: the loader draws its worker base seed first)
+        world = self.num_replicas if self.num_replicas is not None else distributed_world()[0]
+        if world == 1:
+            yield from RandomSampler(range(self.num_samples))
+            return
+        g = torch.Generator().manual_seed(self.seed + self.epoch)
+        self.epoch += 1  # a fresh draw next epoch even if nobody calls set_epoch
+        yield from torch.randperm(self.num_samples, generator=g).tolist()
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class DistributedBatchSampler(Sampler[list[int]]):
+    """Deals the batches of a batch sampler out to the ranks of a DDP run (:func:`deal_batches`).
+
+    The wrapped ``sampler`` must yield the same batches on every rank (a fixed order, or one
+    seeded by ``seed + epoch`` such as :class:`SizeBucketBatchSampler` or a ``BatchSampler`` over
+    :class:`EpochShuffleSampler`); each epoch this sampler materializes its batches and yields
+    this rank's share. With one rank it yields the wrapped batches unchanged.
+
+    ``num_replicas`` / ``rank`` default to the initialized default process group, read when the
+    sampler is iterated or measured, so loaders can be built before Lightning starts the processes.
+    Lightning calls ``set_epoch`` on ``batch_sampler.sampler``, i.e. on the wrapped sampler;
+    :meth:`set_epoch` here forwards it as well.
+
+    Args:
+        sampler: the global batch sampler (an iterable of index lists with ``len``).
+        num_replicas: number of ranks ``W`` (``None``: from the process group).
+        rank: this rank (``None``: from the process group).
+        remainder: ``"pad"`` (training: equal batch counts, a few batches repeated), ``"drop"``
+            (equal counts, a few dropped) or ``"uneven"`` (evaluation: every batch exactly once).
+
+    Raises:
+        ValueError: for an unknown ``remainder``; when iterated, for a rank outside ``0..W-1``.
+    """
+
+    def __init__(self, sampler: Iterable[list[int]], num_replicas: int | None = None,
+                 rank: int | None = None, remainder: str = "pad") -> None:
+        if remainder not in REMAINDERS:
+            raise ValueError(f"remainder must be one of {REMAINDERS}, got {remainder!r}")
+        self.sampler, self.num_replicas, self.rank = sampler, num_replicas, rank
+        self.remainder = remainder
+
+    def world(self) -> tuple[int, int]:
+        """``(num_replicas, rank)``: the explicit values, else the process group's."""
+        w, r = distributed_world()
+        return (self.num_replicas if self.num_replicas is not None else w,
+                self.rank if self.rank is not None else r)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Forwards the epoch to the wrapped sampler (and to its index sampler)."""
+        for obj in (self.sampler, getattr(self.sampler, "sampler", None)):
+            if callable(getattr(obj, "set_epoch", None)):
+                obj.set_epoch(epoch)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        w, r = self.world()
+        if w == 1:
+            yield from (list(b) for b in self.sampler)
+            return
+        yield from deal_batches([list(b) for b in self.sampler], w, r, self.remainder)
+
+    def __len__(self) -> int:
+        w, r = self.world()
+        return dealt_length(len(self.sampler), w, r, self.remainder)
+
+
+class DistributedSizeBucketBatchSampler(DistributedBatchSampler):
+    """Size-bucketed batches under DDP: the batches of a :class:`SizeBucketBatchSampler` (the
+    same on every rank: its order is seeded by ``seed + epoch``) dealt out by
+    :func:`deal_batches`. Rank ``r`` gets global batches ``r, r + W, …``, so the ranks' batches
+    of one epoch are disjoint and together cover every graph; with the default
+    ``remainder="pad"`` every rank gets ``ceil(B / W)`` batches of the epoch's ``B``, the last
+    ``B mod W`` slots filled by repeating the epoch's first batches (random ones, as the batch
+    order is shuffled). Call :meth:`set_epoch` each epoch (Lightning does) for a new draw.
+
+    Args:
+        sizes, batch_size, window, shuffle, seed, drop_last: as :class:`SizeBucketBatchSampler`.
+        num_replicas, rank, remainder: as :class:`DistributedBatchSampler`.
+
+    Raises:
+        ValueError: as :class:`SizeBucketBatchSampler` and :class:`DistributedBatchSampler`.
+    """
+
+    def __init__(self, sizes: Sequence[int], batch_size: int, window: int = 50,
+                 shuffle: bool = True, seed: int = 0, drop_last: bool = False,
+                 num_replicas: int | None = None, rank: int | None = None,
+                 remainder: str = "pad") -> None:
+        super().__init__(SizeBucketBatchSampler(sizes, batch_size, window=window, shuffle=shuffle,
+                                                seed=seed, drop_last=drop_last),
+                         num_replicas=num_replicas, rank=rank, remainder=remainder)

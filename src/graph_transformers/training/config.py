@@ -271,7 +271,8 @@ class DataConfig(_Section):
     #: ``max_rows`` for MoleculeNet, ``num_graphs`` for generated sets)
     options: dict[str, Any] = Field(default_factory=dict)
     #: batch graphs of similar size together (less padding for dense models; measured in
-    #: ``benchmarks/egt_speed.py``); batches are still drawn in random order
+    #: ``benchmarks/egt_speed.py``); batches are still drawn in random order (under DDP dealt
+    #: to the ranks, ``docs/scaling.md``)
     bucket_by_size: bool = False
     #: graphs per sorting window of the bucketing sampler, in batches
     bucket_window: PositiveInt = 50
@@ -408,6 +409,8 @@ class TrainerConfig(_Section):
     max_time: str | None = None
     accelerator: str = "auto"
     devices: int | str = 1
+    #: machines of a multi-node run (``docs/scaling.md``)
+    num_nodes: PositiveInt = 1
     strategy: str = "auto"
     precision: str | int = "32-true"
     gradient_clip_val: Annotated[float, Field(gt=0)] | None = None
@@ -518,11 +521,6 @@ class Config(_Section):
             raise ValueError("model.pe is 'wl' but encodings.wl_pe is not set")
         if pe == "svd" and self.encodings.svd_pe is None:
             raise ValueError("model.pe is 'svd' but encodings.svd_pe is not set")
-        multi = "ddp" in str(self.trainer.strategy) or str(self.trainer.devices) not in ("1",
-                                                                                      "auto")
-        if self.data.bucket_by_size and multi:
-            raise ValueError("data.bucket_by_size draws batches from a single-process sampler; "
-                             "set it to false for multi-process (DDP) training")
         for enc in getattr(type(self.model), "required_encodings", ()):
             if getattr(self.encodings, enc, None) is None:
                 raise ValueError(f"model {self.model.name!r} needs encodings.{enc} (e.g. "

@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from ..data.registry import DatasetSpec
 from .config import CosineConfig, LinearConfig, OptimConfig, PlateauConfig
+from .distributed import broadcast_buffers
 from .tasks import Task
 
 
@@ -25,7 +26,8 @@ class GraphTaskModule(L.LightningModule):
     """Trains ``model`` on the task a :class:`DatasetSpec` describes.
 
     Logs ``train/loss`` and ``val/loss`` plus ``{train,val}/<metric>`` each epoch; the learning
-    rate as ``lr``. ``task`` overrides the default :class:`Task` of ``spec`` (global class
+    rate as ``lr``. Under DDP the logged values are reduced over the ranks (``sync_dist``,
+    torchmetrics states) and validation runs with rank 0's buffers on every rank. ``task`` overrides the default :class:`Task` of ``spec`` (global class
     weights, split-level weighted accuracy).
     """
 
@@ -61,6 +63,10 @@ class GraphTaskModule(L.LightningModule):
 
     def validation_step(self, batch, batch_idx: int) -> None:
         self._step(batch, "val", self.val_metrics)
+
+    def on_validation_epoch_start(self) -> None:
+        # DDP: every rank validates rank 0's buffers (BatchNorm statistics), the checkpointed ones
+        broadcast_buffers(self.model)
 
     def on_train_epoch_end(self) -> None:
         self.log_dict(self.train_metrics.compute(), sync_dist=True)

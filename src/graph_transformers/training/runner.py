@@ -17,16 +17,19 @@ import lightning as L
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger
+from torch.utils.data import BatchSampler, SequentialSampler
 from torch_geometric.loader import DataLoader
 
 from ..data.registry import DatasetSpec, load_splits, resolve_spec
-from ..data.sampler import SizeBucketBatchSampler, graph_sizes
+from ..data.sampler import (DistributedBatchSampler, DistributedSizeBucketBatchSampler,
+                            EpochShuffleSampler, graph_sizes)
 from ..models import build_model, count_parameters
 from .callbacks import EpochLog, EpochSummary, StopAtMinLR
 from .curves import write_curves
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
                      load_yaml, save_config)
+from .distributed import SeedPerRank, launch_is_rank_zero
 from .module import GraphTaskModule, evaluate
 from .tasks import Task
 
@@ -123,6 +126,12 @@ def make_loader(config: Config, dataset, split: str):
     evaluation batches keep the dataset's order (metrics averaged per batch, as the benchmark's
     weighted accuracy, depend on batch composition).
 
+    Graph loaders deal their batches to the ranks of a DDP run themselves
+    (:class:`~graph_transformers.data.sampler.DistributedBatchSampler`; the trainer runs with
+    ``use_distributed_sampler=False``): training batches padded to equal counts per rank,
+    evaluation batches exactly the single-process ones, each on one rank. In a single process
+    they are the batches of PyG's ``DataLoader`` (``shuffle`` for training) unchanged.
+
     Raises:
         ValueError: when neighbour sampling is asked of a dataset that is not one graph with a
             node mask.
@@ -134,10 +143,16 @@ def make_loader(config: Config, dataset, split: str):
                    persistent_workers=config.data.num_workers > 0)
     if config.data.num_neighbors is None:
         if config.data.bucket_by_size and train:
-            sampler = SizeBucketBatchSampler(graph_sizes(dataset), bs,
-                                             window=config.data.bucket_window, seed=config.seed)
-            return DataLoader(dataset, batch_sampler=sampler, **workers)
-        return DataLoader(dataset, batch_size=bs, shuffle=train, **workers)
+            sampler = DistributedSizeBucketBatchSampler(
+                graph_sizes(dataset), bs, window=config.data.bucket_window, seed=config.seed)
+        elif train:
+            sampler = DistributedBatchSampler(
+                BatchSampler(EpochShuffleSampler(len(dataset), seed=config.seed), bs, False))
+        else:
+            sampler = DistributedBatchSampler(
+                BatchSampler(SequentialSampler(range(len(dataset))), bs, False),
+                remainder="uneven")
+        return DataLoader(dataset, batch_sampler=sampler, **workers)
     from ..data.sampling import neighbor_loader
     if len(dataset) != 1 or getattr(dataset[0], "node_mask", None) is None:
         raise ValueError("data.num_neighbors (neighbour sampling) needs a single-graph node task "
@@ -218,7 +233,8 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
         raise RunError(f"{out} already holds a run; pass --resume to continue it or choose "
                        "another --out")
     out.mkdir(parents=True, exist_ok=True)
-    save_config(config, out / "config.yaml")
+    if launch_is_rank_zero():  # run files come from rank 0 only
+        save_config(config, out / "config.yaml")
 
     L.seed_everything(config.seed, workers=True, verbose=False)
     spec = resolve_spec(config.data)
@@ -246,7 +262,8 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     # monitored checkpoint was saved, so --resume would restart from the last improvement
     last_ckpt = ModelCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1,
                                 auto_insert_metric_name=False, enable_version_counter=False)
-    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), best_ckpt, last_ckpt]
+    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), best_ckpt, last_ckpt,
+                                   SeedPerRank(config.seed)]
     sched = config.optim.scheduler
     stop_rule = None
     if isinstance(sched, PlateauConfig) and sched.stop_at_min_lr:
@@ -258,8 +275,11 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
         callbacks.append(TQDMProgressBar(refresh_rate=max(1, len(loaders["train"]) // 20)))
     elif config.trainer.enable_progress_bar:
         callbacks.append(EpochSummary())
-    tkw = {"enable_model_summary": False, **config.trainer.trainer_kwargs(),
-           "enable_progress_bar": use_bar}
+    # graph loaders deal batches to ranks themselves (make_loader); PyG's neighbour loader
+    # leaves it to Lightning
+    tkw = {"enable_model_summary": False,
+           "use_distributed_sampler": config.data.num_neighbors is not None,
+           **config.trainer.trainer_kwargs(), "enable_progress_bar": use_bar}
     trainer = L.Trainer(default_root_dir=str(out), callbacks=callbacks,
                         logger=make_loggers(config.trainer.logger, out),
                         plugins=[AtomicCheckpointIO()], **tkw)
@@ -426,6 +446,8 @@ def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
             continue
         runs.append(train(cfg, seed_dir, resume=resume and (seed_dir / "checkpoints" /
                                                               "last.ckpt").is_file()))
+    if not launch_is_rank_zero():  # DDP: the other ranks have no results to summarize
+        return {}
     summary = summarize(runs)
     write_json(out / "summary.json", summary)
     return summary
@@ -449,6 +471,8 @@ def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: 
         fold_dir = out / f"fold_{k}"
         train_seeds(cfg, fold_dir, num_seeds, resume=resume)
         runs += [json.loads(p.read_text()) for p in sorted(fold_dir.rglob("metrics.json"))]
+    if not launch_is_rank_zero():  # DDP: rank 0 writes the summary
+        return {}
     summary = summarize(runs)
     summary["folds"] = num_folds
     write_json(out / "summary.json", summary)

@@ -114,7 +114,7 @@ def zinc_stats(data_dir: Path, cache_dir: Path) -> dict:
         ds = ZINC(root=cache_dir / "ZINC", split=split, data_dir=data_dir, download=False)
         s = _graph_stats(ds)
         y = ds._data.y.numpy().astype(np.float64)
-        s["target"] = {k: round(float(f(y)), 4) for k, f in
+        s["target"] = {k: round(float(f(y)), 5) for k, f in
                        (("mean", np.mean), ("std", np.std), ("min", np.min), ("max", np.max))}
         s["provenance"] = ds.provenance[split]
         if split == "train" and s["provenance"] == "reconstructed":

@@ -157,8 +157,11 @@ def test_featurizer_reproduces_exact_graphs(split_pairs):
 def test_target_formula_matches_stored_y(split_pairs):
     split, graphs, smiles = split_pairs
     err = np.array([abs(Z.penalized_logp_target(s) - g.y.item()) for g, s in zip(graphs, smiles)])
-    # Measured: 998/1000 within 0.05 on both splits (the README reports the same).
-    assert (err < 0.05).mean() >= 0.99, f"{split}: {(err < 0.05).mean():.3f} within 0.05"
+    # Measured with the benchmark's ring rule (largest_ring_jtvae): val 999, test 1000 within
+    # 0.05, all within 0.125 (RDKit logP/SA drift); the current networkx default basis had
+    # 998/1000 and errors up to 20.9.
+    assert (err < 0.05).mean() >= 0.998, f"{split}: {(err < 0.05).mean():.3f} within 0.05"
+    assert err.max() < 0.15, f"{split}: max error {err.max():.3f}"
 
 
 @needs_data
@@ -187,7 +190,12 @@ def test_load_exact_split_layout(split):
 FIRST_POSITIONS = [7612, 10773, 14990, 17610, 1610, 13922, 2840, 14444]
 POSITIONS_SHA256 = "1fee47d2c7e98c3ff8ed79944f0e1ddfdefe53baceb3c5241842ba19754d116f"
 GRAPHS_SHA256 = "a9ca19af789a67335d1191fa201d74a42f777c0676fdad59f000ba0bdbe52737"
-Y_MEAN = 0.01217
+# Format version 2 (ring term from largest_ring_jtvae): 14 labels changed against version 1, the
+# mean moved from 0.01217 by -0.01364.
+Y_MEAN = -0.00147
+#: source positions of the 14 train molecules whose label depends on the cycle-basis rule
+RING_RULE_SENSITIVE = {1964, 2699, 3091, 4879, 5583, 6357, 6803, 7052, 8701, 10349, 17494, 20081,
+                       22680, 22717}
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +225,12 @@ def test_reconstructed_train(train_root):
     for t in (ds._data.x, ds._data.edge_index, ds._data.edge_attr):
         h.update(t.contiguous().numpy().tobytes())
     assert h.hexdigest() == GRAPHS_SHA256
-    assert abs(ds._data.y.double().mean().item() - Y_MEAN) < 1e-2
+    assert abs(ds._data.y.double().mean().item() - Y_MEAN) < 5e-3
+    flagged = info["ring_rule_sensitive"]
+    assert {f["source_position"] for f in flagged} == RING_RULE_SENSITIVE
+    for f in flagged:
+        assert positions[f["index"]] == f["source_position"]
+        assert max(f["largest_ring"] - 6, 0) != max(f["largest_ring_current_networkx"] - 6, 0)
 
     valid = _smiles("jtvae_zinc_valid.txt.gz")
     first = Z.smiles_to_graph(valid[positions[0]])

@@ -298,8 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     from .data.cache import DataNotFoundError
     from .training.config import ConfigError
     from .training.runner import RunError
-    if args.command in ("train", "benchmark", "evaluate", "analyze"):
-        from .training.allocator import keep_freed_memory
+    if args.command in ("benchmark", "evaluate", "analyze"):  # CPU work; training decides
+        from .training.allocator import keep_freed_memory  # by its accelerator (runner.train)
         keep_freed_memory()
     try:
         if args.command == "train":

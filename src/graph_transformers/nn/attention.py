@@ -6,7 +6,10 @@ exponential (the paper's numerical safeguard), which also bounds ``exp`` to
 ``[e^-clamp, e^clamp]``; no per-node max subtraction is then needed, which saves a scatter-max
 and its backward on the hot path. The normalization is the exact softmax (the official GT code
 adds ``1e-6`` to each normalizer, a relative difference of at most ~1.5e-4 with the clamp); a node
-without incoming edges gets a zero output instead of ``0/0``.
+without incoming edges gets a zero output instead of ``0/0``. Under mixed precision the
+exponentials, the normalizers and the weighted sum of values are accumulated in float32 (a bf16
+sum over a node's incoming edges keeps only 8 bits of mantissa); the output is cast back to the
+input's dtype.
 
 Dense (all-pairs) attention, :class:`FullAttention`, works on a padded ``[batch, N, d]`` view with a
 key-padding mask through PyTorch's ``scaled_dot_product_attention``, and refuses a call whose
@@ -36,9 +39,9 @@ def clamped_edge_softmax(scores: Tensor, index: Tensor, num_nodes: int, clamp: f
     Returns:
         ``[num_edges, num_heads]`` attention weights; each node's incoming weights sum to 1.
     """
-    ex = scores.clamp(-clamp, clamp).exp()
+    ex = scores.float().clamp(-clamp, clamp).exp()  # fp32 accumulation under autocast
     denom = ex.new_zeros((num_nodes, ex.size(1))).index_add_(0, index, ex)
-    return ex / _safe(denom).index_select(0, index)
+    return (ex / _safe(denom).index_select(0, index)).to(scores.dtype)
 
 
 def sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, scale: float,
@@ -69,18 +72,56 @@ def sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, scale:
     per_dim = (q * scale).index_select(0, dst) * k.index_select(0, src)  # scale on N, not E rows
     if edge_gate is not None:
         per_dim = per_dim * edge_gate
-    scores = per_dim.sum(-1)
+    scores = per_dim.sum(-1, dtype=torch.float32)  # fp32 scores, sums and normalizers
     ex = scores.clamp(-clamp, clamp).exp()  # [E, H]
     denom = ex.new_zeros((num_nodes, ex.size(1))).index_add_(0, dst, ex)
-    msg = v.index_select(0, src) * ex.unsqueeze(-1)
+    msg = v.index_select(0, src).float() * ex.unsqueeze(-1)
     out = msg.new_zeros((num_nodes,) + msg.shape[1:]).index_add_(0, dst, msg)
     denom = _safe(denom)
-    out = out / denom.unsqueeze(-1)
-    weights = ex / denom.index_select(0, dst) if return_weights else None
+    out = (out / denom.unsqueeze(-1)).to(v.dtype)
+    weights = (ex / denom.index_select(0, dst)).to(v.dtype) if return_weights else None
     return out, (per_dim if return_scores else None), weights
 
 
 # ----------------------------------------------------------------------------- dense attention
+#: stride alignment (elements) of an additive attention bias that CUDA's memory-efficient SDPA
+#: kernel reads in place; PyTorch pads (copies) a bias whose rows are not aligned (8 or 16
+#: elements depending on the version: 16 satisfies both)
+SDPA_BIAS_ALIGNMENT = 16
+
+
+def aligned_bias(bias: Tensor, dtype: torch.dtype | None = None,
+                 multiple: int = SDPA_BIAS_ALIGNMENT) -> Tensor:
+    """``bias [..., N, N]`` as a view of a buffer whose rows are padded to a multiple of
+    ``multiple`` elements (values identical, padding zeros never read), in ``dtype``.
+
+    CUDA's memory-efficient ``scaled_dot_product_attention`` kernel (the fast one that accepts an
+    additive bias; flash attention takes none) needs every stride of the bias but the last to be
+    a multiple of 8/16 elements; otherwise PyTorch pads a copy on every call. Building the
+    aligned bias once per batch, in the dtype the attention runs in (bf16 under autocast), lets
+    every layer use it directly. A bias that is already aligned and of ``dtype`` is returned as
+    is.
+    """
+    dtype = bias.dtype if dtype is None else dtype
+    n = bias.size(-1)
+    strides_ok = bias.stride(-1) == 1 and all(s % multiple == 0 for s in bias.stride()[:-1])
+    if strides_ok and bias.dtype == dtype:
+        return bias
+    padded = n + (-n) % multiple
+    buf = bias.new_zeros(tuple(bias.shape[:-1]) + (padded,), dtype=dtype)
+    buf[..., :n] = bias
+    return buf[..., :n]
+
+
+def attention_dtype(x: Tensor) -> torch.dtype:
+    """The dtype matrix products of ``x`` run in: the autocast dtype of ``x``'s device when
+    autocast is on there, else ``x.dtype``."""
+    kind = x.device.type
+    if torch.is_autocast_enabled(kind) and x.is_floating_point():
+        return torch.get_autocast_dtype(kind)
+    return x.dtype
+
+
 #: default memory budget of one full-attention call (the ``[batch, heads, N, N]`` score tensors)
 DEFAULT_MAX_ATTENTION_BYTES = 4 * 2**30
 

@@ -78,9 +78,12 @@ class GraphormerLayer(nn.Module):
         p = self.attention_dropout if self.training else 0.0
         weights = None
         if need_weights:
-            weights = torch.softmax(q @ k.transpose(-1, -2) * q.size(-1) ** -0.5 + bias, -1)
+            scores = q @ k.transpose(-1, -2) * q.size(-1) ** -0.5 + bias
+            weights = torch.softmax(scores, -1, dtype=torch.float32).to(v.dtype)  # fp32 sums
             z = F.dropout(weights, p, self.training) @ v
         else:
+            # a bias already in q's dtype and aligned (Graphormer.aligned_bias) is used in place by
+            # CUDA's memory-efficient kernel; see docs/gpu.md
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype), dropout_p=p)
         y = self.out(z.transpose(1, 2).reshape(B, N, self.hidden_dim))
         x = x + self.dropout(y)

@@ -276,3 +276,15 @@ def test_torch_compile_option_matches_eager(batch, tmp_path):
 
 def test_model_output_type_is_kept():
     assert ModelOutput._fields == ("out", "aux_loss")
+
+
+def test_sdpa_head_padding_gives_the_same_attention():
+    from graph_transformers.nn.attention import sdpa
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 2, 4, 7, 10).unbind(0)
+    bias = torch.randn(2, 4, 7, 7)
+    bias[..., -1] = float("-inf")
+    ref = sdpa(q, k, v, bias, pad_head_dim=False)
+    got = sdpa(q, k, v, aligned_bias(bias), pad_head_dim=True)
+    assert got.shape == ref.shape
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)

@@ -116,6 +116,16 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--out", type=Path, help="output directory (default RUN_DIR/analysis)")
     a.add_argument("--data-dir", help="raw data directory (else the run's or the environment's)")
     a.add_argument("--checkpoint", choices=["best", "last"], default="best")
+
+    from .device_check import add_arguments as add_check_arguments
+    c = sub.add_parser(
+        "check-device", help="check the models on a GPU: CPU parity, bf16, SDPA kernels, speed",
+        description="For GT, GT with edges, EGT, GRPE, Graphormer, GPS and GatedGCN on a fixed "
+                    "ZINC batch: forward+backward parity CPU vs device (float32, float64), bf16 "
+                    "loss against float32, the SDPA kernel that ran, graphs/s and peak memory in "
+                    "fp32 and bf16, one-epoch training time. Writes gpu_check.json/.md to --out "
+                    "(see docs/gpu.md). Exit status 1 when a model is out of tolerance.")
+    add_check_arguments(c)
     return p
 
 
@@ -314,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
             return _table(args)
         if args.command == "analyze":
             return _analyze(args)
+        if args.command == "check-device":
+            from .device_check import main as check_main
+            return check_main(args=args)
     except (ConfigError, RunError, DataNotFoundError, MissingDependencyError, ValueError,
             TypeError, FileNotFoundError) as err:
         if args.verbose:

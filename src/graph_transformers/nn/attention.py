@@ -113,6 +113,31 @@ def aligned_bias(bias: Tensor, dtype: torch.dtype | None = None,
     return buf[..., :n]
 
 
+def sdpa(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None = None,
+         dropout_p: float = 0.0, pad_head_dim: bool | None = None, multiple: int = 8) -> Tensor:
+    """``scaled_dot_product_attention`` with the head dimension zero-padded to a multiple of
+    ``multiple`` (8) when it is not one, so CUDA's fused kernels (which need ``d_k % 8 == 0`` in
+    16-bit dtypes) are reachable for heads such as Graphormer-small's ``d_k = 10``. The softmax
+    scale stays ``1 / sqrt(d_k)`` of the real dimension; zero query/key columns add nothing to
+    the scores and the padded output columns (sums of zero values) are dropped, so the result is
+    the same. ``pad_head_dim=None`` pads on CUDA only (elsewhere it would only cost a copy).
+
+    Shapes: ``q [..., L, d_k]``, ``k, v [..., S, d_k]``, ``attn_mask`` broadcastable to
+    ``[..., L, S]`` → ``[..., L, d_k]``.
+    """
+    dk = q.size(-1)
+    pad = (-dk) % multiple
+    if pad_head_dim is None:
+        pad_head_dim = q.is_cuda
+    if not pad or not pad_head_dim:
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=dropout_p)
+    q, k, v = (torch.nn.functional.pad(t, (0, pad)) for t in (q, k, v))
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, scale=dk ** -0.5)
+    return out[..., :dk]
+
+
 def attention_dtype(x: Tensor) -> torch.dtype:
     """The dtype matrix products of ``x`` run in: the autocast dtype of ``x``'s device when
     autocast is on there, else ``x.dtype``."""

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .attention import sdpa
 from .grpe import ByteDropout
 
 
@@ -82,9 +83,10 @@ class GraphormerLayer(nn.Module):
             weights = torch.softmax(scores, -1, dtype=torch.float32).to(v.dtype)  # fp32 sums
             z = F.dropout(weights, p, self.training) @ v
         else:
-            # a bias already in q's dtype and aligned (Graphormer.aligned_bias) is used in place by
-            # CUDA's memory-efficient kernel; see docs/gpu.md
-            z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype), dropout_p=p)
+            # a bias already in q's dtype and aligned (Graphormer: aligned_bias) is read in place by
+            # CUDA's memory-efficient kernel, and sdpa pads d_k to a multiple of 8 on CUDA so
+            # that kernel is reachable for any head size; see docs/gpu.md
+            z = sdpa(q, k, v, attn_mask=bias.to(q.dtype), dropout_p=p)
         y = self.out(z.transpose(1, 2).reshape(B, N, self.hidden_dim))
         x = x + self.dropout(y)
         x = x + self.dropout(self.ffn(self.ffn_norm(x)))

@@ -278,7 +278,9 @@ class EGT(nn.Module):
         target = dense.distances_within(self.distance_hops)  # -1: farther than ν, unreachable
         # every pair through the head, the others ignored: no data-dependent shapes (syncs)
         logits = self.distance_head(e[:, q:, q:])
-        ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), target.view(-1),
+        logits = logits.reshape(-1, logits.size(-1))
+        ce = F.cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)),
+                             target.view(-1),
                              ignore_index=UNREACHABLE, reduction="sum")
         return ce / target.size(0)
 

@@ -119,9 +119,10 @@ class Graphormer(nn.Module):
         if need_weights:
             weights = [x.new_zeros(B, self.num_heads, N1, N1) for _ in self.layers]
         for idx, n in size_groups(rel.dense.num_nodes, self.size_groups, rel.dense.host_sizes):
-            # one aligned copy of the group's bias, shared by all layers (SDPA's fast kernels)
-            xg, bg = x[idx, :n + 1], aligned_bias(bias[idx, :, :n + 1, :n + 1],
-                                                  dtype=attention_dtype(x))
+            xg, bg = x[idx, :n + 1], bias[idx, :, :n + 1, :n + 1]
+            if bg.is_cuda:  # one aligned copy in the attention dtype, shared by all layers, so
+                # CUDA's memory-efficient SDPA kernel reads it in place (docs/gpu.md)
+                bg = aligned_bias(bg, dtype=attention_dtype(x))
             for layer, w in zip(self.layers, weights or [None] * len(self.layers)):
                 xg = layer(xg, bg, need_weights)
                 if need_weights:

@@ -21,6 +21,12 @@ import torch
 from torch import Tensor, nn
 
 
+def acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype sums and normalizers accumulate in: float32 for 16-bit inputs (autocast), the
+    input's own dtype for float32 and float64."""
+    return torch.promote_types(dtype, torch.float32)
+
+
 def _safe(denom: Tensor) -> Tensor:
     """Normalizers with zeros (nodes without incoming edges) replaced by ones."""
     return torch.where(denom > 0, denom, torch.ones_like(denom))
@@ -39,7 +45,7 @@ def clamped_edge_softmax(scores: Tensor, index: Tensor, num_nodes: int, clamp: f
     Returns:
         ``[num_edges, num_heads]`` attention weights; each node's incoming weights sum to 1.
     """
-    ex = scores.float().clamp(-clamp, clamp).exp()  # fp32 accumulation under autocast
+    ex = scores.to(acc_dtype(scores.dtype)).clamp(-clamp, clamp).exp()  # fp32 under autocast
     denom = ex.new_zeros((num_nodes, ex.size(1))).index_add_(0, index, ex)
     return (ex / _safe(denom).index_select(0, index)).to(scores.dtype)
 
@@ -72,10 +78,11 @@ def sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, scale:
     per_dim = (q * scale).index_select(0, dst) * k.index_select(0, src)  # scale on N, not E rows
     if edge_gate is not None:
         per_dim = per_dim * edge_gate
-    scores = per_dim.sum(-1, dtype=torch.float32)  # fp32 scores, sums and normalizers
+    acc = acc_dtype(per_dim.dtype)
+    scores = per_dim.sum(-1, dtype=acc)  # fp32 (or fp64) scores, sums and normalizers
     ex = scores.clamp(-clamp, clamp).exp()  # [E, H]
     denom = ex.new_zeros((num_nodes, ex.size(1))).index_add_(0, dst, ex)
-    msg = v.index_select(0, src).float() * ex.unsqueeze(-1)
+    msg = v.index_select(0, src).to(acc) * ex.unsqueeze(-1)
     out = msg.new_zeros((num_nodes,) + msg.shape[1:]).index_add_(0, dst, msg)
     denom = _safe(denom)
     out = (out / denom.unsqueeze(-1)).to(v.dtype)

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import sdpa
+from .attention import acc_dtype, sdpa
 from .grpe import ByteDropout
 
 
@@ -80,7 +80,7 @@ class GraphormerLayer(nn.Module):
         weights = None
         if need_weights:
             scores = q @ k.transpose(-1, -2) * q.size(-1) ** -0.5 + bias
-            weights = torch.softmax(scores, -1, dtype=torch.float32).to(v.dtype)  # fp32 sums
+            weights = torch.softmax(scores, -1, dtype=acc_dtype(scores.dtype)).to(v.dtype)
             z = F.dropout(weights, p, self.training) @ v
         else:
             # a bias already in q's dtype and aligned (Graphormer: aligned_bias) is read in place by

@@ -26,6 +26,8 @@ import sys
 import torch
 from torch import Tensor, nn
 
+from .attention import acc_dtype
+
 _LITTLE_ENDIAN = sys.byteorder == "little"
 #: fuse topology and edge relations when the product of their vocabularies is at most this
 FUSE_LIMIT = 256
@@ -237,7 +239,7 @@ class GRPEAttention(nn.Module):
             bin_index.append((flat_q, T))
         if mask is not None:  # boolean mask, -inf: exact in every float dtype
             scores = scores.masked_fill(~mask.view(1, B, 1, N), float("-inf"))
-        attn = torch.softmax(scores, dim=-1, dtype=torch.float32)  # fp32 under autocast too
+        attn = torch.softmax(scores, dim=-1, dtype=acc_dtype(scores.dtype))  # fp32 (autocast)
         a, drop_scale = self._dropout(attn)
         z = a.to(v.dtype) @ v  # [H, B, N, dk]
         for (ids, _, _, tv), (flat_q, T) in zip(relations, bin_index):
@@ -274,7 +276,7 @@ class GRPEAttention(nn.Module):
                 scores = scores + torch.einsum("hbjd,bijhd->hbij", k, tk[ids].view(B, N, N, H, dk))
         if mask is not None:
             scores = scores.masked_fill(~mask.view(1, B, 1, N), float("-inf"))
-        attn = torch.softmax(scores, dim=-1, dtype=torch.float32)
+        attn = torch.softmax(scores, dim=-1, dtype=acc_dtype(scores.dtype))
         a, drop_scale = self._dropout(attn)
         a = a.to(v.dtype)
         z = a @ v

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINConv, GINEConv, MessagePassing, PNAConv
 
+from .attention import acc_dtype
 from .norm import make_norm
 
 #: convolution names (config ``mpnn`` / model names)
@@ -76,8 +77,9 @@ class GatedGCNConv(MessagePassing):
         e_hat = self.C(edge_attr) + self.D(x).index_select(0, dst) + self.E(x).index_select(0, src)
         # gates, sums and the normalizer in float32 (bf16 under autocast would round the sum
         # over a node's neighbours and swallow ε)
-        sigma = torch.sigmoid(e_hat.float())
-        bx = self.B(x).float()
+        acc = acc_dtype(e_hat.dtype)
+        sigma = torch.sigmoid(e_hat.to(acc))
+        bx = self.B(x).to(acc)
         # one propagate for numerator and denominator: messages [σ ⊙ B h_j ∥ σ]
         agg = self.propagate(edge_index, bx=bx, sigma=sigma, size=(x.size(0), x.size(0)))
         num, den = agg.split(self.hidden_dim, dim=-1)

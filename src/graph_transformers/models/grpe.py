@@ -137,7 +137,7 @@ def size_groups(num_nodes: Tensor, max_groups: int,
         ``(arange(B), N)`` when ``max_groups == 1``.
     """
     B = num_nodes.numel()
-    host = host_sizes if host_sizes is not None else num_nodes.cpu()
+    host = host_sizes if host_sizes is not None else num_nodes.cpu()  # host: fallback
     if max_groups <= 1 or B <= 1:
         return [(torch.arange(B, device=num_nodes.device), int(host.max()) if B else 0)]
     order = torch.argsort(num_nodes, stable=True)

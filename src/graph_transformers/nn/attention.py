@@ -149,7 +149,11 @@ def attention_dtype(x: Tensor) -> torch.dtype:
     """The dtype matrix products of ``x`` run in: the autocast dtype of ``x``'s device when
     autocast is on there, else ``x.dtype``."""
     kind = x.device.type
-    if torch.is_autocast_enabled(kind) and x.is_floating_point():
+    try:
+        enabled = torch.is_autocast_enabled(kind)
+    except RuntimeError:  # a device type without autocast (e.g. meta)
+        enabled = False
+    if enabled and x.is_floating_point():
         return torch.get_autocast_dtype(kind)
     return x.dtype
 

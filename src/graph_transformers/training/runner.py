@@ -18,16 +18,16 @@ from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger
 from torch_geometric.loader import DataLoader
 
+from ..data.checks import validate_dataset
 from ..data.registry import DatasetSpec, load_splits, resolve_spec
 from ..data.sampler import SizeBucketBatchSampler, graph_sizes
 from ..models import build_model, count_parameters
-from .callbacks import EpochLog, StopAtMinLR
-from ..data.checks import validate_dataset
 from .allocator import configure_for_training
+from .callbacks import EpochLog, StopAtMinLR
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
                      load_yaml, save_config)
-from .device import compile_model, loader_options
+from .device import compile_model, loader_options, trains_on_cpu
 from .module import GraphTaskModule, evaluate
 from .tasks import Task
 
@@ -201,8 +201,9 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     configure_for_training(config.trainer.accelerator)  # glibc setting: CPU on Linux only
     spec = resolve_spec(config.data)
     splits = load_splits(config.data, config.encodings)
-    for s, ds in splits.items():  # value checks once here; per batch they run on CPU only
-        validate_dataset(ds, f"{spec.name} {s} split")
+    if not trains_on_cpu(config.trainer.accelerator):  # per batch, value checks run on CPU only
+        for s, ds in splits.items():
+            validate_dataset(ds, f"{spec.name} {s} split")
     provenance = {}
     for s, ds in splits.items():
         provenance.update(getattr(ds, "provenance", {}) or {})

@@ -288,3 +288,19 @@ def test_sdpa_head_padding_gives_the_same_attention():
     got = sdpa(q, k, v, aligned_bias(bias), pad_head_dim=True)
     assert got.shape == ref.shape
     torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_validate_dataset_reads_the_collated_storage():
+    from torch_geometric.data import InMemoryDataset
+
+    class Graphs(InMemoryDataset):
+        def __init__(self, graphs):
+            super().__init__(None)
+            self._data, self.slices = self.collate(graphs)
+
+    graphs = synthetic_molecules(4)
+    validate_dataset(Graphs(graphs))  # clean data passes
+    graphs[1].edge_index = graphs[1].edge_index.clone()
+    graphs[1].edge_index[0, 0] = graphs[1].num_nodes  # one past its own graph
+    with pytest.raises(ValueError, match="outside their graph"):
+        validate_dataset(Graphs(graphs), "toy")

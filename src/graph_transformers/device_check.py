@@ -126,7 +126,7 @@ class CheckData:
 
 def _encodings_union(configs: dict[str, Any]) -> Any:
     """One encodings section holding every model's encodings (so ZINC is processed once)."""
-    from .training.config import build_config
+    from .training.config import EncodingsConfig
     merged: dict[str, Any] = {}
     for cfg in configs.values():
         for key, value in cfg.encodings.model_dump().items():
@@ -136,7 +136,7 @@ def _encodings_union(configs: dict[str, Any]) -> Any:
                 raise ValueError(f"the ZINC configs disagree on encodings.{key}: {merged[key]} vs "
                                  f"{value}")
             merged[key] = value
-    return build_config({"encodings": merged}).encodings
+    return EncodingsConfig.model_validate(merged)
 
 
 def synthetic_molecules(num_graphs: int, seed: int = 0, min_nodes: int = 9,

@@ -144,10 +144,11 @@ def test_float64_end_to_end_without_mixed_dtypes(name, batch):
 
 
 #: bf16 vs fp32 on one training step: relative differences of the loss and of the gradients
-#: (L2 over all parameters). bf16 keeps 8 mantissa bits (relative rounding 2^-9 ≈ 2e-3 per op);
-#: over a few layers the loss stays within a few 1e-3 and the gradients within ~5e-2.
-BF16_LOSS_TOL = 2e-2
-BF16_GRAD_TOL = 1e-1
+#: (L2 over all parameters). bf16 keeps 8 mantissa bits (relative rounding 2^-9 ≈ 2e-3 per op).
+#: Measured on this batch (CPU autocast): loss 2e-6 (EGT) to 1.5e-3 (Graphormer), gradients
+#: 2.8e-3 (GT) to 1.7e-2 (GPS); the tolerances leave a factor of about 3-6.
+BF16_LOSS_TOL = 1e-2
+BF16_GRAD_TOL = 5e-2
 
 
 @pytest.mark.parametrize("name", BF16_MODELS)

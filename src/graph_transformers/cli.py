@@ -150,6 +150,16 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--out", type=Path, help="output directory (default RUN_DIR/analysis)")
     a.add_argument("--data-dir", help="raw data directory (else the run's or the environment's)")
     a.add_argument("--checkpoint", choices=["best", "last"], default="best")
+
+    from .device_check import add_arguments as add_check_arguments
+    c = sub.add_parser(
+        "check-device", help="check the models on a GPU: CPU parity, bf16, SDPA kernels, speed",
+        description="For GT, GT with edges, EGT, GRPE, Graphormer, GPS and GatedGCN on a fixed "
+                    "ZINC batch: forward+backward parity CPU vs device (float32, float64), bf16 "
+                    "loss against float32, the SDPA kernel that ran, graphs/s and peak memory in "
+                    "fp32 and bf16, one-epoch training time. Writes gpu_check.json/.md to --out "
+                    "(see docs/gpu.md). Exit status 1 when a model is out of tolerance.")
+    add_check_arguments(c)
     return p
 
 
@@ -353,8 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     from .data.cache import DataNotFoundError
     from .training.config import ConfigError
     from .training.runner import RunError
-    if args.command in ("train", "benchmark", "evaluate", "analyze"):
-        from .training.allocator import keep_freed_memory
+    if args.command in ("benchmark", "evaluate", "analyze"):  # CPU work; training decides
+        from .training.allocator import keep_freed_memory  # by its accelerator (runner.train)
         keep_freed_memory()
     try:
         if args.command == "train":
@@ -371,6 +381,9 @@ def main(argv: list[str] | None = None) -> int:
             return _compare(args)
         if args.command == "analyze":
             return _analyze(args)
+        if args.command == "check-device":
+            from .device_check import main as check_main
+            return check_main(args=args)
     except (ConfigError, RunError, DataNotFoundError, MissingDependencyError, ValueError,
             TypeError, FileNotFoundError) as err:
         if args.verbose:

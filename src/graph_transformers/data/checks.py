@@ -1,16 +1,78 @@
-"""Input validation for batches entering a model: clear errors instead of crashes deep inside."""
+"""Input validation for batches entering a model: clear errors instead of crashes deep inside.
+
+Checks that read tensor *values* (NaN, id ranges) cost a device-to-host synchronization on an
+accelerator, which stalls the GPU on every batch. They therefore run where they are free: on CPU
+tensors (reading host memory), or on any device when debugging is switched on
+(:func:`set_debug`, the environment variable ``GRAPH_TRANSFORMERS_DEBUG=1``, or PyG's
+``torch_geometric.debug()``). Shape and dtype checks (no values read) always run. Data that
+trains on a GPU is validated once, on the host, by the data pipeline
+(:func:`validate_dataset`, which the training runner calls for every split).
+"""
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
+
 import torch
+from torch import Tensor
 from torch_geometric.data import Data
+
+#: environment variable that turns value checks on for every device
+DEBUG_ENV = "GRAPH_TRANSFORMERS_DEBUG"
+_debug: bool | None = None  # None: follow the environment variable and PyG's switch
+
+
+def set_debug(enabled: bool | None) -> None:
+    """Turns value checks on (``True``) or off (``False``) for every device; ``None`` restores
+    the default (on for CPU tensors, on everywhere under ``$GRAPH_TRANSFORMERS_DEBUG=1`` or
+    ``torch_geometric.debug()``)."""
+    global _debug
+    _debug = enabled
+
+
+@contextlib.contextmanager
+def debug(enabled: bool = True) -> Iterator[None]:
+    """Context manager form of :func:`set_debug`."""
+    global _debug
+    old = _debug
+    _debug = enabled
+    try:
+        yield
+    finally:
+        _debug = old
+
+
+def is_debug_enabled() -> bool:
+    """Whether value checks run on every device (see the module docstring)."""
+    if _debug is not None:
+        return _debug
+    if os.environ.get(DEBUG_ENV, "").lower() in ("1", "true", "yes", "on"):
+        return True
+    import torch_geometric
+    return bool(torch_geometric.is_debug_enabled())
+
+
+def checks_enabled(t: Tensor | None) -> bool:
+    """Whether checks reading the values of ``t`` should run: always in debug mode; never when
+    debugging is explicitly off (:func:`set_debug` ``(False)``) or while ``torch.compile``
+    traces; otherwise only for CPU tensors, where reading a value needs no device sync."""
+    if _debug is not None:
+        return _debug and not torch.compiler.is_compiling()
+    if torch.compiler.is_compiling():
+        return False
+    if is_debug_enabled():
+        return True
+    return t is not None and t.device.type == "cpu"
 
 
 def check_batch(data: Data, need_edge_attr: bool = False) -> None:
     """Validates a PyG ``Data``/``Batch`` before a forward pass.
 
-    Checks that ``x`` exists and has no NaN, ``edge_index`` is ``[2, num_edges]`` integer with ids
-    in ``[0, num_nodes)``, ``edge_attr`` (when needed) has one row per edge and no NaN, and float
-    positional encodings have no NaN.
+    Always checks that ``x`` exists, ``edge_index`` is ``[2, num_edges]`` integer and ``edge_attr``
+    (when needed) has one row per edge. When :func:`checks_enabled` (CPU tensors, or debug mode)
+    it also checks that ``x``, ``edge_attr`` and float positional encodings have no NaN and the
+    ids of ``edge_index`` lie in ``[0, num_nodes)``.
 
     Raises:
         ValueError: naming the offending field.
@@ -19,7 +81,8 @@ def check_batch(data: Data, need_edge_attr: bool = False) -> None:
     if x is None:
         raise ValueError("the batch has no node features x")
     num_nodes = x.size(0)
-    if x.is_floating_point() and torch.isnan(x).any():
+    values = checks_enabled(x)
+    if values and x.is_floating_point() and torch.isnan(x).any():
         raise ValueError("node features x contain NaN")
     ei = data.edge_index
     if ei is None or ei.dim() != 2 or ei.size(0) != 2:
@@ -27,7 +90,7 @@ def check_batch(data: Data, need_edge_attr: bool = False) -> None:
         raise ValueError(f"edge_index must have shape [2, num_edges], got {shape}")
     if ei.is_floating_point():
         raise ValueError(f"edge_index must be an integer tensor, got {ei.dtype}")
-    if ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= num_nodes):
+    if values and ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= num_nodes):
         raise ValueError(f"edge_index has node ids in [{int(ei.min())}, {int(ei.max())}] but the "
                          f"batch has {num_nodes} nodes")
     if need_edge_attr:
@@ -37,9 +100,50 @@ def check_batch(data: Data, need_edge_attr: bool = False) -> None:
         if ea.size(0) != ei.size(1):
             raise ValueError(f"edge_attr has {ea.size(0)} rows but edge_index has {ei.size(1)} "
                              "edges")
-        if ea.is_floating_point() and torch.isnan(ea).any():
+        if values and ea.is_floating_point() and torch.isnan(ea).any():
             raise ValueError("edge features edge_attr contain NaN")
-    for name in ("lap_pe",):
-        pe = getattr(data, name, None)
-        if pe is not None and torch.isnan(pe).any():
-            raise ValueError(f"positional encoding {name} contains NaN")
+    if values:
+        for name in ("lap_pe",):
+            pe = getattr(data, name, None)
+            if pe is not None and torch.isnan(pe).any():
+                raise ValueError(f"positional encoding {name} contains NaN")
+
+
+#: float attributes of a graph that must not hold NaN (features and cached encodings)
+_FLOAT_FIELDS = ("x", "edge_attr", "lap_pe", "svd_pe", "rwse")
+
+
+def validate_dataset(dataset, name: str = "dataset") -> None:
+    """Validates every graph of a dataset once, on the host (the data-pipeline counterpart of
+    the per-batch value checks, which are off for accelerator tensors): no NaN in features or
+    encodings, ``edge_index`` ids inside each graph. Reads the collated storage of an
+    ``InMemoryDataset`` in one pass when it can (fast), else graph by graph.
+
+    Raises:
+        ValueError: naming the dataset, the field and (graph by graph) the graph's index.
+    """
+    store = getattr(dataset, "_data", None)
+    slices = getattr(dataset, "slices", None)
+    if store is not None and slices is not None and getattr(dataset, "_indices", None) is None:
+        graphs = [(None, store)]
+    else:
+        graphs = [(i, dataset[i]) for i in range(len(dataset))]
+    for i, g in graphs:
+        where = f"{name}" if i is None else f"{name} graph {i}"
+        for field in _FLOAT_FIELDS:
+            t = getattr(g, field, None)
+            if isinstance(t, Tensor) and t.is_floating_point() and bool(torch.isnan(t).any()):
+                raise ValueError(f"{where}: {field} contains NaN")
+        ei = getattr(g, "edge_index", None)
+        if i is not None and isinstance(ei, Tensor) and ei.numel():
+            n = g.num_nodes
+            if int(ei.min()) < 0 or int(ei.max()) >= n:
+                raise ValueError(f"{where}: edge_index has ids outside [0, {n})")
+        elif i is None and isinstance(ei, Tensor) and ei.numel() and "edge_index" in slices:
+            # collated storage: edge ids are local to each graph
+            counts = torch.diff(slices["edge_index"])
+            sizes = torch.diff(slices["x"]) if "x" in slices else None
+            if sizes is not None:
+                n_per_edge = torch.repeat_interleave(sizes, counts)
+                if bool((ei < 0).any()) or bool((ei >= n_per_edge).any()):
+                    raise ValueError(f"{where}: edge_index has ids outside their graph")

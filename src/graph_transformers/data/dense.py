@@ -83,6 +83,39 @@ def check_dense_budget(num_nodes: Tensor, bytes_per_pair: float, budget_bytes: f
         "model.memory_budget_gb")
 
 
+def count_per_graph(batch: Tensor, num_graphs: int) -> Tensor:
+    """Nodes per graph ``[num_graphs]`` counted on ``batch``'s device. Unlike ``torch.bincount``
+    (which reads the largest id to size its output: a device sync on CUDA), the output size is
+    given."""
+    return torch.zeros(num_graphs, dtype=torch.long, device=batch.device).index_add_(
+        0, batch, torch.ones_like(batch))
+
+
+def host_num_nodes(data) -> Tensor:
+    """Nodes per graph of a batch as a CPU ``[B]`` long tensor, read without a device sync.
+
+    A PyG ``Batch`` keeps its collation slice table (``_slice_dict``, built on the host by the
+    ``DataLoader``) on the CPU when the batch is moved to a GPU, so the graph sizes, which fix the
+    padded shapes of dense attention, are known without waiting for the device. Without it (a
+    single ``Data``, or a hand-built batch) they are counted from ``batch`` and copied to the host
+    once.
+    """
+    slices = getattr(data, "_slice_dict", None)
+    if slices is not None and "x" in slices and getattr(data, "x", None) is not None:
+        ptr = slices["x"]
+        if isinstance(ptr, Tensor) and ptr.device.type == "cpu" and \
+                int(ptr[-1]) == int(data.num_nodes):
+            return torch.diff(ptr)
+    total = int(data.num_nodes)
+    batch = getattr(data, "batch", None)
+    if batch is None:
+        return torch.tensor([total] if total else [], dtype=torch.long)
+    num_graphs = int(getattr(data, "num_graphs", 0) or 0)
+    if not num_graphs:
+        num_graphs = int(batch.max()) + 1 if total else 0
+    return torch.bincount(batch, minlength=num_graphs).cpu()
+
+
 @dataclass
 class DenseBatch:
     """Index maps between a PyG batch and its padded dense view.
@@ -94,6 +127,8 @@ class DenseBatch:
         mask: ``[B, N]`` bool, ``True`` at real nodes.
         edge_index: ``[2, num_edges]`` of the sparse batch (source, target).
         edge_batch: ``[num_edges]`` graph id of each edge.
+        host_sizes: ``[B]`` nodes per graph on the CPU (shapes and budgets are computed from it
+            without a device sync); ``None`` when built by hand.
     """
 
     batch: Tensor
@@ -102,52 +137,61 @@ class DenseBatch:
     mask: Tensor
     edge_index: Tensor
     edge_batch: Tensor
+    host_sizes: Tensor | None = None
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_batch(cls, data, max_num_nodes: int | None = None) -> "DenseBatch":
         """Builds the view of a PyG ``Batch`` (or a single ``Data``).
 
+        No device-to-host synchronization: the padded size ``N`` comes from the batch's host-side
+        slice table (:func:`host_num_nodes`); the consistency checks (sorted ``batch``, edges inside
+        one graph) read values and run when
+        :func:`~graph_transformers.data.checks.checks_enabled` (CPU tensors, or debug mode).
+
         Args:
             data: has ``edge_index`` and ``num_nodes``; ``batch`` (absent for one graph).
             max_num_nodes: pad to this ``N`` instead of the largest graph.
 
         Raises:
-            ValueError: when ``max_num_nodes`` is smaller than a graph, or ``edge_index`` joins
-                nodes of two different graphs or points outside the batch.
+            ValueError: when ``max_num_nodes`` is smaller than a graph, or (checks enabled)
+                ``edge_index`` joins nodes of two different graphs or points outside the batch.
         """
+        from .checks import checks_enabled
         edge_index = data.edge_index
         total = int(data.num_nodes)
         device = edge_index.device
         batch = getattr(data, "batch", None)
         if batch is None:
             batch = torch.zeros(total, dtype=torch.long, device=device)
-        num_graphs = int(getattr(data, "num_graphs", 0) or 0) or (int(batch.max()) + 1 if total
-                                                                   else 0)
-        num_nodes = torch.bincount(batch, minlength=num_graphs)
+        sizes = host_num_nodes(data)
+        num_graphs = sizes.numel()
+        # on an accelerator, counted there (no host-to-device copy to wait for)
+        num_nodes = sizes if device.type == "cpu" else count_per_graph(batch, num_graphs)
         ptr = torch.zeros(num_graphs + 1, dtype=torch.long, device=device)
         ptr[1:] = torch.cumsum(num_nodes, 0)
-        if total and bool((batch[1:] < batch[:-1]).any()):
+        checks = checks_enabled(batch)
+        if checks and total and bool((batch[1:] < batch[:-1]).any()):
             raise ValueError("batch vector must be sorted (nodes of a graph stored together), "
                              "as PyG's Batch stores them")
         pos = torch.arange(total, device=device) - ptr[batch]
-        n_max = int(num_nodes.max()) if num_graphs else 0
+        n_max = int(sizes.max()) if num_graphs else 0
         if max_num_nodes is not None:
             if max_num_nodes < n_max:
                 raise ValueError(f"max_num_nodes={max_num_nodes} is smaller than the largest "
                                  f"graph of the batch ({n_max} nodes)")
             n_max = max_num_nodes
         if edge_index.numel():
-            if int(edge_index.min()) < 0 or int(edge_index.max()) >= total:
+            if checks and (int(edge_index.min()) < 0 or int(edge_index.max()) >= total):
                 raise ValueError(f"edge_index points outside the batch's {total} nodes")
             edge_batch = batch[edge_index[0]]
-            if bool((edge_batch != batch[edge_index[1]]).any()):
+            if checks and bool((edge_batch != batch[edge_index[1]]).any()):
                 raise ValueError("edge_index joins nodes of two different graphs")
         else:
             edge_batch = edge_index.new_zeros(0)
         mask = torch.arange(n_max, device=device).unsqueeze(0) < num_nodes.unsqueeze(1)
         return cls(batch=batch, pos=pos, num_nodes=num_nodes, mask=mask, edge_index=edge_index,
-                   edge_batch=edge_batch)
+                   edge_batch=edge_batch, host_sizes=sizes)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -239,7 +283,8 @@ class DenseBatch:
                 without the pair encoding, or with other graphs).
         """
         sizes = self.num_nodes * self.num_nodes
-        total = int(sizes.sum())
+        host = self.host_sizes if self.host_sizes is not None else self.num_nodes.cpu()
+        total = int((host * host).sum())
         if values.size(0) != total:
             raise ValueError(f"pair tensor has {values.size(0)} rows, but the batch's graphs have "
                              f"Σ n² = {total} node pairs; was the dataset processed with this "
@@ -283,9 +328,31 @@ class DenseBatch:
             dist = torch.where(dist > max_hops, torch.full_like(dist, max_hops + 1), dist)
         return dist
 
+    def distances_within(self, k: int) -> Tensor:
+        """Hop distances up to ``k``: ``D[b, i, j]`` as :meth:`shortest_paths` where it is at most
+        ``k``, :data:`UNREACHABLE` (``-1``) for longer paths, unreachable pairs and padding.
+
+        Exactly ``k`` batched matrix products and no data-dependent stopping, so no device sync
+        (:meth:`shortest_paths` stops at the largest diameter, which it must read from the device).
+
+        Returns:
+            ``[B, N, N]`` long.
+        """
+        adj = self.adjacency(self_loops=False)
+        B, N = self.num_graphs, self.max_num_nodes
+        reach = torch.diag_embed(self.mask)  # reach[b, i, j]: i reachable from j
+        dist = torch.full((B, N, N), UNREACHABLE, dtype=torch.long, device=adj.device)
+        dist = dist.masked_fill(reach, 0)
+        adj_f = adj.to(torch.float32)
+        for hop in range(1, min(k, max(N - 1, 0)) + 1):
+            nxt = (torch.bmm(adj_f, reach.to(torch.float32)) > 0) | reach
+            dist = dist.masked_fill(nxt & ~reach, hop)
+            reach = nxt
+        return dist
+
     def clipped_distances(self, k: int) -> Tensor:
         """EGT's ``D^(k)`` (§3.3): hop distances clipped to ``0 … k`` (unreachable pairs → ``k``);
         ``[B, N, N]`` long, padding ``0``."""
-        d = self.shortest_paths(max_hops=k)
-        d = torch.where(d == UNREACHABLE, torch.full_like(d, k), d.clamp(max=k))
+        d = self.distances_within(k)
+        d = torch.where(d == UNREACHABLE, torch.full_like(d, k), d)
         return d.masked_fill(~self.pair_mask, 0)

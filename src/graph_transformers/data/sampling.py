@@ -57,7 +57,7 @@ class UniformNeighborSampler(BaseSampler):
         perm = torch.argsort(dst, stable=True)  # edges grouped by target (CSC)
         self.src_sorted = edge_index[0][perm]
         self.eid_sorted = perm
-        self.ptr = torch.zeros(num_nodes + 1, dtype=torch.long)
+        self.ptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=dst.device)
         self.ptr[1:] = torch.cumsum(torch.bincount(dst, minlength=num_nodes), 0)
 
     def _hop(self, frontier: Tensor, k: int) -> tuple[Tensor, Tensor]:
@@ -65,14 +65,15 @@ class UniformNeighborSampler(BaseSampler):
         each edge's target in ``frontier``."""
         start = self.ptr[frontier]
         deg = self.ptr[frontier + 1] - start
-        seg = torch.repeat_interleave(torch.arange(frontier.numel()), deg)
+        dev = frontier.device
+        seg = torch.repeat_interleave(torch.arange(frontier.numel(), device=dev), deg)
         first = torch.cumsum(deg, 0) - deg
-        offset = torch.arange(seg.numel()) - first[seg]
+        offset = torch.arange(seg.numel(), device=dev) - first[seg]
         pos = start[seg] + offset
         if k >= 0 and seg.numel():
             # random order inside each segment; segments stay contiguous and in order
             order = torch.argsort(seg.double() + torch.rand(seg.numel(), generator=self.generator,
-                                                            dtype=torch.float64))
+                                                            dtype=torch.float64, device=dev))
             pos = pos[order]
             keep = offset < k  # the first k of each shuffled segment
             pos, seg = pos[keep], seg[keep]
@@ -80,8 +81,8 @@ class UniformNeighborSampler(BaseSampler):
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs) -> SamplerOutput:
         seeds = index.node
-        local = torch.full((self.num_nodes,), -1, dtype=torch.long)
-        local[seeds] = torch.arange(seeds.numel())
+        local = torch.full((self.num_nodes,), -1, dtype=torch.long, device=seeds.device)
+        local[seeds] = torch.arange(seeds.numel(), device=seeds.device)
         nodes, rows, cols, eids = [seeds], [], [], []
         num_sampled_nodes, num_sampled_edges = [seeds.numel()], []
         count, frontier = seeds.numel(), seeds
@@ -89,7 +90,7 @@ class UniformNeighborSampler(BaseSampler):
             pos, seg = self._hop(frontier, k)
             src = self.src_sorted[pos]
             new = torch.unique(src[local[src] < 0])
-            local[new] = torch.arange(count, count + new.numel())
+            local[new] = torch.arange(count, count + new.numel(), device=seeds.device)
             count += new.numel()
             rows.append(local[src])
             cols.append(local[frontier[seg]])

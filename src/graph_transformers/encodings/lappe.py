@@ -112,8 +112,12 @@ def laplacian_pe(edge_index: Tensor, num_nodes: int, k: int) -> Tensor:
 
 
 def random_sign_flip(pe: Tensor, batch: Tensor | None = None, per_graph: bool = False,
-                     generator: torch.Generator | None = None) -> Tensor:
+                     generator: torch.Generator | None = None,
+                     num_graphs: int | None = None) -> Tensor:
     """Multiply each eigenvector column by a random ±1 (GT §2.2: sign flips during training).
+
+    The signs are drawn on ``pe``'s device (or the generator's), so no host-device transfer or
+    sync happens on an accelerator.
 
     Args:
         pe: ``[num_nodes, k]`` positional encodings of a batch.
@@ -121,19 +125,22 @@ def random_sign_flip(pe: Tensor, batch: Tensor | None = None, per_graph: bool = 
         per_graph: draw independent signs per graph (``True``) or one sign per column for the
             whole batch (``False``, as in the official GT code).
         generator: optional RNG.
+        num_graphs: graphs in the batch (read from ``batch``, a device sync, when omitted).
 
     Returns:
         ``[num_nodes, k]`` tensor with flipped columns.
     """
     k = pe.size(-1)
+    device = generator.device if generator is not None else pe.device
     if per_graph:
         if batch is None:
             raise ValueError("per-graph sign flips need the batch vector")
-        num_graphs = int(batch.max()) + 1 if batch.numel() else 0
-        signs = torch.randint(0, 2, (num_graphs, k), generator=generator, device="cpu")
-        signs = (signs * 2 - 1).to(pe)[batch.cpu()].to(pe.device)
+        if num_graphs is None:
+            num_graphs = int(batch.max()) + 1 if batch.numel() else 0
+        signs = torch.randint(0, 2, (num_graphs, k), generator=generator, device=device)
+        signs = (signs * 2 - 1).to(pe)[batch]
     else:
-        signs = (torch.randint(0, 2, (1, k), generator=generator, device="cpu") * 2 - 1).to(pe)
+        signs = (torch.randint(0, 2, (1, k), generator=generator, device=device) * 2 - 1).to(pe)
     return pe * signs
 
 

@@ -62,7 +62,8 @@ def svd_pe(edge_index: Tensor, num_nodes: int, r: int, self_loops: bool = True) 
 
 
 def random_svd_sign_flip(pe: Tensor, batch: Tensor | None = None, per_graph: bool = False,
-                         generator: torch.Generator | None = None) -> Tensor:
+                         generator: torch.Generator | None = None,
+                         num_graphs: int | None = None) -> Tensor:
     """Flips the sign of each singular-vector *pair* ``(Û_k, V̂_k)`` at random (EGT §3.2).
 
     Flipping ``u_k`` and ``v_k`` together leaves ``Û V̂ᵀ`` unchanged, so the flip is a data
@@ -72,6 +73,8 @@ def random_svd_sign_flip(pe: Tensor, batch: Tensor | None = None, per_graph: boo
         pe: ``[num_nodes, 2r]`` from :func:`svd_pe`.
         batch: ``[num_nodes]`` graph ids; needed when ``per_graph``.
         per_graph: independent signs per graph, else one sign per pair for the whole batch.
+        generator: optional RNG; the signs are drawn on its device, else on ``pe``'s.
+        num_graphs: graphs in the batch (read from ``batch``, a device sync, when omitted).
 
     Raises:
         ValueError: for an odd feature count, or ``per_graph`` without ``batch``.
@@ -79,14 +82,16 @@ def random_svd_sign_flip(pe: Tensor, batch: Tensor | None = None, per_graph: boo
     if pe.size(-1) % 2:
         raise ValueError(f"SVD encodings have 2r columns, got {pe.size(-1)}")
     r = pe.size(-1) // 2
+    device = generator.device if generator is not None else pe.device
     if per_graph:
         if batch is None:
             raise ValueError("per-graph sign flips need the batch vector")
-        num_graphs = int(batch.max()) + 1 if batch.numel() else 0
-        signs = torch.randint(0, 2, (num_graphs, r), generator=generator) * 2 - 1
+        if num_graphs is None:
+            num_graphs = int(batch.max()) + 1 if batch.numel() else 0
+        signs = torch.randint(0, 2, (num_graphs, r), generator=generator, device=device) * 2 - 1
         signs = signs.to(pe)[batch]
     else:
-        signs = (torch.randint(0, 2, (1, r), generator=generator) * 2 - 1).to(pe)
+        signs = (torch.randint(0, 2, (1, r), generator=generator, device=device) * 2 - 1).to(pe)
     return pe * torch.cat([signs, signs], dim=-1)
 
 

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 from torch_geometric.data import Batch
 
 from ..data.checks import check_batch
-from ..data.dense import DenseBatch, check_dense_budget
+from ..data.dense import UNREACHABLE, DenseBatch, check_dense_budget
 from ..encodings.lappe import random_sign_flip
 from ..encodings.svd import random_svd_sign_flip
 from ..nn.egt import EGTLayer, pair_bytes
@@ -193,7 +193,8 @@ class EGT(nn.Module):
                                  "the dataset processed with another rank?")
             if self.training and self.sign_flip != "none":
                 flip = random_svd_sign_flip if self.pe == "svd" else random_sign_flip
-                pe = flip(pe, dense.batch, per_graph=self.sign_flip == "graph")
+                pe = flip(pe, dense.batch, per_graph=self.sign_flip == "graph",
+                          num_graphs=dense.num_graphs)
             h = h + self.pe_encoder(pe)
         return dense.to_dense(h)
 
@@ -240,7 +241,7 @@ class EGT(nn.Module):
         check_batch(data, need_edge_attr=self.use_edge_features)
         dense = DenseBatch.from_batch(data)
         budget = None if self.memory_budget_gb is None else self.memory_budget_gb * 2 ** 30
-        check_dense_budget(dense.num_nodes, self.bytes_per_pair(), budget,
+        check_dense_budget(dense.host_sizes, self.bytes_per_pair(), budget,
                            extra_nodes=self.num_virtual_nodes, what="EGT's edge channels")
         h = self._node_inputs(data, dense)
         e, adj = self._edge_inputs(data, dense)
@@ -274,10 +275,13 @@ class EGT(nn.Module):
         ``(1 / B) Σ_b Σ_{(i, j) ∈ b} CE``. (A mean over pairs would make the regularizer about
         as many times weaker as a graph has such pairs: ≈200× on ZINC.)"""
         q = self.num_virtual_nodes
-        target = dense.shortest_paths(max_hops=self.distance_hops)  # -1 unreachable, ν+1 far
-        valid = (target >= 0) & (target <= self.distance_hops)
-        logits = self.distance_head(e[:, q:, q:][valid])
-        ce = F.cross_entropy(logits, target[valid], reduction="sum")
+        target = dense.distances_within(self.distance_hops)  # -1: farther than ν, unreachable
+        # every pair through the head, the others ignored: no data-dependent shapes (syncs)
+        logits = self.distance_head(e[:, q:, q:])
+        logits = logits.reshape(-1, logits.size(-1))
+        ce = F.cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)),
+                             target.view(-1),
+                             ignore_index=UNREACHABLE, reduction="sum")
         return ce / target.size(0)
 
     def forward(self, data: Batch):

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from ..data.checks import checks_enabled
 from ..encodings.lappe import random_sign_flip
 
 
@@ -54,7 +55,7 @@ class FeatureEncoder(nn.Module):
             if x.dim() != 2 or x.size(1) != len(self.embeddings):
                 raise ValueError(f"{self.name} features must have shape [num_items, "
                                  f"{len(self.embeddings)}], got {tuple(x.shape)}")
-            if x.numel():
+            if x.numel() and checks_enabled(x):  # reads values: CPU or debug mode only
                 lo, hi = x.min(0).values, x.max(0).values
                 for c, size in enumerate(self.num_types):
                     if lo[c] < 0 or hi[c] >= size:
@@ -69,8 +70,8 @@ class FeatureEncoder(nn.Module):
         if x.dim() != 2 or x.size(1) != self.in_dim:
             raise ValueError(f"{self.name} features must have shape [num_items, {self.in_dim}], "
                              f"got {tuple(x.shape)}")
-        x = x.float()
-        if torch.isnan(x).any():
+        x = x.to(self.linear.weight.dtype)
+        if checks_enabled(x) and torch.isnan(x).any():
             raise ValueError(f"{self.name} features contain NaN")
         return self.linear(x)
 
@@ -85,7 +86,8 @@ class LapPEEncoder(nn.Module):
         sign_flip: ``"batch"`` (one sign per eigenvector per batch, as the official code),
             ``"graph"`` (independent per graph) or ``"none"``.
 
-    Shapes: ``pe [num_nodes, k]``, ``batch [num_nodes]`` → ``[num_nodes, hidden_dim]``.
+    Shapes: ``pe [num_nodes, k]``, ``batch [num_nodes]`` → ``[num_nodes, hidden_dim]``;
+    ``num_graphs`` (the batch's graph count) spares reading it from ``batch`` (a device sync).
     """
 
     def __init__(self, pe_dim: int, hidden_dim: int, sign_flip: str = "batch") -> None:
@@ -99,13 +101,15 @@ class LapPEEncoder(nn.Module):
     def reset_parameters(self) -> None:
         self.linear.reset_parameters()
 
-    def forward(self, pe: Tensor, batch: Tensor | None = None) -> Tensor:
+    def forward(self, pe: Tensor, batch: Tensor | None = None,
+                num_graphs: int | None = None) -> Tensor:
         if pe.dim() != 2 or pe.size(1) != self.pe_dim:
             raise ValueError(f"lap_pe must have shape [num_nodes, {self.pe_dim}], got "
                              f"{tuple(pe.shape)}; was the dataset processed with another k?")
         if self.training and self.sign_flip != "none":
-            pe = random_sign_flip(pe, batch, per_graph=self.sign_flip == "graph")
-        return self.linear(pe)
+            pe = random_sign_flip(pe, batch, per_graph=self.sign_flip == "graph",
+                                  num_graphs=num_graphs)
+        return self.linear(pe.to(self.linear.weight.dtype))
 
 
 class RWSEEncoder(nn.Module):

@@ -12,7 +12,8 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import Batch
 
-from ..data.checks import check_batch
+from ..data.checks import check_batch, checks_enabled
+from ..data.dense import DenseBatch
 from ..nn.attention import DEFAULT_MAX_ATTENTION_BYTES
 from ..nn.gps import GPSLayer
 from ..nn.norm import make_norm
@@ -120,9 +121,10 @@ class GPS(nn.Module):
             if pe is None:
                 raise ValueError(f"the model uses pe={self.pe!r} but the batch has no {attr}: add "
                                  f"encodings.{attr} to the config")
-            if torch.isnan(pe).any():
+            if checks_enabled(pe) and torch.isnan(pe).any():
                 raise ValueError(f"the encoding {attr} contains NaN")
-            p = self.pe_encoder(pe, batch) if self.pe == "lap" else self.pe_encoder(pe)
+            p = (self.pe_encoder(pe, batch, getattr(data, "num_graphs", None)) if self.pe == "lap"
+                 else self.pe_encoder(pe))
             h = torch.cat([h, p], dim=-1)
         e = self.edge_encoder(data.edge_attr) if self.use_edge_features else None
         return h, e, batch
@@ -130,8 +132,10 @@ class GPS(nn.Module):
     def encode(self, data: Batch) -> Tensor:
         """Node embeddings after the last layer and the final Norm, ``[num_nodes, hidden_dim]``."""
         h, e, batch = self._inputs(data)
+        # the padded view for full attention, built once (no device sync; see DenseBatch)
+        dense = DenseBatch.from_batch(data) if self.attention == "full" else None
         for layer in self.layers:
-            h, e = layer(h, data.edge_index, batch, e)
+            h, e = layer(h, data.edge_index, batch, e, dense=dense)
         return self.final_norm(h)
 
     def forward(self, data: Batch) -> Tensor:

@@ -9,6 +9,7 @@ from torch_geometric.data import Batch
 from torch_geometric.utils import degree
 
 from ..data.checks import check_batch
+from ..nn.attention import aligned_bias, attention_dtype
 from ..nn.graphormer import GraphormerLayer
 from .encoders import FeatureEncoder
 from .grpe import PairRelationBuilder, size_groups
@@ -117,8 +118,11 @@ class Graphormer(nn.Module):
         out = x.new_zeros(x.shape)
         if need_weights:
             weights = [x.new_zeros(B, self.num_heads, N1, N1) for _ in self.layers]
-        for idx, n in size_groups(rel.dense.num_nodes, self.size_groups):
+        for idx, n in size_groups(rel.dense.num_nodes, self.size_groups, rel.dense.host_sizes):
             xg, bg = x[idx, :n + 1], bias[idx, :, :n + 1, :n + 1]
+            if bg.is_cuda:  # one aligned copy in the attention dtype, shared by all layers, so
+                # CUDA's memory-efficient SDPA kernel reads it in place (docs/gpu.md)
+                bg = aligned_bias(bg, dtype=attention_dtype(x))
             for layer, w in zip(self.layers, weights or [None] * len(self.layers)):
                 xg = layer(xg, bg, need_weights)
                 if need_weights:

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import Batch
 
-from ..data.checks import check_batch
+from ..data.checks import check_batch, checks_enabled
 from ..data.dense import DenseBatch, check_dense_budget
 from ..encodings.spd import PAIR_NO_EDGE, PAIR_SELF, num_spd_ids
 from ..nn.grpe import GRPEEncodings, GRPELayer
@@ -87,7 +87,7 @@ class PairRelationBuilder(nn.Module):
             joint = torch.zeros_like(raw[:, 0])
             for c, size in enumerate(self.types):
                 col = raw[:, c]
-                if present.any():
+                if checks_enabled(col) and bool(present.any()):  # reads values
                     hi = int(col[present].max())
                     if hi >= size:
                         raise ValueError(f"edge type {hi} in column {c} is outside the model's "
@@ -104,9 +104,9 @@ class PairRelationBuilder(nn.Module):
                              "has no spd / pair_edge: add encodings.spd to the config (the "
                              "AddShortestPaths pre-transform)")
         dense = DenseBatch.from_batch(data)
-        check_dense_budget(dense.num_nodes, self.bytes_per_pair, self.budget, extra_nodes=1,
+        check_dense_budget(dense.host_sizes, self.bytes_per_pair, self.budget, extra_nodes=1,
                            what=self.what)
-        if spd.numel() and int(spd.max()) > self.max_distance + 2:
+        if spd.numel() and checks_enabled(spd) and int(spd.max()) > self.max_distance + 2:
             raise ValueError(f"spd ids reach {int(spd.max())}, above max_distance + 2 = "
                              f"{self.max_distance + 2}: the dataset was processed with another "
                              "encodings.spd.max_distance")
@@ -121,22 +121,32 @@ class PairRelationBuilder(nn.Module):
         return PairRelations(dense, mask, topo, edge)
 
 
-def size_groups(num_nodes: Tensor, max_groups: int) -> list[tuple[Tensor, int]]:
+def size_groups(num_nodes: Tensor, max_groups: int,
+                host_sizes: Tensor | None = None) -> list[tuple[Tensor, int]]:
     """Splits the graphs of a batch into at most ``max_groups`` equal-count groups of similar
     size (sorted by ``num_nodes``).
 
+    Args:
+        num_nodes: ``[B]`` nodes per graph (on the model's device).
+        max_groups: the most groups.
+        host_sizes: the same sizes on the CPU (:attr:`DenseBatch.host_sizes`); the group sizes
+            are then read from it, and only the (stable) sort runs on the device: no sync.
+
     Returns:
-        ``[(graph indices [B_g], largest n in the group), …]``; one group ``(arange(B), N)`` when
-        ``max_groups == 1``.
+        ``[(graph indices [B_g] on num_nodes' device, largest n in the group), …]``; one group
+        ``(arange(B), N)`` when ``max_groups == 1``.
     """
     B = num_nodes.numel()
+    host = host_sizes if host_sizes is not None else num_nodes.cpu()  # host: fallback
     if max_groups <= 1 or B <= 1:
-        return [(torch.arange(B, device=num_nodes.device), int(num_nodes.max()) if B else 0)]
+        return [(torch.arange(B, device=num_nodes.device), int(host.max()) if B else 0)]
     order = torch.argsort(num_nodes, stable=True)
+    host_order = torch.argsort(host, stable=True)  # the same permutation (stable sort)
     out = []
-    for idx in torch.tensor_split(order, min(max_groups, B)):
+    for idx, hidx in zip(torch.tensor_split(order, min(max_groups, B)),
+                         torch.tensor_split(host_order, min(max_groups, B))):
         if idx.numel():
-            out.append((idx, int(num_nodes[idx[-1]])))
+            out.append((idx, int(host[hidx[-1]])))
     return out
 
 
@@ -238,7 +248,7 @@ class GRPE(nn.Module):
         x = rel.dense.to_dense(h)
         B = x.size(0)
         x = torch.cat([self.virtual_node.view(1, 1, -1).expand(B, 1, -1), x], dim=1)
-        groups = size_groups(rel.dense.num_nodes, self.size_groups)
+        groups = size_groups(rel.dense.num_nodes, self.size_groups, rel.dense.host_sizes)
         if len(groups) == 1:
             x, weights = self._layers(x, rel.topology, rel.edge, rel.mask, need_weights)
             return self.final_norm(x), rel, weights

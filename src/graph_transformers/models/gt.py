@@ -8,7 +8,8 @@ from torch import Tensor, nn
 from torch_geometric.data import Batch
 from torch_geometric.utils import to_dense_adj, to_dense_batch
 
-from ..data.checks import check_batch
+from ..data.checks import check_batch, checks_enabled
+from ..data.dense import host_num_nodes
 from ..nn.gt import GraphTransformerLayer
 from .encoders import FeatureEncoder, LapPEEncoder
 from .heads import MLPReadout, graph_readout
@@ -102,18 +103,20 @@ class GraphTransformer(nn.Module):
             if getattr(data, "lap_pe", None) is None:
                 raise ValueError("the model uses LapPE but the batch has no lap_pe: add "
                                  "encodings.lap_pe to the config")
-            h = h + self.pe_encoder(data.lap_pe, batch)
+            h = h + self.pe_encoder(data.lap_pe, batch, getattr(data, "num_graphs", None))
         elif self.pe == "wl":
             wl = getattr(data, "wl_pe", None)
             if wl is None:
                 raise ValueError("the model uses WL-PE but the batch has no wl_pe: add "
                                  "encodings.wl_pe to the config")
-            if wl.numel() and int(wl.max()) >= self.pe_encoder.num_embeddings:
+            if wl.numel() and checks_enabled(wl) and int(wl.max()) >= \
+                    self.pe_encoder.num_embeddings:
                 raise ValueError(f"a WL role id {int(wl.max())} exceeds the embedding size "
                                  f"{self.pe_encoder.num_embeddings}: raise model.pe_dim")
             h = h + self.pe_encoder(wl)
         h = self.in_feat_dropout(h)
-        edge_index = full_graph_edge_index(batch) if self.full_graph else data.edge_index
+        edge_index = (full_graph_edge_index(batch, host_sizes=host_num_nodes(data))
+                      if self.full_graph else data.edge_index)
         e = self.edge_encoder(data.edge_attr) if self.use_edge_features else None
         attentions = []
         for layer in self.layers:

@@ -126,7 +126,8 @@ class MPNN(nn.Module):
             if pe is None:
                 raise ValueError(f"the model uses pe={self.pe!r} but the batch has no {attr}: add "
                                  f"encodings.{attr} to the config")
-            h = h + (self.pe_encoder(pe, getattr(data, "batch", None)) if self.pe == "lap"
+            h = h + (self.pe_encoder(pe, getattr(data, "batch", None),
+                                     getattr(data, "num_graphs", None)) if self.pe == "lap"
                      else self.pe_encoder(pe))
         h = self.in_feat_dropout(h)
         if self.use_edge_features:

@@ -5,12 +5,16 @@ import torch
 from torch import Tensor
 
 
-def full_graph_edge_index(batch: Tensor, self_loops: bool = False) -> Tensor:
+def full_graph_edge_index(batch: Tensor, self_loops: bool = False,
+                          host_sizes: Tensor | None = None) -> Tensor:
     """All ordered node pairs inside each graph of a batch, built without Python loops.
 
     Args:
         batch: ``[num_nodes]`` graph id of each node, sorted (as in a PyG ``Batch``).
         self_loops: include the pairs ``(i, i)``.
+        host_sizes: nodes per graph on the CPU
+            (:func:`~graph_transformers.data.dense.host_num_nodes`); the number of pairs is then
+            known without a device sync.
 
     Returns:
         ``[2, sum_g n_g^2]`` (or ``sum_g n_g (n_g - 1)`` without self-loops) edge index.
@@ -18,14 +22,24 @@ def full_graph_edge_index(batch: Tensor, self_loops: bool = False) -> Tensor:
     num_nodes = batch.numel()
     if num_nodes == 0:
         return batch.new_zeros((2, 0))
-    counts = torch.bincount(batch)
+    loop = 0 if self_loops else 1  # pairs per node: n (with self-loops) or n - 1
+    if host_sizes is not None:
+        counts = torch.zeros(host_sizes.numel(), dtype=torch.long, device=batch.device)
+        counts.index_add_(0, batch, torch.ones_like(batch))  # no bincount: it syncs on CUDA
+        total = int((host_sizes * (host_sizes - loop)).sum())
+    else:
+        counts = torch.bincount(batch)
+        total = None
     ptr = torch.cumsum(counts, 0) - counts  # first node of each graph
-    per_node = counts[batch]  # size of each node's graph
-    rows = torch.repeat_interleave(torch.arange(num_nodes, device=batch.device), per_node)
+    per_node = counts[batch] - loop  # pairs of each node
+    rows = torch.repeat_interleave(torch.arange(num_nodes, device=batch.device), per_node,
+                                   output_size=total)
     starts = torch.cumsum(per_node, 0) - per_node
-    offset = torch.arange(rows.numel(), device=batch.device) - torch.repeat_interleave(starts, per_node)
+    offset = torch.arange(rows.numel(), device=batch.device) - torch.repeat_interleave(
+        starts, per_node, output_size=total)
+    if not self_loops:  # skip the row's own position: no boolean filtering (a device sync)
+        pos = rows - ptr[batch][rows]
+        offset = offset + (offset >= pos).long()
     cols = ptr[batch][rows] + offset
     edge_index = torch.stack([cols, rows])
-    if not self_loops:
-        edge_index = edge_index[:, cols != rows]
     return edge_index

@@ -6,7 +6,10 @@ exponential (the paper's numerical safeguard), which also bounds ``exp`` to
 ``[e^-clamp, e^clamp]``; no per-node max subtraction is then needed, which saves a scatter-max
 and its backward on the hot path. The normalization is the exact softmax (the official GT code
 adds ``1e-6`` to each normalizer, a relative difference of at most ~1.5e-4 with the clamp); a node
-without incoming edges gets a zero output instead of ``0/0``.
+without incoming edges gets a zero output instead of ``0/0``. Under mixed precision the
+exponentials, the normalizers and the weighted sum of values are accumulated in float32 (a bf16
+sum over a node's incoming edges keeps only 8 bits of mantissa); the output is cast back to the
+input's dtype.
 
 Dense (all-pairs) attention, :class:`FullAttention`, works on a padded ``[batch, N, d]`` view with a
 key-padding mask through PyTorch's ``scaled_dot_product_attention``, and refuses a call whose
@@ -16,6 +19,12 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+
+
+def acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype sums and normalizers accumulate in: float32 for 16-bit inputs (autocast), the
+    input's own dtype for float32 and float64."""
+    return torch.promote_types(dtype, torch.float32)
 
 
 def _safe(denom: Tensor) -> Tensor:
@@ -36,9 +45,9 @@ def clamped_edge_softmax(scores: Tensor, index: Tensor, num_nodes: int, clamp: f
     Returns:
         ``[num_edges, num_heads]`` attention weights; each node's incoming weights sum to 1.
     """
-    ex = scores.clamp(-clamp, clamp).exp()
+    ex = scores.to(acc_dtype(scores.dtype)).clamp(-clamp, clamp).exp()  # fp32 under autocast
     denom = ex.new_zeros((num_nodes, ex.size(1))).index_add_(0, index, ex)
-    return ex / _safe(denom).index_select(0, index)
+    return (ex / _safe(denom).index_select(0, index)).to(scores.dtype)
 
 
 def sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, scale: float,
@@ -69,18 +78,86 @@ def sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, scale:
     per_dim = (q * scale).index_select(0, dst) * k.index_select(0, src)  # scale on N, not E rows
     if edge_gate is not None:
         per_dim = per_dim * edge_gate
-    scores = per_dim.sum(-1)
+    acc = acc_dtype(per_dim.dtype)
+    scores = per_dim.sum(-1, dtype=acc)  # fp32 (or fp64) scores, sums and normalizers
     ex = scores.clamp(-clamp, clamp).exp()  # [E, H]
     denom = ex.new_zeros((num_nodes, ex.size(1))).index_add_(0, dst, ex)
-    msg = v.index_select(0, src) * ex.unsqueeze(-1)
+    msg = v.index_select(0, src).to(acc) * ex.unsqueeze(-1)
     out = msg.new_zeros((num_nodes,) + msg.shape[1:]).index_add_(0, dst, msg)
     denom = _safe(denom)
-    out = out / denom.unsqueeze(-1)
-    weights = ex / denom.index_select(0, dst) if return_weights else None
+    out = (out / denom.unsqueeze(-1)).to(v.dtype)
+    weights = (ex / denom.index_select(0, dst)).to(v.dtype) if return_weights else None
     return out, (per_dim if return_scores else None), weights
 
 
 # ----------------------------------------------------------------------------- dense attention
+#: stride alignment (elements) of an additive attention bias that CUDA's memory-efficient SDPA
+#: kernel reads in place; PyTorch pads (copies) a bias whose rows are not aligned (8 or 16
+#: elements depending on the version: 16 satisfies both)
+SDPA_BIAS_ALIGNMENT = 16
+
+
+def aligned_bias(bias: Tensor, dtype: torch.dtype | None = None,
+                 multiple: int = SDPA_BIAS_ALIGNMENT) -> Tensor:
+    """``bias [..., N, N]`` as a view of a buffer whose rows are padded to a multiple of
+    ``multiple`` elements (values identical, padding zeros never read), in ``dtype``.
+
+    CUDA's memory-efficient ``scaled_dot_product_attention`` kernel (the fast one that accepts an
+    additive bias; flash attention takes none) needs every stride of the bias but the last to be
+    a multiple of 8/16 elements; otherwise PyTorch pads a copy on every call. Building the
+    aligned bias once per batch, in the dtype the attention runs in (bf16 under autocast), lets
+    every layer use it directly. A bias that is already aligned and of ``dtype`` is returned as
+    is.
+    """
+    dtype = bias.dtype if dtype is None else dtype
+    n = bias.size(-1)
+    strides_ok = bias.stride(-1) == 1 and all(s % multiple == 0 for s in bias.stride()[:-1])
+    if strides_ok and bias.dtype == dtype:
+        return bias
+    padded = n + (-n) % multiple
+    buf = bias.new_zeros(tuple(bias.shape[:-1]) + (padded,), dtype=dtype)
+    buf[..., :n] = bias
+    return buf[..., :n]
+
+
+def sdpa(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None = None,
+         dropout_p: float = 0.0, pad_head_dim: bool | None = None, multiple: int = 8) -> Tensor:
+    """``scaled_dot_product_attention`` with the head dimension zero-padded to a multiple of
+    ``multiple`` (8) when it is not one, so CUDA's fused kernels (which need ``d_k % 8 == 0`` in
+    16-bit dtypes) are reachable for heads such as Graphormer-small's ``d_k = 10``. The softmax
+    scale stays ``1 / sqrt(d_k)`` of the real dimension; zero query/key columns add nothing to
+    the scores and the padded output columns (sums of zero values) are dropped, so the result is
+    the same. ``pad_head_dim=None`` pads on CUDA only (elsewhere it would only cost a copy).
+
+    Shapes: ``q [..., L, d_k]``, ``k, v [..., S, d_k]``, ``attn_mask`` broadcastable to
+    ``[..., L, S]`` → ``[..., L, d_k]``.
+    """
+    dk = q.size(-1)
+    pad = (-dk) % multiple
+    if pad_head_dim is None:
+        pad_head_dim = q.is_cuda
+    if not pad or not pad_head_dim:
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=dropout_p)
+    q, k, v = (torch.nn.functional.pad(t, (0, pad)) for t in (q, k, v))
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, scale=dk ** -0.5)
+    return out[..., :dk]
+
+
+def attention_dtype(x: Tensor) -> torch.dtype:
+    """The dtype matrix products of ``x`` run in: the autocast dtype of ``x``'s device when
+    autocast is on there, else ``x.dtype``."""
+    kind = x.device.type
+    try:
+        enabled = torch.is_autocast_enabled(kind)
+    except RuntimeError:  # a device type without autocast (e.g. meta)
+        enabled = False
+    if enabled and x.is_floating_point():
+        return torch.get_autocast_dtype(kind)
+    return x.dtype
+
+
 #: default memory budget of one full-attention call (the ``[batch, heads, N, N]`` score tensors)
 DEFAULT_MAX_ATTENTION_BYTES = 4 * 2**30
 

@@ -5,6 +5,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .attention import acc_dtype
+
 
 class FeedForward(nn.Module):
     """Pointwise two-layer MLP with ELU, ``d → m·d → d`` (EGT §3.1, the FFN sublayer)."""
@@ -142,8 +144,9 @@ class EGTLayer(nn.Module):
         scores = torch.matmul(q, k.transpose(-1, -2)).clamp_(-self.clip, self.clip)
         h_hat = scores + eg[:, :H]                                           # Ĥ, eq. 5
         keep = mask[:, None, None, :] if attn_mask is None else attn_mask[:, None]
+        # boolean mask filled with -inf (exact in every float dtype); softmax accumulates in fp32
         logits = h_hat.masked_fill(~keep, float("-inf"))
-        attn = torch.softmax(logits, dim=-1)
+        attn = torch.softmax(logits, dim=-1, dtype=acc_dtype(logits.dtype)).to(v.dtype)
         if self.gated:
             gates = torch.sigmoid(eg[:, H:])
             attn = attn * gates                                              # eq. 4

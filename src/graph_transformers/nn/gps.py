@@ -21,6 +21,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import to_dense_batch
 
+from ..data.dense import DenseBatch
 from .attention import DEFAULT_MAX_ATTENTION_BYTES, FullAttention
 from .linear_attention import PerformerAttention
 from .mpnn import CONVS, LocalMPNN
@@ -106,14 +107,21 @@ class GPSLayer(nn.Module):
             if m is not self and hasattr(m, "reset_parameters"):
                 m.reset_parameters()
 
-    def _dense(self, xn: Tensor, batch: Tensor | None) -> tuple[Tensor, Tensor]:
+    def _dense(self, xn: Tensor, batch: Tensor | None, dense: DenseBatch | None = None
+               ) -> tuple[Tensor, Tensor]:
+        if dense is not None:
+            return dense.to_dense(xn), dense.mask
         if batch is None:
             return xn.unsqueeze(0), torch.ones(1, xn.size(0), dtype=torch.bool, device=xn.device)
         return to_dense_batch(xn, batch)
 
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None,
-                edge_attr: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-        """See the class docstring."""
+                edge_attr: Tensor | None = None, dense: DenseBatch | None = None
+                ) -> tuple[Tensor, Tensor | None]:
+        """See the class docstring. ``dense`` (the batch's
+        :class:`~graph_transformers.data.dense.DenseBatch`, built once per forward by the
+        network) makes the padding of the attention input and its inverse index gathers with no
+        device sync; without it PyG's ``to_dense_batch`` and a boolean mask are used."""
         if x.dim() != 2 or x.size(1) != self.hidden_dim:
             raise ValueError(f"x must be [num_nodes, {self.hidden_dim}], got {tuple(x.shape)}")
         if self.use_edge_features and (edge_attr is None or edge_attr.shape !=
@@ -124,8 +132,9 @@ class GPSLayer(nn.Module):
         xn = self.norm1(x)
         h = x
         if self.attention is not None:
-            dense, mask = self._dense(xn, batch)
-            h = h + self.dropout(self.attention(dense, mask)[mask])
+            xd, mask = self._dense(xn, batch, dense)
+            att = self.attention(xd, mask)
+            h = h + self.dropout(dense.to_sparse(att) if dense is not None else att[mask])
         if self.mpnn is not None:
             e_in = self.norm_e(edge_attr) if self.norm_e is not None else edge_attr
             local, e_hat = self.mpnn(xn, edge_index, e_in if self.use_edge_features else None)

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .attention import acc_dtype, sdpa
 from .grpe import ByteDropout
 
 
@@ -78,10 +79,14 @@ class GraphormerLayer(nn.Module):
         p = self.attention_dropout if self.training else 0.0
         weights = None
         if need_weights:
-            weights = torch.softmax(q @ k.transpose(-1, -2) * q.size(-1) ** -0.5 + bias, -1)
+            scores = q @ k.transpose(-1, -2) * q.size(-1) ** -0.5 + bias
+            weights = torch.softmax(scores, -1, dtype=acc_dtype(scores.dtype)).to(v.dtype)
             z = F.dropout(weights, p, self.training) @ v
         else:
-            z = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype), dropout_p=p)
+            # a bias already in q's dtype and aligned (Graphormer: aligned_bias) is read in place by
+            # CUDA's memory-efficient kernel, and sdpa pads d_k to a multiple of 8 on CUDA so
+            # that kernel is reachable for any head size; see docs/gpu.md
+            z = sdpa(q, k, v, attn_mask=bias.to(q.dtype), dropout_p=p)
         y = self.out(z.transpose(1, 2).reshape(B, N, self.hidden_dim))
         x = x + self.dropout(y)
         x = x + self.dropout(self.ffn(self.ffn_norm(x)))

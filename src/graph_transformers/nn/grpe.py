@@ -26,6 +26,8 @@ import sys
 import torch
 from torch import Tensor, nn
 
+from .attention import acc_dtype
+
 _LITTLE_ENDIAN = sys.byteorder == "little"
 #: fuse topology and edge relations when the product of their vocabularies is at most this
 FUSE_LIMIT = 256
@@ -235,16 +237,18 @@ class GRPEAttention(nn.Module):
                 kt = (k.reshape(H, B * N, dk) @ _heads(tk, H).transpose(1, 2)).view(H, B, N * T)
                 scores = scores + torch.gather(kt, 2, flat_k).view(H, B, N, N)
             bin_index.append((flat_q, T))
-        if mask is not None:
+        if mask is not None:  # boolean mask, -inf: exact in every float dtype
             scores = scores.masked_fill(~mask.view(1, B, 1, N), float("-inf"))
-        attn = torch.softmax(scores, dim=-1)
+        attn = torch.softmax(scores, dim=-1, dtype=acc_dtype(scores.dtype))  # fp32 (autocast)
         a, drop_scale = self._dropout(attn)
-        z = a @ v  # [H, B, N, dk]
+        z = a.to(v.dtype) @ v  # [H, B, N, dk]
         for (ids, _, _, tv), (flat_q, T) in zip(relations, bin_index):
             if tv is None:
                 continue
-            # attention mass per relation type: bins[h,b,i,t] = Σ_j â_ij [id(i, j) = t]
+            # attention mass per relation type: bins[h,b,i,t] = Σ_j â_ij [id(i, j) = t], summed
+            # in fp32 (a stays fp32 here)
             bins = a.new_zeros(H, B, N * T).scatter_add_(2, flat_q, a.reshape(H, B, N * N))
+            bins = bins.to(v.dtype)
             z = z + (bins.view(H, B * N, T) @ _heads(tv, H)).view(H, B, N, dk)
         return self._finish(z, attn, drop_scale, need_weights)
 
@@ -272,8 +276,9 @@ class GRPEAttention(nn.Module):
                 scores = scores + torch.einsum("hbjd,bijhd->hbij", k, tk[ids].view(B, N, N, H, dk))
         if mask is not None:
             scores = scores.masked_fill(~mask.view(1, B, 1, N), float("-inf"))
-        attn = torch.softmax(scores, dim=-1)
+        attn = torch.softmax(scores, dim=-1, dtype=acc_dtype(scores.dtype))
         a, drop_scale = self._dropout(attn)
+        a = a.to(v.dtype)
         z = a @ v
         for ids, _, _, tv in relations:
             if tv is not None:

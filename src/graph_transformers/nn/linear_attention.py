@@ -171,8 +171,13 @@ class PerformerAttention(nn.Module):
                              f"{mask.dtype} {tuple(mask.shape)}")
         b, n, _ = x.shape
         q, k, v = self.qkv(x).view(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        out = linear_attention(q, k, v, self.projection.to(q.dtype), mask)
-        return self.out(out.transpose(1, 2).reshape(b, n, self.hidden_dim))
+        # the exponential features and the normalizer D in float32 (at least), autocast off:
+        # bf16 features would lose most of the small terms of D
+        dtype = torch.promote_types(q.dtype, torch.float32)
+        with torch.autocast(x.device.type, enabled=False):
+            out = linear_attention(q.to(dtype), k.to(dtype), v.to(dtype),
+                                   self.projection.to(dtype), mask)
+        return self.out(out.to(q.dtype).transpose(1, 2).reshape(b, n, self.hidden_dim))
 
     def extra_repr(self) -> str:
         return f"{self.hidden_dim}, heads={self.num_heads}, features={self.num_features}"

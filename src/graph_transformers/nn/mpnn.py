@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINConv, GINEConv, MessagePassing, PNAConv
 
+from .attention import acc_dtype
 from .norm import make_norm
 
 #: convolution names (config ``mpnn`` / model names)
@@ -74,12 +75,16 @@ class GatedGCNConv(MessagePassing):
                              f"{self.hidden_dim}], got {shape}")
         src, dst = edge_index
         e_hat = self.C(edge_attr) + self.D(x).index_select(0, dst) + self.E(x).index_select(0, src)
-        sigma = torch.sigmoid(e_hat)
-        bx = self.B(x)
+        # gates, sums and the normalizer in float32 (bf16 under autocast would round the sum
+        # over a node's neighbours and swallow ε)
+        acc = acc_dtype(e_hat.dtype)
+        sigma = torch.sigmoid(e_hat.to(acc))
+        bx = self.B(x).to(acc)
         # one propagate for numerator and denominator: messages [σ ⊙ B h_j ∥ σ]
         agg = self.propagate(edge_index, bx=bx, sigma=sigma, size=(x.size(0), x.size(0)))
         num, den = agg.split(self.hidden_dim, dim=-1)
-        return self.A(x) + num / (den + self.eps), e_hat
+        ax = self.A(x)
+        return ax + (num / (den + self.eps)).to(ax.dtype), e_hat
 
     def message(self, bx_j: Tensor, sigma: Tensor) -> Tensor:
         return torch.cat([sigma * bx_j, sigma], dim=-1)

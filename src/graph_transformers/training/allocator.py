@@ -7,6 +7,9 @@ faults in all of its large activations again; in a VM a fault costs microseconds
 [128, 25, 25, 128] elementwise op 3-5× slower than the same op on reused memory (measured in
 ``benchmarks/egt_speed.py``). Turning ``mmap`` off for ``malloc`` and raising the trim threshold
 keeps freed blocks for reuse: peak memory is unchanged, it is just not handed back between steps.
+
+Training applies it only on the CPU and only on Linux (:func:`configure_for_training`); a run on
+CUDA leaves glibc's defaults alone.
 """
 from __future__ import annotations
 
@@ -14,6 +17,9 @@ import ctypes
 import ctypes.util
 import logging
 import os
+import sys
+
+from .device import trains_on_cpu
 
 log = logging.getLogger(__name__)
 
@@ -55,3 +61,13 @@ def keep_freed_memory(enable: bool = True) -> bool:
     if ok:
         log.debug("glibc malloc: %s", "mmap off, trim threshold 2 GiB" if enable else "defaults")
     return ok
+
+
+def configure_for_training(accelerator: str) -> bool:
+    """Applies :func:`keep_freed_memory` for CPU training on Linux only. On CUDA the tensors live
+    in PyTorch's caching allocator, and the host allocator serves the data pipeline (pinned
+    buffers, worker processes), where keeping every freed block would only grow the process.
+    Returns whether the settings were changed."""
+    if sys.platform != "linux" or not trains_on_cpu(accelerator):
+        return False
+    return keep_freed_memory()

@@ -29,7 +29,14 @@ class _Section(BaseModel):
 
 
 # ----------------------------------------------------------------------------- model sections
-class GTModelConfig(_Section):
+class _ModelSection(_Section):
+    """Keys every model section has besides the model's own constructor arguments."""
+
+    #: compile the model with ``torch.compile`` (dynamic shapes; see training.device)
+    compile: bool = False
+
+
+class GTModelConfig(_ModelSection):
     """Graph Transformer (Dwivedi & Bresson 2020); see :class:`graph_transformers.models.GraphTransformer`."""
 
     name: Literal["gt"] = "gt"
@@ -59,7 +66,7 @@ class GTModelConfig(_Section):
         return self
 
 
-class EGTModelConfig(_Section):
+class EGTModelConfig(_ModelSection):
     """Edge-augmented Graph Transformer (Hussain et al. 2022); see
     :class:`graph_transformers.models.EGT`. Defaults follow the paper's Table 4."""
 
@@ -104,7 +111,7 @@ class EGTModelConfig(_Section):
         return self
 
 
-class GRPEModelConfig(_Section):
+class GRPEModelConfig(_ModelSection):
     """GRPE (Park et al. 2022); see :class:`graph_transformers.models.GRPE`. Defaults are
     GRPE-Small (Table 1) with the official dropouts."""
 
@@ -136,7 +143,7 @@ class GRPEModelConfig(_Section):
         return self
 
 
-class GraphormerModelConfig(_Section):
+class GraphormerModelConfig(_ModelSection):
     """Graphormer-style attention biases (Ying et al. 2021); see
     :class:`graph_transformers.models.Graphormer`."""
 
@@ -166,7 +173,7 @@ class GraphormerModelConfig(_Section):
         return self
 
 
-class GPSModelConfig(_Section):
+class GPSModelConfig(_ModelSection):
     """GPS (Rampášek et al. 2022; survey eqs. 40-41); see :class:`graph_transformers.models.GPS`."""
 
     name: Literal["gps"] = "gps"
@@ -211,7 +218,7 @@ class GPSModelConfig(_Section):
         return self
 
 
-class MPNNModelConfig(_Section):
+class MPNNModelConfig(_ModelSection):
     """MPNN baselines (benchmark conventions); see :class:`graph_transformers.models.MPNN`."""
 
     name: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"]
@@ -263,7 +270,10 @@ class DataConfig(_Section):
     cache_dir: str | None = None
     batch_size: PositiveInt = 128
     eval_batch_size: PositiveInt | None = None
-    num_workers: Annotated[int, Field(ge=0)] = 0
+    #: DataLoader workers; ``auto``: none on CPU, a few per GPU (training.device.loader_options)
+    num_workers: Annotated[int, Field(ge=0)] | Literal["auto"] = "auto"
+    #: pinned host memory for the batches; ``auto``: when training on a GPU
+    pin_memory: bool | Literal["auto"] = "auto"
     fold: Annotated[int, Field(ge=0)] = 0
     #: generation seed of generated datasets (CSL permutations, PATTERN/CLUSTER graphs)
     seed: Annotated[int, Field(ge=0)] = 0

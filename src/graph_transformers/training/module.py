@@ -129,15 +129,16 @@ def evaluate(model: nn.Module, spec: DatasetSpec, loader, device: torch.device |
     model.to(device)
     task = task if task is not None else Task(spec)
     metrics = task.metrics(sync_on_compute=False).to(device)  # one process evaluates
-    total, count = 0.0, 0
+    total, count = None, 0
     for batch in loader:
         batch = batch.to(device)
         out = split_output(model(batch))[0]
         n = task.count(batch)
-        total += float(task.loss(out, batch)) * n
+        loss = task.loss(out, batch).double() * n  # summed on the device: no sync per batch
+        total = loss if total is None else total + loss
         count += n
         metrics.update(*task.metric_inputs(out, batch))
     result = {k: float(v) for k, v in metrics.compute().items()}
-    result["loss"] = total / max(count, 1)
+    result["loss"] = (float(total) if total is not None else 0.0) / max(count, 1)
     model.train(was_training)
     return result

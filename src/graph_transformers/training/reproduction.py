@@ -69,7 +69,7 @@ def config_references(config_dir: str | Path
     return found
 
 
-_WHERE_KEYS = ("data_dir", "cache_dir", "num_workers")
+_WHERE_KEYS = ("data_dir", "cache_dir", "num_workers", "pin_memory")
 
 
 def _config_changed(run_config: dict[str, Any], current: dict[str, Any]) -> bool:

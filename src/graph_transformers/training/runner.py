@@ -20,15 +20,18 @@ from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import BatchSampler, SequentialSampler
 from torch_geometric.loader import DataLoader
 
+from ..data.checks import validate_dataset
 from ..data.registry import DatasetSpec, load_splits, resolve_spec
 from ..data.sampler import (DistributedBatchSampler, DistributedSizeBucketBatchSampler,
                             EpochShuffleSampler, graph_sizes)
 from ..models import build_model, count_parameters
+from .allocator import configure_for_training
 from .callbacks import EpochLog, EpochSummary, StopAtMinLR
-from .curves import write_curves
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
                      load_yaml, save_config)
+from .curves import write_curves
+from .device import compile_model, loader_options, trains_on_cpu
 from .distributed import SeedPerRank, launch_is_rank_zero
 from .module import GraphTaskModule, evaluate
 from .tasks import Task
@@ -45,6 +48,7 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
     encodings (feature vocabularies, output size, PE dimensions)."""
     kw = config.model.model_dump()
     name = kw.pop("name")
+    kw.pop("compile", None)  # a training option, not a constructor argument
     kw.update(out_dim=spec.out_dim, task=spec.level, num_node_types=spec.node_types,
               node_dim=spec.node_dim)
     if kw.get("use_edge_features"):
@@ -139,8 +143,8 @@ def make_loader(config: Config, dataset, split: str):
     train = split == "train"
     bs = config.data.batch_size if train else (config.data.eval_batch_size or
                                                config.data.batch_size)
-    workers = dict(num_workers=config.data.num_workers,
-                   persistent_workers=config.data.num_workers > 0)
+    workers = loader_options(config.data.num_workers, config.data.pin_memory,
+                             config.trainer.accelerator, config.trainer.devices)
     if config.data.num_neighbors is None:
         if config.data.bucket_by_size and train:
             sampler = DistributedSizeBucketBatchSampler(
@@ -237,8 +241,12 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
         save_config(config, out / "config.yaml")
 
     L.seed_everything(config.seed, workers=True, verbose=False)
+    configure_for_training(config.trainer.accelerator)  # glibc setting: CPU on Linux only
     spec = resolve_spec(config.data)
     splits = load_splits(config.data, config.encodings)
+    if not trains_on_cpu(config.trainer.accelerator):  # per batch, value checks run on CPU only
+        for s, ds in splits.items():
+            validate_dataset(ds, f"{spec.name} {s} split")
     provenance = {}
     for s, ds in splits.items():
         provenance.update(getattr(ds, "provenance", {}) or {})
@@ -252,6 +260,8 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     log.info("%s on %s: %d parameters; graphs train/val/test = %s", config.model.name,
              spec.name, num_params, {s: len(d) for s, d in splits.items()})
     task = make_task(config, spec, splits["train"])
+    if config.model.compile:
+        compile_model(model)
     module = GraphTaskModule(model, spec, config.optim, task=task)
 
     monitor, mode = _monitor(spec, config)

@@ -67,29 +67,41 @@ class Task:
             mask = getattr(batch, "node_mask", None)
             if mask is not None:
                 out, y = out[mask], y[mask]
+        # float targets in float32, or float64 for a float64 model
+        ydt = torch.promote_types(out.dtype, torch.float32) if out.is_floating_point() else \
+            torch.float32
         if self.spec.task == "regression":
             if out.size(-1) == 1:
                 out = out.view(-1)
-            return out, y.float().view_as(out)
+            return out, y.to(ydt).view_as(out)
         if self.spec.task == "binary":
-            return out, y.float().view_as(out)
+            return out, y.to(ydt).view_as(out)
         return out, y.view(-1).long()
 
     def loss(self, out: Tensor, batch) -> Tensor:
+        """The task loss, computed in float32 (float64 for a float64 model) whatever the output's
+        dtype (bf16 under autocast), and without device syncs (no boolean indexing, no
+        ``bincount``) for graph-level tasks."""
         out, y = self.select(out, batch)
+        out = out.to(torch.promote_types(out.dtype, torch.float32))
         kind = self.spec.loss
         if self.spec.task == "regression":
             return F.mse_loss(out, y) if kind == "mse" else F.l1_loss(out, y)
         if self.spec.task == "binary":
+            # mean over the labelled entries, without boolean indexing (a device sync)
             labelled = ~torch.isnan(y)
-            return F.binary_cross_entropy_with_logits(out[labelled], y[labelled])
+            per_item = F.binary_cross_entropy_with_logits(
+                out, torch.where(labelled, y, torch.zeros_like(y)), reduction="none")
+            return (per_item * labelled).sum() / labelled.sum()
         if kind == "weighted_ce" and self.class_counts is not None:
             counts = self.class_counts.to(device=out.device, dtype=torch.float32)
             weight = (counts.sum() - counts) / (counts.sum() - counts).sum()
             per_node = F.cross_entropy(out, y, reduction="none")
             return (weight[y].to(per_node.dtype) * per_node).mean()
         if kind == "weighted_ce":
-            counts = torch.bincount(y, minlength=out.size(-1)).to(out.dtype)
+            # counted with index_add_: torch.bincount reads max(y) first (a device sync)
+            counts = out.new_zeros(out.size(-1)).index_add_(0, y, torch.ones_like(y,
+                                                                                dtype=out.dtype))
             weight = (y.numel() - counts) / y.numel() * (counts > 0).to(out.dtype)
             return F.cross_entropy(out, y, weight=weight)
         return F.cross_entropy(out, y)
@@ -118,8 +130,12 @@ class Task:
         return torchmetrics.MetricCollection({m: metric})
 
     def metric_inputs(self, out: Tensor, batch) -> tuple[Tensor, Tensor]:
-        """``(preds, target)`` in the form the metric's ``update`` expects."""
-        out, y = self.select(out.detach(), batch)
+        """``(preds, target)`` in the form the metric's ``update`` expects (predictions in float32
+        or float64, also under bf16 autocast)."""
+        out = out.detach()
+        if out.is_floating_point():
+            out = out.to(torch.promote_types(out.dtype, torch.float32))
+        out, y = self.select(out, batch)
         if self.spec.metric == "f1":
             return out.argmax(-1), y
         return out, y

@@ -1,0 +1,69 @@
+"""Device-dependent training settings: where a run trains, its DataLoader options, and the
+optional ``torch.compile`` of the model."""
+from __future__ import annotations
+
+import logging
+import os
+
+import torch
+from torch import nn
+
+log = logging.getLogger(__name__)
+
+#: DataLoader worker processes per GPU process with ``data.num_workers: auto``
+AUTO_GPU_WORKERS = 4
+
+
+def trains_on_cpu(accelerator: str) -> bool:
+    """Whether a Lightning ``accelerator`` setting trains on the CPU: ``"cpu"``, or ``"auto"``
+    on a machine without CUDA or MPS."""
+    acc = str(accelerator).lower()
+    if acc == "cpu":
+        return True
+    if acc != "auto":
+        return False  # gpu, cuda, mps, tpu, ...
+    mps = getattr(torch.backends, "mps", None)
+    return not torch.cuda.is_available() and not (mps is not None and mps.is_available())
+
+
+def _devices_per_node(devices: int | str) -> int:
+    if isinstance(devices, int) and devices > 0:
+        return devices
+    if str(devices).isdigit() and int(devices) > 0:
+        return int(devices)
+    return max(1, torch.cuda.device_count())  # "auto", -1
+
+
+def loader_options(num_workers: int | str, pin_memory: bool | str, accelerator: str,
+                   devices: int | str = 1) -> dict:
+    """Keyword arguments of a training/evaluation ``DataLoader``.
+
+    - ``num_workers``: an int, or ``"auto"``: none on the CPU (the CPU is busy with the model;
+      batches are collated between steps), else up to :data:`AUTO_GPU_WORKERS` per GPU process,
+      bounded by the cores available to each process.
+    - ``pin_memory``: a bool, or ``"auto"``: pinned host buffers when training on a GPU (faster,
+      asynchronous host-to-device copies).
+    - ``persistent_workers`` whenever there are workers (no re-spawn every epoch).
+    """
+    cpu = trains_on_cpu(accelerator)
+    if num_workers == "auto":
+        if cpu:
+            workers = 0
+        else:
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+                (os.cpu_count() or 1)
+            workers = max(0, min(AUTO_GPU_WORKERS, cores // _devices_per_node(devices) - 1))
+    else:
+        workers = int(num_workers)
+    pin = (not cpu and torch.cuda.is_available()) if pin_memory == "auto" else bool(pin_memory)
+    return dict(num_workers=workers, persistent_workers=workers > 0, pin_memory=pin)
+
+
+def compile_model(model: nn.Module, dynamic: bool | None = True) -> nn.Module:
+    """Compiles ``model`` in place with ``torch.compile`` (``nn.Module.compile``: the module, its
+    parameter names and checkpoints stay as they are). ``dynamic=True`` because batches of graphs
+    change shape every step (nodes, edges, padded size): one graph with symbolic sizes instead of
+    a recompilation per shape. Returns ``model``."""
+    model.compile(dynamic=dynamic)
+    log.info("model compiled with torch.compile (dynamic=%s)", dynamic)
+    return model

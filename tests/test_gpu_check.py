@@ -1,0 +1,55 @@
+"""The device check (``benchmarks/gpu_check.py`` / ``graph-transformers check-device``) as a CPU
+smoke run with tiny models on synthetic molecules (issue 15, part 4)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from graph_transformers import device_check
+from graph_transformers.cli import _parser
+
+SDPA_MODELS = {"graphormer", "gps"}
+
+
+@pytest.mark.slow
+def test_cpu_smoke_run_writes_the_reports(tmp_path):
+    out = tmp_path / "gpu_check"
+    rc = device_check.main(["--device", "cpu", "--synthetic", "--tiny", "--batch-size", "8",
+                            "--steps", "1", "--epoch-graphs", "16", "--out", str(out)])
+    result = json.loads((out / "gpu_check.json").read_text())
+    report = (out / "gpu_check.md").read_text()
+    assert rc == 0 and result["ok"], result
+    assert set(result["models"]) == set(device_check.MODELS)
+    assert result["data"].startswith("SYNTHETIC") and "SYNTHETIC" in report
+    assert result["batch_graphs"] == 8
+    for name, e in result["models"].items():
+        assert "error" not in e, (name, e.get("error"))
+        # CPU against CPU: the same kernels on the same inputs
+        for key in ("output_rel", "loss_rel", "grad_rel"):
+            assert e["parity_fp32"][key] <= device_check.TOL_FP32
+            assert e["parity_fp64"][key] <= device_check.TOL_FP64
+        assert e["bf16"]["finite"] and e["bf16"]["loss_rel"] <= device_check.TOL_BF16_LOSS
+        expected = {"cpu-flash", "math"} if name in SDPA_MODELS else {"none"}
+        assert e["sdpa_fp32"] in expected, (name, e["sdpa_fp32"])
+        assert e["speed_fp32"]["graphs_per_s"] > 0 and e["speed_bf16"]["graphs_per_s"] > 0
+        assert e["speed_fp32"]["peak_mib"] is None  # CUDA only
+        assert e["epoch_fp32"]["graphs"] == 16 and e["epoch_bf16"]["seconds"] > 0
+        assert f"| {name} |" in report
+
+
+def test_cli_subcommand_and_unknown_model():
+    args = _parser().parse_args(["check-device", "--device", "cpu", "--models", "gt", "egt",
+                                 "--no-epoch"])
+    assert args.command == "check-device" and args.models == ["gt", "egt"] and not args.epoch
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["check-device", "--models", "transformer"])
+
+
+def test_synthetic_molecules_are_molecule_sized():
+    graphs = device_check.synthetic_molecules(20, seed=1)
+    for g in graphs:
+        assert 9 <= g.num_nodes <= 38
+        assert int(g.x.max()) < 28 and int(g.edge_attr.min()) >= 1 and int(g.edge_attr.max()) <= 3
+        assert g.edge_index.size(1) == g.edge_attr.size(0)
+        assert int(g.edge_index.max()) < g.num_nodes

@@ -334,7 +334,7 @@ def epoch_time(model: nn.Module, train, task, device: torch.device, bf16: bool,
         opt.step()
         n += b.num_graphs
     _sync(device)
-    return {"seconds": round(time.perf_counter() - t0, 2), "graphs": n}
+    return {"seconds": round(time.perf_counter() - t0, 4), "graphs": n}
 
 
 # ----------------------------------------------------------------------------- driver

@@ -148,7 +148,7 @@ class Recorder(L.Callback):
     and CPU seconds of the process (all threads; on a CPU shared with other jobs the CPU seconds
     are the better measure of the cost of a step)."""
 
-    def __init__(self, spec, test_loader, metric: str, warmup_steps: int = 2) -> None:
+    def __init__(self, spec, test_loader, metric: str, warmup_steps: int = 1) -> None:
         self.spec, self.test_loader, self.metric = spec, test_loader, metric
         self.warmup_steps = warmup_steps
         self.val, self.test, self.epoch_s, self.step_s, self.lr = [], [], [], [], []

@@ -39,6 +39,7 @@ GraphGym from a global config), adds the ZINC input and output blocks described 
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import subprocess
@@ -122,9 +123,12 @@ def _package(name: str, directory: Path) -> types.ModuleType:
 
 
 def import_official(alias: str, directory: Path, module: str) -> types.ModuleType:
-    """Imports ``directory/module.py`` as ``alias.module`` (relative imports between the official
-    files work; nothing is added to ``sys.path``)."""
-    _package(alias, directory)
+    """Imports ``directory/module.py`` as ``<alias>_<hash of directory>.module`` (relative imports
+    between the official files work; nothing is added to ``sys.path``; two checkouts in one
+    process do not share a module)."""
+    resolved = Path(directory).resolve()
+    alias = f"{alias}_{hashlib.sha1(str(resolved).encode()).hexdigest()[:12]}"
+    _package(alias, resolved)
     try:
         return importlib.import_module(f"{alias}.{module}")
     except ImportError as err:
@@ -287,8 +291,9 @@ def import_gps_layer(path: Path) -> type:
         return sys.modules[name].GPSLayer
     import torch_geometric.graphgym.register as register
     register.act_dict.setdefault("relu", nn.ReLU)
-    _package("graphgps", path / "graphgps")
-    _package("graphgps.layer", path / "graphgps" / "layer")
+    for pkg, directory in (("graphgps", path / "graphgps"),
+                           ("graphgps.layer", path / "graphgps" / "layer")):
+        _package(pkg, directory).__path__ = [str(directory)]
     stubs = {
         "graphgps.layer.bigbird_layer": dict(SingleBigBirdLayer="BigBird"),
         "graphgps.layer.gatedgcn_layer": dict(GatedGCNLayer="GatedGCN"),

@@ -1,0 +1,414 @@
+"""Same-budget parity: the official implementation's model and ours, trained identically on ZINC.
+
+For one model (``egt``, ``grpe`` or ``gps``) and each seed, both sides get
+
+* the same data: the library's ZINC loader (reconstructed train split, exact val/test) with the
+  encodings of the model's config (``configs/zinc/*.yaml``), the same training batches in the
+  same order (a data-order generator seeded by the seed, shared by both sides);
+* the same loop: the library's :class:`~graph_transformers.training.module.GraphTaskModule`
+  (L1 loss plus any auxiliary loss, the config's optimizer, learning rate, weight decay and
+  scheduler) under one ``lightning.Trainer`` set-up (the config's gradient clipping, no sanity
+  validation);
+* the same budget: ``--epochs`` epochs with the config's schedule compressed to that length
+  (warmup epochs and plateau patience scaled by ``epochs / config max_epochs``, patience at least
+  2; ``--schedule original`` keeps them).
+
+Ours is the library's model built from the config; the official one is imported from
+``--official PATH`` and wrapped by an adapter (``adapters.py``). After every epoch both sides are
+evaluated on val and test; the report compares them at equal epochs (the last), plots the
+validation curves of every seed, and gives a verdict (:func:`verdict`).
+
+Usage:
+    python benchmarks/parity/parity.py {egt,grpe,gps} --official PATH [--epochs 40] [--seeds 2]
+        [--data-dir ../shared/data] [--out results/parity] [--threads 2] [--device auto]
+        [--limit-train-graphs N] [--limit-eval-graphs N] [--config configs/zinc/...yaml]
+        [--schedule compressed]
+
+Writes ``<out>/<model>.json`` and ``<out>/<model>.png``. Without an official checkout it says
+which repository is missing and exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+import lightning as L  # noqa: E402
+from torch_geometric.loader import DataLoader  # noqa: E402
+
+from adapters import (OFFICIAL, OfficialCodeError, build_official_egt,  # noqa: E402
+                      build_official_gps, build_official_grpe, check_checkout, official_commit)
+from graph_transformers.data.registry import load_splits, resolve_spec  # noqa: E402
+from graph_transformers.data.sampler import SizeBucketBatchSampler, graph_sizes  # noqa: E402
+from graph_transformers.models import count_parameters  # noqa: E402
+from graph_transformers.training.config import (Config, CosineConfig, LinearConfig,  # noqa: E402
+                                                PlateauConfig, build_config, load_yaml)
+from graph_transformers.training.module import GraphTaskModule, evaluate  # noqa: E402
+from graph_transformers.training.runner import make_loader, make_model, model_kwargs  # noqa: E402
+
+log = logging.getLogger("parity")
+
+#: default config of each model: the rows whose paper budgets do not fit this machine
+CONFIGS = {"egt": "configs/zinc/egt_spe_do_100k.yaml", "grpe": "configs/zinc/grpe_small.yaml",
+           "gps": "configs/zinc/gps.yaml"}
+
+
+# ----------------------------------------------------------------------------------- config
+def parity_config(path: str | Path, epochs: int, data_dir: str | None, schedule: str = "compressed"
+                  ) -> tuple[Config, dict[str, Any]]:
+    """The model's config with ``trainer.max_epochs = epochs`` and its schedule compressed to
+    ``epochs`` (see the module docstring); returns the config and a description of the schedule.
+
+    Raises:
+        ValueError: for an unknown ``schedule``.
+    """
+    if schedule not in ("compressed", "original"):
+        raise ValueError(f"--schedule must be 'compressed' or 'original', got {schedule!r}")
+    raw = load_yaml(path)
+    base = build_config(raw)
+    ratio = epochs / base.trainer.max_epochs
+    over = [f"trainer.max_epochs={epochs}"]
+    if data_dir:
+        over.append(f"data.data_dir={data_dir}")
+    sched = base.optim.scheduler
+    if schedule == "compressed":
+        if isinstance(sched, (CosineConfig, LinearConfig)):
+            over.append(f"optim.scheduler.warmup_epochs={round(sched.warmup_epochs * ratio)}")
+        elif isinstance(sched, PlateauConfig):
+            over.append(f"optim.scheduler.patience={max(2, round(sched.patience * ratio))}")
+    config = build_config(raw, over)
+    described = {"mode": schedule, "paper_epochs": base.trainer.max_epochs, "epochs": epochs,
+                 **(config.optim.scheduler.model_dump() if config.optim.scheduler else {})}
+    return config, described
+
+
+# ----------------------------------------------------------------------------------- models
+def build_official(model: str, path: Path, config: Config, spec) -> torch.nn.Module:
+    """The official model for ``model``, sized as the library's config (``adapters.py``)."""
+    m = config.model
+    if model == "egt":
+        kw = model_kwargs(config, spec)
+        return build_official_egt(
+            path, hidden_dim=m.hidden_dim, edge_hidden_dim=m.edge_hidden_dim,
+            num_layers=m.num_layers, num_heads=m.num_heads, num_node_types=spec.node_types,
+            num_edge_types=spec.edge_types, pe_dim=kw.get("pe_dim", 0) if m.pe else 0,
+            distance_objective=m.distance_objective, distance_hops=m.distance_hops,
+            distance_weight=m.distance_weight, node_ffn_multiplier=m.node_ffn_multiplier,
+            edge_ffn_multiplier=m.edge_ffn_multiplier, attn_dropout=m.attn_dropout,
+            dropout=m.dropout, clip=m.clip, mlp_layers=m.mlp_layers)
+    if model == "grpe":
+        return build_official_grpe(
+            path, hidden_dim=m.hidden_dim, num_layers=m.num_layers, num_heads=m.num_heads,
+            ffn_dim=m.ffn_dim, dropout=m.dropout, attention_dropout=m.attention_dropout,
+            max_distance=config.encodings.spd.max_distance, num_node_types=spec.node_types,
+            num_edge_types=spec.edge_types, input_noise=m.input_noise,
+            share_encodings=m.share_encodings, mlp_layers=m.mlp_layers)
+    if model == "gps":
+        return build_official_gps(
+            path, hidden_dim=m.hidden_dim, num_layers=m.num_layers, num_heads=m.num_heads,
+            num_node_types=spec.node_types, num_edge_types=spec.edge_types,
+            walk_length=config.encodings.rwse.walk_length, pe_embed_dim=m.pe_embed_dim,
+            dropout=m.dropout, attn_dropout=m.attn_dropout, mlp_layers=m.mlp_layers)
+    raise ValueError(f"unknown model {model!r}; known: {sorted(CONFIGS)}")
+
+
+# ----------------------------------------------------------------------------------- data
+def train_loader(config: Config, dataset, seed: int) -> DataLoader:
+    """Training batches in an order fixed by ``seed`` alone (identical for both sides): the
+    config's size-bucketing sampler seeded with ``seed``, else a shuffle with its own generator.
+    """
+    bs = config.data.batch_size
+    if config.data.bucket_by_size:
+        sampler = SizeBucketBatchSampler(graph_sizes(dataset), bs,
+                                         window=config.data.bucket_window, seed=seed)
+        return DataLoader(dataset, batch_sampler=sampler)
+    gen = torch.Generator().manual_seed(seed)
+    return DataLoader(dataset, batch_size=bs, shuffle=True, generator=gen)
+
+
+# ----------------------------------------------------------------------------------- training
+class Recorder(L.Callback):
+    """Per epoch: the validation MAE Lightning logged, the test MAE (the library's
+    :func:`evaluate`), training seconds; per step (after ``warmup_steps`` steps): wall seconds
+    and CPU seconds of the process (all threads; on a CPU shared with other jobs the CPU seconds
+    are the better measure of the cost of a step)."""
+
+    def __init__(self, spec, test_loader, metric: str, warmup_steps: int = 1) -> None:
+        self.spec, self.test_loader, self.metric = spec, test_loader, metric
+        self.warmup_steps = warmup_steps
+        self.val, self.test, self.epoch_s, self.step_s, self.lr = [], [], [], [], []
+        self.step_cpu_s: list[float] = []
+        self._t0 = self._e0 = self._c0 = 0.0
+        self._steps = 0
+
+    def _sync(self, module) -> None:
+        if module.device.type == "cuda":
+            torch.cuda.synchronize(module.device)
+
+    def on_train_epoch_start(self, trainer, module) -> None:
+        self._e0 = time.perf_counter()
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx) -> None:
+        self._sync(module)
+        self._t0 = time.perf_counter()
+        self._c0 = time.process_time()
+
+    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx) -> None:
+        self._sync(module)
+        self._steps += 1
+        if self._steps > self.warmup_steps:
+            self.step_s.append(time.perf_counter() - self._t0)
+            self.step_cpu_s.append(time.process_time() - self._c0)
+
+    def on_validation_start(self, trainer, module) -> None:
+        if trainer.sanity_checking:
+            return
+        self._sync(module)
+        self.epoch_s.append(time.perf_counter() - self._e0)
+
+    def on_validation_end(self, trainer, module) -> None:
+        if trainer.sanity_checking:
+            return
+        self.val.append(float(trainer.callback_metrics[f"val/{self.metric}"]))
+        res = evaluate(module.model, self.spec, self.test_loader, device=module.device)
+        self.test.append(res[self.metric])
+        self.lr.append(trainer.optimizers[0].param_groups[0]["lr"])
+        log.info("epoch %d: val %s %.4f, test %.4f, %.1f s", len(self.val), self.metric,
+                 self.val[-1], self.test[-1], self.epoch_s[-1] if self.epoch_s else float("nan"))
+
+
+def train_side(build: Callable[[], torch.nn.Module], config: Config, spec, splits: dict,
+               seed: int, device: str, eval_loaders: dict) -> dict[str, Any]:
+    """Trains one side for one seed with the library's training module; returns its curves."""
+    L.seed_everything(seed, workers=True, verbose=False)
+    model = build()
+    num_params = count_parameters(model)
+    module = GraphTaskModule(model, spec, config.optim)
+    rec = Recorder(spec, eval_loaders["test"], spec.metric)
+    accel = "gpu" if device == "cuda" else device
+    trainer = L.Trainer(max_epochs=config.trainer.max_epochs, accelerator=accel, devices=1,
+                        gradient_clip_val=config.trainer.gradient_clip_val, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, num_sanity_val_steps=0, callbacks=[rec])
+    start = time.perf_counter()
+    trainer.fit(module, train_loader(config, splits["train"], seed), eval_loaders["val"])
+    best = min(range(len(rec.val)), key=rec.val.__getitem__)
+    return {"seed": seed, "num_params": num_params, "val_curve": rec.val, "test_curve": rec.test,
+            "lr_curve": rec.lr, "val_final": rec.val[-1], "test_final": rec.test[-1],
+            "best_val_epoch": best + 1, "test_at_best_val": rec.test[best],
+            "epoch_seconds": rec.epoch_s,
+            "seconds_per_step": statistics.median(rec.step_s) if rec.step_s else None,
+            "cpu_seconds_per_step": (statistics.median(rec.step_cpu_s) if rec.step_cpu_s
+                                     else None),
+            "steps_per_epoch": int(trainer.num_training_batches),
+            "wall_s": time.perf_counter() - start}
+
+
+def _stats(values: list[float]) -> tuple[float, float]:
+    mean = statistics.fmean(values)
+    return mean, (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def summarize_side(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Across seeds: per-seed curves, the mean curve, and mean ± s.d. at the last epoch."""
+    test_mean, test_std = _stats([r["test_final"] for r in runs])
+    val_mean, val_std = _stats([r["val_final"] for r in runs])
+    n = min(len(r["val_curve"]) for r in runs)
+    steps = [r["seconds_per_step"] for r in runs if r["seconds_per_step"] is not None]
+    cpu = [r["cpu_seconds_per_step"] for r in runs if r["cpu_seconds_per_step"] is not None]
+    return {
+        "num_params": runs[0]["num_params"],
+        "val_curve": [r["val_curve"] for r in runs],
+        "val_curve_mean": [statistics.fmean(r["val_curve"][i] for r in runs) for i in range(n)],
+        "test_curve": [r["test_curve"] for r in runs],
+        "val_mean": val_mean, "val_std": val_std,
+        "test_mean": test_mean, "test_std": test_std,
+        "test_at_best_val": [r["test_at_best_val"] for r in runs],
+        "best_val_epoch": [r["best_val_epoch"] for r in runs],
+        "seconds_per_step": statistics.fmean(steps) if steps else None,
+        "cpu_seconds_per_step": statistics.fmean(cpu) if cpu else None,
+        "steps_per_epoch": runs[0]["steps_per_epoch"],
+        "epoch_seconds_mean": statistics.fmean(s for r in runs for s in r["epoch_seconds"]),
+        "wall_s": sum(r["wall_s"] for r in runs),
+        "runs": runs,
+    }
+
+
+def verdict(ours: dict[str, Any], official: dict[str, Any], seeds: int) -> dict[str, Any]:
+    """Test MAE at the last (equal) epoch. The spread is the larger of the two sides' seed
+    standard deviations: ``parity`` when ``ours ≤ official + spread`` (``better`` when
+    ``ours < official - spread``), else ``worse``; with one seed there is no spread to judge by
+    and the verdict is ``inconclusive (1 seed)``."""
+    spread = max(ours["test_std"], official["test_std"])
+    diff = ours["test_mean"] - official["test_mean"]
+    if seeds < 2:
+        label = "inconclusive (1 seed)"
+    elif diff < -spread:
+        label = "better"
+    elif diff <= spread:
+        label = "parity"
+    else:
+        label = "worse"
+    return {"label": label, "metric": "test MAE at the last epoch (lower is better)",
+            "ours_minus_official": diff, "spread": spread,
+            "rule": "parity when ours_mean <= official_mean + max(ours_std, official_std) "
+                    "(std over seeds); better when below official_mean - spread"}
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Overlay of the validation curves of both sides, one line per seed."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for side, color, style in (("ours", "tab:blue", "-"), ("official", "tab:orange", "--")):
+        for seed, curve in zip(result["seeds"], result[side]["val_curve"]):
+            ax.plot(range(1, len(curve) + 1), curve, style, color=color, marker=".",
+                    label=f"{side}, seed {seed} ({result[side]['num_params']:,} params)")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("validation MAE")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(f"{result['model'].upper()} on ZINC: ours vs official "
+                 f"{result['official_repo']}@{result['official_commit'][:8]}\n"
+                 f"verdict: {result['verdict']['label']}", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------- main
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Trains both sides for every seed and writes ``<out>/<model>.{json,png}``."""
+    official_path = check_checkout(args.model, args.official)
+    torch.set_num_threads(args.threads)
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    config_path = Path(args.config or ROOT / CONFIGS[args.model])
+    config, schedule = parity_config(config_path, args.epochs, args.data_dir, args.schedule)
+    spec = resolve_spec(config.data)
+    splits = load_splits(config.data, config.encodings)
+    provenance = {}
+    for ds in splits.values():
+        provenance.update(getattr(ds, "provenance", {}) or {})
+    if args.limit_train_graphs:
+        splits["train"] = splits["train"][: args.limit_train_graphs]
+    if args.limit_eval_graphs:
+        for s in ("val", "test"):
+            splits[s] = splits[s][: args.limit_eval_graphs]
+    eval_loaders = {s: make_loader(config, splits[s], s) for s in ("val", "test")}
+    seeds = list(range(args.seed0, args.seed0 + args.seeds))
+    sides = {
+        "ours": lambda: make_model(config, spec, splits["train"]),
+        "official": lambda: build_official(args.model, official_path, config, spec),
+    }
+    runs: dict[str, list] = {"ours": [], "official": []}
+    for seed in seeds:
+        for side, build in sides.items():
+            log.info("%s, seed %d, %s", args.model, seed, side)
+            runs[side].append(train_side(build, config, spec, splits, seed, device,
+                                         eval_loaders))
+    ours, official = summarize_side(runs["ours"]), summarize_side(runs["official"])
+    info = OFFICIAL[args.model]
+    result = {
+        "model": args.model,
+        "official_repo": info["repo"],
+        "official_commit": official_commit(official_path),
+        "official_files": list(info["files"]),
+        "epochs": args.epochs,
+        "seeds": seeds,
+        "ours": ours,
+        "official": official,
+        "verdict": None,
+        "conditions": {
+            "config": str(config_path.relative_to(ROOT) if config_path.is_relative_to(ROOT)
+                          else config_path),
+            "dataset": "zinc", "provenance": provenance,
+            "graphs": {s: len(d) for s, d in splits.items()},
+            "limit_train_graphs": args.limit_train_graphs,
+            "limit_eval_graphs": args.limit_eval_graphs,
+            "batch_size": config.data.batch_size, "bucket_by_size": config.data.bucket_by_size,
+            "optimizer": config.optim.optimizer, "lr": config.optim.lr,
+            "weight_decay": config.optim.weight_decay, "eps": config.optim.eps,
+            "schedule": schedule, "gradient_clip_val": config.trainer.gradient_clip_val,
+            "loss": "L1 (+ the model's auxiliary loss)",
+            "threads": torch.get_num_threads(), "device": device,
+            "device_name": (torch.cuda.get_device_name() if device == "cuda" else
+                            f"CPU ({platform.machine()}, {torch.get_num_threads()} threads)"),
+            "torch": torch.__version__, "python": platform.python_version(),
+            "num_params": {"ours": ours["num_params"], "official": official["num_params"]},
+        },
+    }
+    result["verdict"] = verdict(ours, official, len(seeds))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{args.model}.json").write_text(json.dumps(result, indent=1) + "\n")
+    plot(result, out / f"{args.model}.png")
+    return result
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", choices=sorted(CONFIGS))
+    p.add_argument("--official", default=None,
+                   help="path to a local checkout of the official repository (default: "
+                        "$GT_PARITY_EGT / $GT_PARITY_GRPE / $GT_PARITY_GPS)")
+    p.add_argument("--epochs", type=int, default=40)
+    p.add_argument("--seeds", type=int, default=2, help="number of seeds (seed0, seed0+1, …)")
+    p.add_argument("--seed0", type=int, default=0)
+    p.add_argument("--config", default=None, help="config (default: the model's configs/zinc)")
+    p.add_argument("--schedule", default="compressed", choices=("compressed", "original"))
+    p.add_argument("--data-dir", default=None, help="data.data_dir (the ZINC raw files)")
+    p.add_argument("--out", default=str(ROOT / "results" / "parity"))
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--limit-train-graphs", type=int, default=None,
+                   help="train on the first N training graphs only (smoke runs)")
+    p.add_argument("--limit-eval-graphs", type=int, default=None,
+                   help="evaluate on the first N val and test graphs only (smoke runs)")
+    args = p.parse_args(argv)
+    if args.official is None:
+        args.official = os.environ.get(OFFICIAL[args.model]["env"]) or None
+    if args.epochs < 1 or args.seeds < 1:
+        p.error("--epochs and --seeds must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    warnings.filterwarnings("ignore", ".*does not have many workers.*")
+    args = parse_args(argv)
+    try:
+        result = run(args)
+    except OfficialCodeError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    o, f = result["ours"], result["official"]
+    print(f"{args.model}: ours {o['test_mean']:.4f} ± {o['test_std']:.4f} "
+          f"({o['num_params']:,} params, {o['seconds_per_step'] or math.nan:.3f} s/step), "
+          f"official {f['test_mean']:.4f} ± {f['test_std']:.4f} ({f['num_params']:,} params, "
+          f"{f['seconds_per_step'] or math.nan:.3f} s/step) → {result['verdict']['label']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(args.verbose)
     from .data.cache import DataNotFoundError
     from .training.config import ConfigError
-    from .training.runner import RunError
+    from .errors import RunError
     if args.command in ("train", "benchmark", "evaluate", "analyze"):
         from .training.allocator import keep_freed_memory
         keep_freed_memory()
@@ -273,13 +273,31 @@ def main(argv: list[str] | None = None) -> int:
             return _params(args)
         if args.command == "analyze":
             return _analyze(args)
-    except (ConfigError, RunError, DataNotFoundError, ValueError, TypeError,
-            FileNotFoundError) as err:
-        if args.verbose:
+    except RunError as err:  # exit status by kind: 2 inputs, 1 training failure, 143 SIGTERM
+        if args.verbose and err.exit_code != 143:
             raise
         print(f"graph-transformers: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except (ConfigError, DataNotFoundError, ValueError, TypeError, FileNotFoundError,
+            PermissionError) as err:
+        if args.verbose:
+            raise
+        print(f"graph-transformers: error: {_one_line(err)}", file=sys.stderr)
         return 2
+    except OSError as err:  # e.g. a full disk outside a checkpoint write
+        if args.verbose:
+            raise
+        print(f"graph-transformers: error: {_one_line(err)}", file=sys.stderr)
+        return 1
     return 1
+
+
+def _one_line(err: BaseException) -> str:
+    """An OS error as ``<what>: <path>``; other errors as their message."""
+    if isinstance(err, OSError) and err.strerror:
+        where = f": {err.filename}" if err.filename else ""
+        return f"{err.strerror}{where}"
+    return str(err)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from typing import Any
 import torch
 from torch_geometric.data import Data, InMemoryDataset
 
+from ..errors import DataError
 from .cache import (
     DATA_ENV,
     DataNotFoundError,
@@ -398,8 +399,10 @@ def scaffold_split(
 # Datasets
 # --------------------------------------------------------------------------------------------
 _TASKS = ("classification", "regression")
-_FORMAT_VERSION = 1  # bump when the processed format or the featurization changes
-_MISSING = {"", "nan", "na", "n/a", "none", "null"}
+_FORMAT_VERSION = 2  # bump when the processed format, the featurization or label parsing changes
+#: cells read as a missing label (NaN, masked in loss and metrics); ``nan`` / ``inf`` written
+#: out are data errors, as a non-finite label is more often a bug upstream than a blank
+_MISSING = {"", "na", "n/a", "none", "null"}
 _MAX_LOGGED_ROWS = 20
 
 
@@ -428,7 +431,12 @@ def _parse_label(text: str, task: str, path: Path, line: int, column: str) -> fl
             f"{path}: line {line}, column {column!r}: label {text!r} is not a number "
             f"(leave the cell blank for a missing label)"
         ) from None
-    if task == "classification" and v not in (0.0, 1.0) and not math.isnan(v):
+    if not math.isfinite(v):
+        raise DataError(
+            f"{path}: line {line}, column {column!r}: label {text!r} is not a finite number "
+            f"(leave the cell blank for a missing label)"
+        )
+    if task == "classification" and v not in (0.0, 1.0):
         raise ValueError(
             f"{path}: line {line}, column {column!r}: classification label {text!r} is not 0 or "
             f"1 (leave the cell blank for a missing label)"

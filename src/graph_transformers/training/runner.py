@@ -13,24 +13,22 @@ from typing import Any
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.callbacks import TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch_geometric.loader import DataLoader
 
 from ..data.registry import DatasetSpec, load_splits, resolve_spec
 from ..data.sampler import SizeBucketBatchSampler, graph_sizes
 from ..models import build_model, count_parameters
-from .callbacks import EpochLog, StopAtMinLR
+from ..errors import RunError, RunTerminated
+from .callbacks import EpochLog, RunCheckpoint, RunState, StopAtMinLR
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
                      load_yaml, save_config)
 from .module import GraphTaskModule, evaluate
 
 log = logging.getLogger(__name__)
-
-
-class RunError(RuntimeError):
-    """A run that cannot start or continue (e.g. an existing run directory without --resume)."""
 
 
 def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
@@ -157,20 +155,38 @@ def _monitor(spec: DatasetSpec) -> tuple[str, str]:
 def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str, Any]:
     """Trains one seed of ``config`` into ``out_dir`` and returns its ``metrics.json`` content.
 
+    The run holds an exclusive lock on ``out_dir`` throughout (:func:`~.rundir.run_lock`).
+    With ``resume``, the checkpoint (``last.ckpt``, else the newest readable one) is read and
+    the config checked against the one it was trained with *before* anything is written.
+
     Raises:
-        RunError: when ``out_dir`` holds a run and ``resume`` is false, or ``resume`` is set and
-            there is nothing to resume.
+        RunError: when ``out_dir`` holds a run and ``resume`` is false, ``resume`` is set and
+            there is nothing to resume or the config changes the model or data
+            (:func:`~.rundir.check_resume_compatible`), or another run holds ``out_dir``.
+        CheckpointError: no readable checkpoint to resume, or one cannot be written.
+        TrainingError: the training loss became non-finite.
+        RunTerminated: the process received SIGTERM (its message says how to resume).
     """
+    from .rundir import check_resume_compatible, resume_checkpoint, run_lock
     out = Path(out_dir)
+    with run_lock(out):
+        return _train_locked(config, out, resume, check_resume_compatible, resume_checkpoint)
+
+
+def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatible,
+                  resume_checkpoint) -> dict[str, Any]:
     ckpt_dir = out / "checkpoints"
     last = ckpt_dir / "last.ckpt"
+    resume_from = None
     if resume:
-        if not last.is_file():
-            raise RunError(f"--resume: no checkpoint to resume at {last}")
-        saved = out / "config.yaml"
-        if saved.is_file() and build_config(load_yaml(saved)).to_dict() != config.to_dict():
-            log.warning("resuming %s with a config that differs from its saved config.yaml; "
-                        "the new config is used and saved", out)
+        resume_from, state = resume_checkpoint(out)
+        saved = state.get("callbacks", {}).get("RunState", {}).get("config")
+        source = f"stored in {resume_from.name}"
+        if saved is None and (out / "config.yaml").is_file():
+            saved, source = build_config(load_yaml(out / "config.yaml")).to_dict(), \
+                str(out / "config.yaml")
+        check_resume_compatible(saved, config.to_dict(), source)
+        del state
     elif last.exists() or (out / "metrics.json").exists():
         raise RunError(f"{out} already holds a run; pass --resume to continue it or choose "
                        "another --out")
@@ -183,9 +199,7 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     provenance = {}
     for s, ds in splits.items():
         provenance.update(getattr(ds, "provenance", {}) or {})
-    for s, how in provenance.items():
-        if how != "exact":
-            log.warning("%s %s split: %s", spec.name, s, how)
+    _log_provenance(spec.name, provenance)
     loaders = make_loaders(config, splits)
     model = make_model(config, spec, splits["train"])
     num_params = count_parameters(model)
@@ -195,14 +209,18 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     module = GraphTaskModule(model, spec, config.optim)
 
     monitor, mode = _monitor(spec)
-    best_ckpt = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor=monitor, mode=mode,
-                                save_top_k=1, auto_insert_metric_name=False,
-                                enable_version_counter=False)
+    best_ckpt = RunCheckpoint(dirpath=ckpt_dir, filename="best", monitor=monitor, mode=mode,
+                              save_top_k=1, auto_insert_metric_name=False,
+                              enable_version_counter=False)
     # last.ckpt after every epoch: Lightning's save_last only writes it on epochs where the
     # monitored checkpoint was saved, so --resume would restart from the last improvement
-    last_ckpt = ModelCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1,
-                                auto_insert_metric_name=False, enable_version_counter=False)
-    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), best_ckpt, last_ckpt]
+    last_ckpt = RunCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1,
+                              auto_insert_metric_name=False, enable_version_counter=False)
+    samplers = [b for b in [getattr(loaders["train"], "batch_sampler", None)]
+                if hasattr(b, "load_state_dict")]
+    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), RunState(config.to_dict(),
+                                                                          samplers),
+                                   best_ckpt, last_ckpt]
     sched = config.optim.scheduler
     if isinstance(sched, PlateauConfig) and sched.stop_at_min_lr:
         callbacks.append(StopAtMinLR(sched.min_lr))
@@ -214,7 +232,14 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
                         logger=CSVLogger(str(out), name="lightning_logs"),
                         plugins=[AtomicCheckpointIO()], enable_model_summary=False, **tkw)
     start = time.perf_counter()
-    trainer.fit(module, loaders["train"], loaders["val"], ckpt_path=str(last) if resume else None)
+    try:
+        trainer.fit(module, loaders["train"], loaders["val"],
+                    ckpt_path=str(resume_from) if resume_from else None)
+    except SIGTERMException:
+        where = f"{last} (epoch {_epoch_of(last)})" if last.is_file() else "no checkpoint yet"
+        raise RunTerminated(f"terminated by SIGTERM during epoch {trainer.current_epoch + 1}; "
+                            f"last complete checkpoint: {where}; continue with the same command "
+                            f"plus --resume --out {out}") from None
     fit_time = time.perf_counter() - start
     if not trainer.is_global_zero:
         return {}
@@ -224,6 +249,26 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     return finish_run(config, spec, module.model, splits, out, best,
                       epochs=trainer.current_epoch, wall_time_s=elapsed,
                       num_params=num_params, provenance=provenance, last_checkpoint=last)
+
+
+def _epoch_of(path: Path) -> int | str:
+    try:
+        return int(load_checkpoint(path).get("epoch", -1)) + 1
+    except Exception:  # noqa: BLE001 - only for a message
+        return "?"
+
+
+def _log_provenance(dataset: str, provenance: dict) -> None:
+    """One INFO line on where the data came from (the full record goes to ``metrics.json``)."""
+    if not provenance:
+        return
+    if "source" in provenance:  # a file-backed dataset (molecule CSV, MoleculeNet)
+        keys = ("source", "sha256", "num_rows", "num_molecules", "num_skipped", "split_sizes")
+        text = ", ".join(f"{k}={str(provenance[k])[:16] if k == 'sha256' else provenance[k]}"
+                         for k in keys if k in provenance)
+    else:  # per-split origin, e.g. ZINC's {"train": "exact", "val": "reconstructed"}
+        text = ", ".join(f"{k}: {v}" for k, v in provenance.items())
+    log.info("%s data: %s (full record in metrics.json)", dataset, text)
 
 
 def _evaluate_checkpoint(config: Config, spec: DatasetSpec, model: torch.nn.Module,

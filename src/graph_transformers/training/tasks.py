@@ -6,9 +6,10 @@ model output plus its batch into ``(prediction, target)`` pairs for the loss and
 - ``level``: ``"graph"`` (one output per graph), ``"node"`` (per node; a boolean ``node_mask``
   on the batch, as set for the transductive Planetoid splits, selects the nodes that count) or
   ``"edge"`` (per edge of ``edge_index``);
-- ``task``: ``"regression"``, ``"classification"`` (single label, ``out_dim`` classes) or
-  ``"binary"`` (``out_dim`` independent binary tasks; NaN targets are missing labels and are
-  ignored by loss and metrics, as in OGB / MoleculeNet);
+- ``task``: ``"regression"`` (NaN targets are missing labels, ignored by loss and metrics),
+  ``"classification"`` (single label, ``out_dim`` classes) or ``"binary"`` (``out_dim``
+  independent binary tasks; NaN targets are missing labels and are ignored by loss and
+  metrics, as in OGB / MoleculeNet);
 - ``loss``: ``"auto"`` (L1 for regression, cross-entropy for classification, BCE for binary),
   ``"mse"``, or ``"weighted_ce"`` (the SBM benchmarks' cross-entropy with per-batch class weights
   ``(V - V_c) / V``, zero for absent classes).
@@ -64,6 +65,11 @@ class Task:
         out, y = self.select(out, batch)
         kind = self.spec.loss
         if self.spec.task == "regression":
+            labelled = ~torch.isnan(y)  # a blank label in a CSV is NaN: missing, not counted
+            if not bool(labelled.all()):
+                if not bool(labelled.any()):
+                    return out.sum() * 0.0  # no label in this batch: no gradient, finite loss
+                out, y = out[labelled], y[labelled]
             return F.mse_loss(out, y) if kind == "mse" else F.l1_loss(out, y)
         if self.spec.task == "binary":
             labelled = ~torch.isnan(y)
@@ -97,6 +103,10 @@ class Task:
     def metric_inputs(self, out: Tensor, batch) -> tuple[Tensor, Tensor]:
         """``(preds, target)`` in the form the metric's ``update`` expects."""
         out, y = self.select(out.detach(), batch)
+        if self.spec.task == "regression":
+            labelled = ~torch.isnan(y)  # missing labels count in no metric
+            if not bool(labelled.all()):
+                out, y = out[labelled], y[labelled]
         if self.spec.metric == "f1":
             return out.argmax(-1), y
         return out, y

@@ -40,6 +40,8 @@ from torch_geometric.data import Data, InMemoryDataset
 
 from ..errors import DataError
 from .cache import (
+    CheckedInMemoryDataset,
+    write_cache_json,
     DATA_ENV,
     DataNotFoundError,
     pre_transform_key,
@@ -463,7 +465,7 @@ def _format_lines(skipped: Sequence[dict]) -> str:
     return lines + (", ..." if len(skipped) > _MAX_LOGGED_ROWS else "")
 
 
-class MoleculeCSV(InMemoryDataset):
+class MoleculeCSV(CheckedInMemoryDataset):
     r"""Molecular graph property prediction from a CSV file of SMILES and labels (``.csv`` or
     ``.csv.gz``), featurized like OGB (:func:`mol_to_graph`) and split by scaffold
     (:func:`scaffold_split`).
@@ -584,6 +586,7 @@ class MoleculeCSV(InMemoryDataset):
             stem = self.path.name.split(".")[0] or "data"
             root = resolve_cache_dir() / "MoleculeCSV" / stem
         super().__init__(os.fspath(root), transform, pre_transform, force_reload=force_reload)
+        self.load(self.processed_paths[0])  # verifies data.pt and meta.json, rebuilds if needed
         with open(self.processed_paths[1]) as f:
             meta = json.load(f)
         self.skipped: list[dict] = meta["skipped"]
@@ -597,7 +600,6 @@ class MoleculeCSV(InMemoryDataset):
                 len(self.skipped), self.provenance["num_rows"], self.provenance["num_molecules"],
                 _format_lines(self.skipped),
             )
-        self.load(self.processed_paths[0])
         idx = (list(range(len(meta["smiles"]))) if split == "all"
                else self.split_indices[split])
         self.smiles: list[str] = [meta["smiles"][i] for i in idx]
@@ -725,10 +727,7 @@ class MoleculeCSV(InMemoryDataset):
         }
         meta = {"provenance": provenance, "skipped": skipped, "split": split,
                 "smiles": smiles, "rows": rows}
-        tmp = self.processed_paths[1] + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(meta, f)
-        os.replace(tmp, self.processed_paths[1])
+        write_cache_json(self.processed_paths[1], meta)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)}, split={self.split!r}, tasks={self.num_tasks})"

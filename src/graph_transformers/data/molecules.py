@@ -354,6 +354,16 @@ def _split_from_scaffolds(
     return {s: sorted(v) for s, v in out.items()}
 
 
+def min_molecules_per_split(frac: Sequence[float] = (0.8, 0.1, 0.1)) -> int:
+    """The fewest molecules, all of distinct scaffolds, whose scaffold split with ``frac``
+    leaves no split empty (6 for 80/10/10); molecules sharing a scaffold need more."""
+    frac = _check_frac(frac)
+    for n in range(1, 10_001):
+        if all(_split_from_scaffolds([str(i) for i in range(n)], frac).values()):
+            return n
+    raise ValueError(f"frac={frac!r} leaves a split empty for any size")
+
+
 def scaffold_split(
     smiles_list: Sequence[str], frac: Sequence[float] = (0.8, 0.1, 0.1)
 ) -> dict[str, list[int]]:

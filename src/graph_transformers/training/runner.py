@@ -196,6 +196,7 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
     L.seed_everything(config.seed, workers=True, verbose=False)
     spec = resolve_spec(config.data)
     splits = load_splits(config.data, config.encodings)
+    check_splits(splits, config)
     provenance = {}
     for s, ds in splits.items():
         provenance.update(getattr(ds, "provenance", {}) or {})
@@ -249,6 +250,31 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
     return finish_run(config, spec, module.model, splits, out, best,
                       epochs=trainer.current_epoch, wall_time_s=elapsed,
                       num_params=num_params, provenance=provenance, last_checkpoint=last)
+
+
+def check_splits(splits: dict, config: Config) -> None:
+    """Every split must hold data: training needs a train and a val split to fit and select
+    checkpoints, and a test split to report.
+
+    Raises:
+        DataError: naming the empty split(s), the split sizes, and for a molecule CSV how many
+            rows a split needs.
+    """
+    from ..errors import DataError
+    empty = [s for s, ds in splits.items() if len(ds) == 0]
+    if not empty:
+        return
+    sizes = "/".join(str(len(ds)) for ds in splits.values())
+    hint = ""
+    if config.data.path is not None or hasattr(next(iter(splits.values())), "split_indices"):
+        from ..data.molecules import min_molecules_per_split
+        frac = getattr(next(iter(splits.values())), "frac", (0.8, 0.1, 0.1))
+        hint = (f"; the scaffold split with frac={tuple(frac)} needs at least "
+                f"{min_molecules_per_split(frac)} valid molecules with distinct scaffolds (more "
+                "when molecules share a scaffold) to give every split one")
+    raise DataError(f"{config.data.path or config.data.name}: empty split(s) {', '.join(empty)} "
+                    f"empty ({'/'.join(splits)} = {sizes} graphs); every split needs at least "
+                    f"one graph{hint}")
 
 
 def _epoch_of(path: Path) -> int | str:

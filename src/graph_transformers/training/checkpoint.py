@@ -91,3 +91,26 @@ def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0].split(". This is an internal")[0][:160] if text else \
         type(err).__name__
+
+
+def load_model_weights(model: torch.nn.Module, path: str | os.PathLike) -> dict[str, Any]:
+    """Loads the ``model.`` weights of a Lightning checkpoint into ``model``; returns the whole
+    checkpoint.
+
+    Raises:
+        CheckpointError: the file cannot be read (see :func:`load_checkpoint`), holds no model
+            weights, or its weights do not fit ``model`` (a checkpoint of another config).
+    """
+    state = load_checkpoint(path)
+    weights = state.get("state_dict")
+    if not isinstance(weights, dict):
+        raise CheckpointError(f"cannot use checkpoint {path}: it holds no state_dict (not a "
+                              "checkpoint written by graph-transformers)")
+    try:
+        model.load_state_dict({k.removeprefix("model."): v for k, v in weights.items()
+                               if k.startswith("model.")})
+    except RuntimeError as err:
+        detail = " ".join(str(err).split())[:300]
+        raise CheckpointError(f"checkpoint {path} does not fit the model of the run's config "
+                              f"({detail})") from None
+    return state

@@ -23,7 +23,7 @@ from ..data.sampler import SizeBucketBatchSampler, graph_sizes
 from ..models import build_model, count_parameters
 from ..errors import RunError, RunTerminated
 from .callbacks import EpochLog, RunCheckpoint, RunState, StopAtMinLR
-from .checkpoint import AtomicCheckpointIO, load_checkpoint
+from .checkpoint import AtomicCheckpointIO, load_checkpoint, load_model_weights
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
                      load_yaml, save_config)
 from .module import GraphTaskModule, evaluate
@@ -300,9 +300,7 @@ def _log_provenance(dataset: str, provenance: dict) -> None:
 def _evaluate_checkpoint(config: Config, spec: DatasetSpec, model: torch.nn.Module,
                          splits: dict, checkpoint: Path) -> tuple[int, dict[str, dict]]:
     """Loads ``checkpoint`` into ``model`` and evaluates every split: (1-based epoch, results)."""
-    state = load_checkpoint(checkpoint)
-    model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
-                           if k.startswith("model.")})
+    state = load_model_weights(model, checkpoint)
     epoch = int(state.get("epoch", -1)) + 1
     return epoch, {s: evaluate(model, spec, _eval_loader(config, ds, s))
                    for s, ds in splits.items()}
@@ -412,7 +410,13 @@ def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
         raise ValueError(f"--seeds must be >= 1, got {num_seeds}")
     if num_seeds == 1:
         return train(config, out_dir, resume=resume)
-    out = Path(out_dir)
+    from .rundir import run_lock
+    with run_lock(out_dir):  # summary.json is the root's; each seed also locks its own dir
+        return _train_seeds_locked(config, Path(out_dir), num_seeds, resume)
+
+
+def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool
+                        ) -> dict[str, Any]:
     runs = []
     for i in range(num_seeds):
         cfg = config.model_copy(update={"seed": config.seed + i})
@@ -447,9 +451,7 @@ def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
     path = run / "checkpoints" / f"{checkpoint}.ckpt"
     if not path.is_file():
         raise RunError(f"{run} has no checkpoint {path.name}")
-    state = load_checkpoint(path)
-    model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
-                           if k.startswith("model.")})
+    load_model_weights(model, path)
     model.eval()
     return config, spec, model
 

@@ -38,8 +38,11 @@ def _rows(path: Path) -> list[dict]:
 
 
 def _env() -> dict:
+    """The environment of a CLI subprocess: it imports the same package as this process."""
+    import graph_transformers
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(graph_transformers.__file__).parents[1]),
+                                         env.get("PYTHONPATH", "")])
     return env
 
 

@@ -220,7 +220,12 @@ def _params(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from .training.runner import evaluate_run, finalize_interrupted
     if args.write:
-        results = finalize_interrupted(args.run_dir)
+        import contextlib
+
+        from .training.rundir import run_lock
+        # never beside a live run writing the same files (and never create a mistyped dir)
+        with run_lock(args.run_dir) if args.run_dir.is_dir() else contextlib.nullcontext():
+            results = finalize_interrupted(args.run_dir)
         print(json.dumps({s: results[s] for s in ("epochs", "best_epoch", "train", "val", "test")},
                          indent=2))
         return 0

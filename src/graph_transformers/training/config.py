@@ -456,10 +456,10 @@ def _format_errors(err: ValidationError) -> str:
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
-        lines.append(f"  {key or '<root>'}: {msg}" + (f" (got {e['input']!r})"
-                                                     if e["type"] != "extra_forbidden"
-                                                     and not isinstance(e["input"], dict) else ""))
-    return "invalid config:\n" + "\n".join(lines)
+        lines.append(f"{key or '<root>'}: {msg}" + (f" (got {e['input']!r})"
+                                                   if e["type"] != "extra_forbidden"
+                                                   and not isinstance(e["input"], dict) else ""))
+    return "invalid config: " + "; ".join(lines)  # one line, as every CLI error
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -549,7 +549,10 @@ def parse_yaml_text(text: str, source: str = "<string>") -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         context = getattr(err, "context", None)
-        what = f"{context} {problem}" if context and "twice" not in problem else problem
+        cmark = getattr(err, "context_mark", None)
+        if context and cmark is not None and cmark is not mark:
+            context += f" (started on line {cmark.line + 1}, column {cmark.column + 1})"
+        what = f"{context}: {problem}" if context and "twice" not in problem else problem
         raise ConfigError(f"{source}: {where}invalid YAML: {what}") from None
 
 

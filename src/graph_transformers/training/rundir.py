@@ -150,6 +150,11 @@ def check_resume_compatible(saved: dict | None, new: dict, source: str) -> None:
     """
     if saved is None:
         return
+    from .config import ConfigError, build_config
+    try:  # fill in fields added to the schema since the run started (their defaults)
+        saved = build_config(saved).to_dict()
+    except ConfigError:
+        pass  # a config of an older schema: compare what it holds
     diffs = config_differences(saved, new)
     if diffs:
         raise RunError(f"--resume: the config differs from the one the run was trained with "

@@ -273,7 +273,7 @@ def check_splits(splits: dict, config: Config) -> None:
                 f"{min_molecules_per_split(frac)} valid molecules with distinct scaffolds (more "
                 "when molecules share a scaffold) to give every split one")
     raise DataError(f"{config.data.path or config.data.name}: empty split(s) {', '.join(empty)} "
-                    f"empty ({'/'.join(splits)} = {sizes} graphs); every split needs at least "
+                    f"({'/'.join(splits)} = {sizes} graphs); every split needs at least "
                     f"one graph{hint}")
 
 

@@ -230,7 +230,7 @@ def test_duplicate_yaml_keys_are_an_error(tmp_path):
         load_yaml(path)
 
 
-# ----------------------------------------------------------------------------- 3 + 7. SIGTERM, exact resume
+# ------------------------------------------------------------- 3 + 7. SIGTERM, exact resume
 KILL_AT = textwrap.dedent("""
     import os, signal, sys
     from graph_transformers.training.module import GraphTaskModule
@@ -371,6 +371,7 @@ def test_moved_run_keeps_best_checkpoint_tracking(finished_run, tmp_path):
     last = moved / "checkpoints/last.ckpt"
     state = torch.load(last, weights_only=True)
     (key,) = [k for k in state["callbacks"] if "val/accuracy" in k]
+    assert key.startswith("ModelCheckpoint{")  # Lightning's key: older checkpoints still restore
     state["callbacks"][key]["best_model_score"] = torch.tensor(2.0)
     torch.save(state, last)
     best_before = (moved / "checkpoints/best.ckpt").read_bytes()
@@ -412,7 +413,7 @@ def test_empty_graphs_and_inf_inputs_are_clear_errors(name):
             model(Batch.from_data_list([bad]))
 
 
-# ----------------------------------------------------------------------------- tracebacks → errors
+# ------------------------------------------------------------- tracebacks → errors
 def test_resume_falls_back_from_a_truncated_last_checkpoint(finished_run, caplog):
     last = finished_run / "checkpoints/last.ckpt"
     last.write_bytes(last.read_bytes()[:1000])
@@ -423,21 +424,35 @@ def test_resume_falls_back_from_a_truncated_last_checkpoint(finished_run, caplog
     assert torch.load(last, weights_only=True)["epoch"] == 2
 
 
-def test_full_disk_while_saving_a_checkpoint(tmp_path, monkeypatch):
-    from graph_transformers.errors import CheckpointError
+def test_full_disk_while_saving_a_checkpoint(tmp_path, monkeypatch, capsys):
+    from graph_transformers.errors import CheckpointWriteError
     from graph_transformers.training import checkpoint
     path = tmp_path / "last.ckpt"
     checkpoint.save_checkpoint({"epoch": 1}, path)
     old = path.read_bytes()
+    real_save = torch.save
 
     def full(obj, f):
         f.write(b"x" * 100)
         raise OSError(errno.ENOSPC, "No space left on device")
     monkeypatch.setattr(checkpoint.torch, "save", full)
-    with pytest.raises(CheckpointError, match=r"cannot write checkpoint .*last.ckpt: the disk is "
-                                              r"full; the previous checkpoint there is untouched"):
+    with pytest.raises(CheckpointWriteError, match=r"cannot write checkpoint .*last.ckpt: the "
+                                                   r"disk is full; the previous checkpoint"):
         checkpoint.save_checkpoint({"epoch": 2}, path)
     assert path.read_bytes() == old and [p.name for p in tmp_path.iterdir()] == ["last.ckpt"]
+
+    # during a run: the disk fills up at the end of epoch 2 -> exit 1, epoch 1 kept
+    def full_from_epoch_2(obj, f):
+        if obj.get("epoch", 0) >= 1:
+            full(obj, f)
+        real_save(obj, f)
+    monkeypatch.setattr(checkpoint.torch, "save", full_from_epoch_2)
+    out = tmp_path / "run"
+    assert _train(out, "trainer.max_epochs=3") == 1
+    err = capsys.readouterr().err
+    assert "the disk is full; the previous checkpoint there is untouched" in err, err
+    assert torch.load(out / "checkpoints/last.ckpt", weights_only=True)["epoch"] == 0
+    assert not [p for p in (out / "checkpoints").iterdir() if p.suffix == ".tmp"]
 
 
 def test_permission_error_on_the_cache_dir_is_one_line(tmp_path, monkeypatch, capsys):

@@ -22,6 +22,13 @@ class CheckpointError(RunError):
     (disk full, no permission); the message names the file and what is wrong."""
 
 
+class CheckpointWriteError(CheckpointError):
+    """A checkpoint could not be written (full disk, no permission) while training; the previous
+    checkpoint is untouched."""
+
+    exit_code = 1
+
+
 class TrainingError(RunError):
     """Training cannot go on (e.g. a non-finite loss); the run directory keeps the last good
     checkpoint."""

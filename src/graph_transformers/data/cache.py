@@ -135,7 +135,7 @@ def validate_graph_storage(data: Any, slices: dict | None, where: str,
 
     from ..errors import DataError
 
-    def graph_of(key: str, flat_index: int, dim_size: int) -> str:
+    def graph_of(key: str, flat_index: int) -> str:
         if slices is None or key not in slices:
             return ""
         bounds = slices[key]
@@ -149,8 +149,10 @@ def validate_graph_storage(data: Any, slices: dict | None, where: str,
             raise DataError(f"{where}: edge_index has shape {tuple(ei.shape)}, not [2, num_edges]")
         if int(ei.min()) < 0:
             col = int((ei.min(dim=0).values < 0).nonzero()[0])
-            raise DataError(f"{where}: edge_index holds a negative node id{graph_of('edge_index', col, 1)}")
-        node_key = next((k for k in ("x", "pos", "node_mask") if isinstance(store.get(k), torch.Tensor)), None)
+            raise DataError(f"{where}: edge_index holds a negative node id"
+                            f"{graph_of('edge_index', col)}")
+        node_key = next((k for k in ("x", "pos", "node_mask")
+                         if isinstance(store.get(k), torch.Tensor)), None)
         if slices is not None and node_key in slices and "edge_index" in slices:
             nodes = torch.diff(slices[node_key])
             per_edge = torch.repeat_interleave(nodes, torch.diff(slices["edge_index"]))
@@ -159,7 +161,7 @@ def validate_graph_storage(data: Any, slices: dict | None, where: str,
                 col = int(bad[0])
                 raise DataError(f"{where}: edge_index holds node id {int(ei[:, col].max())} "
                                 f"outside its graph of {int(per_edge[col])} nodes"
-                                f"{graph_of('edge_index', col, 1)}")
+                                f"{graph_of('edge_index', col)}")
         elif node_key is not None and int(ei.max()) >= store[node_key].size(0):
             raise DataError(f"{where}: edge_index holds node id {int(ei.max())} outside "
                             f"0..{store[node_key].size(0) - 1}")
@@ -169,8 +171,9 @@ def validate_graph_storage(data: Any, slices: dict | None, where: str,
         if value.is_floating_point():
             bad = torch.isinf(value) if key == "y" else ~torch.isfinite(value)
             if bool(bad.any()):
-                row = int(bad.reshape(value.size(0), -1).any(dim=1).nonzero()[0]) if value.dim() else 0
-                raise DataError(f"{where}: {key} holds non-finite values{graph_of(key, row, 0)}")
+                row = int(bad.reshape(value.size(0), -1).any(dim=1).nonzero()[0]) \
+                    if value.dim() else 0
+                raise DataError(f"{where}: {key} holds non-finite values{graph_of(key, row)}")
         elif key == "y" and value.dtype != torch.bool:
             lo, hi = int(value.min()), int(value.max())
             if lo < 0 or (num_classes is not None and hi >= num_classes):

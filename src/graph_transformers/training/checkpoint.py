@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, CheckpointWriteError
 from ..fileio import atomic_save
 
 
@@ -32,7 +32,7 @@ def save_checkpoint(checkpoint: dict[str, Any], path: str | os.PathLike) -> None
     """``torch.save`` to ``path`` atomically.
 
     Raises:
-        CheckpointError: the file system refused the write (full disk, no permission); the
+        CheckpointWriteError: the file system refused the write (full disk, no permission); the
             message names the file, the previous checkpoint at ``path`` is untouched and the
             temporary file is removed.
     """
@@ -40,13 +40,14 @@ def save_checkpoint(checkpoint: dict[str, Any], path: str | os.PathLike) -> None
         atomic_save(path, lambda f: torch.save(checkpoint, f))
     except OSError as err:
         why = "the disk is full" if err.errno == errno.ENOSPC else (err.strerror or str(err))
-        raise CheckpointError(f"cannot write checkpoint {path}: {why}; the previous checkpoint "
-                              "there is untouched") from None
+        raise CheckpointWriteError(f"cannot write checkpoint {path}: {why}; the previous "
+                                   "checkpoint there is untouched") from None
     except RuntimeError as err:  # torch wraps write failures of its zip writer
         if "write" not in str(err).lower() and "file" not in str(err).lower():
             raise
-        raise CheckpointError(f"cannot write checkpoint {path}: {str(err).splitlines()[0]}; "
-                              "the previous checkpoint there is untouched") from None
+        raise CheckpointWriteError(f"cannot write checkpoint {path}: "
+                                   f"{str(err).splitlines()[0]}; the previous checkpoint there "
+                                   "is untouched") from None
 
 
 _GLOBAL = re.compile(r"GLOBAL ([\w.]+)")

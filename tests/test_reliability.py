@@ -443,7 +443,7 @@ def test_full_disk_while_saving_a_checkpoint(tmp_path, monkeypatch, capsys):
 
     # during a run: the disk fills up at the end of epoch 2 -> exit 1, epoch 1 kept
     def full_from_epoch_2(obj, f):
-        if obj.get("epoch", 0) >= 1:
+        if isinstance(obj, dict) and obj.get("epoch", 0) >= 1:  # a checkpoint, not a cache
             full(obj, f)
         real_save(obj, f)
     monkeypatch.setattr(checkpoint.torch, "save", full_from_epoch_2)

@@ -323,7 +323,12 @@ def _params(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from .training.runner import evaluate_run, finalize_interrupted
     if args.write:
-        results = finalize_interrupted(args.run_dir)
+        import contextlib
+
+        from .training.rundir import run_lock
+        # never beside a live run writing the same files (and never create a mistyped dir)
+        with run_lock(args.run_dir) if args.run_dir.is_dir() else contextlib.nullcontext():
+            results = finalize_interrupted(args.run_dir)
         print(json.dumps({s: results[s] for s in ("epochs", "best_epoch", "train", "val", "test")},
                          indent=2))
         return 0
@@ -362,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     from ._optional import MissingDependencyError
     from .data.cache import DataNotFoundError
     from .training.config import ConfigError
-    from .training.runner import RunError
+    from .errors import RunError
     if args.command in ("benchmark", "evaluate", "analyze"):  # CPU work; training decides
         from .training.allocator import keep_freed_memory  # by its accelerator (runner.train)
         keep_freed_memory()
@@ -384,13 +389,31 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check-device":
             from .device_check import main as check_main
             return check_main(args=args)
-    except (ConfigError, RunError, DataNotFoundError, MissingDependencyError, ValueError,
-            TypeError, FileNotFoundError) as err:
-        if args.verbose:
+    except RunError as err:  # exit status by kind: 2 inputs, 1 training failure, 143 SIGTERM
+        if args.verbose and err.exit_code != 143:
             raise
         print(f"graph-transformers: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except (ConfigError, DataNotFoundError, MissingDependencyError, ValueError, TypeError,
+            FileNotFoundError, PermissionError) as err:
+        if args.verbose:
+            raise
+        print(f"graph-transformers: error: {_one_line(err)}", file=sys.stderr)
         return 2
+    except OSError as err:  # e.g. a full disk outside a checkpoint write
+        if args.verbose:
+            raise
+        print(f"graph-transformers: error: {_one_line(err)}", file=sys.stderr)
+        return 1
     return 1
+
+
+def _one_line(err: BaseException) -> str:
+    """An OS error as ``<what>: <path>``; other errors as their message."""
+    if isinstance(err, OSError) and err.strerror:
+        where = f": {err.filename}" if err.filename else ""
+        return f"{err.strerror}{where}"
+    return str(err)
 
 
 if __name__ == "__main__":

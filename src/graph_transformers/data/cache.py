@@ -12,6 +12,7 @@ Two directories matter:
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -19,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from ..fileio import atomic_save, atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -106,3 +109,167 @@ OFFLINE_ENV = "GRAPH_TRANSFORMERS_OFFLINE"
 def offline() -> bool:
     """Whether ``$GRAPH_TRANSFORMERS_OFFLINE`` forbids downloads."""
     return os.environ.get(OFFLINE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+# ----------------------------------------------------------------------------- verified caches
+#: name of the checksum manifest in a processed directory
+MANIFEST = "manifest.json"
+
+
+def record_cache_file(path: str | os.PathLike) -> None:
+    """Records ``path``'s sha256 and size in the ``manifest.json`` of its directory (written
+    atomically, after the file itself, so a file without an entry is one whose write did not
+    finish)."""
+    path = Path(path)
+    manifest = path.parent / MANIFEST
+    entries = _read_manifest(manifest) or {}
+    entries[path.name] = {"sha256": sha256_of(path), "size": path.stat().st_size}
+    atomic_write_text(manifest, json.dumps({"format": 1, "files": entries}, indent=1) + "\n")
+
+
+def _read_manifest(manifest: Path) -> dict | None:
+    try:
+        return dict(json.loads(manifest.read_text())["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def cache_file_problem(path: str | os.PathLike) -> str | None:
+    """What is wrong with a cached file, or ``None`` when its size and sha256 match its
+    manifest entry: missing, empty, no recorded checksum (written by an older version or an
+    interrupted build), truncated, or modified."""
+    path = Path(path)
+    if not path.is_file():
+        return "missing"
+    size = path.stat().st_size
+    if size == 0:
+        return "empty (0 bytes)"
+    entry = (_read_manifest(path.parent / MANIFEST) or {}).get(path.name)
+    if entry is None:
+        return "no checksum recorded (written by an older version, or its build was interrupted)"
+    if size != entry.get("size"):
+        return f"size {size:,} bytes, recorded {entry.get('size'):,} (truncated or modified)"
+    if sha256_of(path) != entry.get("sha256"):
+        return "content differs from its recorded sha256 (corrupted or modified)"
+    return None
+
+
+def write_cache_json(path: str | os.PathLike, obj: Any) -> None:
+    """Writes a JSON cache file atomically and records its checksum."""
+    atomic_write_text(path, json.dumps(obj))
+    record_cache_file(path)
+
+
+def validate_graph_storage(data: Any, slices: dict | None, where: str,
+                           num_classes: int | None = None) -> None:
+    """Cheap checks of a collated PyG storage (one pass over its tensors): ``edge_index`` ids
+    in ``0..num_nodes-1`` of their graph, floating tensors finite (``y`` may hold NaN = missing
+    label, never ±inf), integer labels in ``0..num_classes-1``.
+
+    Raises:
+        DataError: naming ``where``, the tensor and the first offending graph.
+    """
+    import torch
+
+    from ..errors import DataError
+
+    def graph_of(key: str, flat_index: int) -> str:
+        if slices is None or key not in slices:
+            return ""
+        bounds = slices[key]
+        g = int(torch.searchsorted(bounds, torch.tensor(flat_index), right=True)) - 1
+        return f" (graph {g})"
+
+    store = data.to_dict() if hasattr(data, "to_dict") else dict(data)
+    ei = store.get("edge_index")
+    if isinstance(ei, torch.Tensor) and ei.numel():
+        if ei.dim() != 2 or ei.size(0) != 2:
+            raise DataError(f"{where}: edge_index has shape {tuple(ei.shape)}, not [2, num_edges]")
+        if int(ei.min()) < 0:
+            col = int((ei.min(dim=0).values < 0).nonzero()[0])
+            raise DataError(f"{where}: edge_index holds a negative node id"
+                            f"{graph_of('edge_index', col)}")
+        node_key = next((k for k in ("x", "pos", "node_mask")
+                         if isinstance(store.get(k), torch.Tensor)), None)
+        if slices is not None and node_key in slices and "edge_index" in slices:
+            nodes = torch.diff(slices[node_key])
+            per_edge = torch.repeat_interleave(nodes, torch.diff(slices["edge_index"]))
+            bad = (ei.max(dim=0).values >= per_edge).nonzero()
+            if bad.numel():
+                col = int(bad[0])
+                raise DataError(f"{where}: edge_index holds node id {int(ei[:, col].max())} "
+                                f"outside its graph of {int(per_edge[col])} nodes"
+                                f"{graph_of('edge_index', col)}")
+        elif node_key is not None and int(ei.max()) >= store[node_key].size(0):
+            raise DataError(f"{where}: edge_index holds node id {int(ei.max())} outside "
+                            f"0..{store[node_key].size(0) - 1}")
+    for key, value in store.items():
+        if not isinstance(value, torch.Tensor) or not value.numel():
+            continue
+        if value.is_floating_point():
+            bad = torch.isinf(value) if key == "y" else ~torch.isfinite(value)
+            if bool(bad.any()):
+                row = int(bad.reshape(value.size(0), -1).any(dim=1).nonzero()[0]) \
+                    if value.dim() else 0
+                raise DataError(f"{where}: {key} holds non-finite values{graph_of(key, row)}")
+        elif key == "y" and value.dtype != torch.bool:
+            lo, hi = int(value.min()), int(value.max())
+            if lo < 0 or (num_classes is not None and hi >= num_classes):
+                rng = f"0..{num_classes - 1}" if num_classes is not None else ">= 0"
+                raise DataError(f"{where}: label {lo if lo < 0 else hi} outside {rng}")
+
+
+try:  # the base of every cached dataset (torch_geometric is a dependency; kept lazy-safe)
+    from torch_geometric.data import Data as _Data
+    from torch_geometric.data import InMemoryDataset as _InMemoryDataset
+except ImportError:  # pragma: no cover
+    _InMemoryDataset = object  # type: ignore[assignment,misc]
+
+
+class CheckedInMemoryDataset(_InMemoryDataset):
+    """A PyG ``InMemoryDataset`` whose processed files are checksummed and verified.
+
+    ``save`` writes atomically (unique temporary file, rename) and records the file's sha256
+    and size in ``processed_dir/manifest.json``; ``load`` first checks the file against the
+    manifest (and every ``.json`` processed file, which subclasses write with
+    :func:`write_cache_json`). On a missing entry, a size or hash mismatch or an empty file it
+    logs one WARNING naming the file and what is wrong, and rebuilds the cache with
+    ``process()``; when that is impossible (raw data gone) it raises a
+    :class:`~graph_transformers.errors.DataError`. The loaded storage is then validated once
+    (:func:`validate_graph_storage`; ``num_classes``, when the class defines it as an integer,
+    bounds integer labels).
+
+    Raises:
+        DataError: a corrupt cache that cannot be rebuilt, or graphs that fail validation.
+    """
+
+    @classmethod
+    def save(cls, data_list, path: str) -> None:
+        import torch
+        data, slices = cls.collate(data_list)
+        atomic_save(path, lambda f: torch.save((data.to_dict(), slices, data.__class__), f))
+        record_cache_file(path)
+
+    def load(self, path: str, data_cls=None) -> None:
+        import logging
+
+        from ..errors import DataError
+        files = [Path(path)] + [Path(p) for p in self.processed_paths
+                                if p.endswith(".json") and Path(p) != Path(path)]
+        problems = [(f, why) for f in files if (why := cache_file_problem(f)) is not None]
+        if problems:
+            f, why = problems[0]
+            logging.getLogger(__name__).warning("dataset cache %s: %s; rebuilding it", f, why)
+            try:
+                os.makedirs(self.processed_dir, exist_ok=True)
+                self.process()
+            except (DataNotFoundError, FileNotFoundError) as err:
+                raise DataError(f"dataset cache {f} is unusable ({why}) and cannot be rebuilt: "
+                                f"{err}") from None
+            still = [(f, why) for f in files if (why := cache_file_problem(f)) is not None]
+            if still:
+                raise DataError(f"dataset cache {still[0][0]}: {still[0][1]} after a rebuild")
+        super().load(path, data_cls or _Data)
+        n = type(self).__dict__.get("num_classes", getattr(type(self), "num_classes", None))
+        validate_graph_storage(self._data, self.slices, f"dataset cache {path}",
+                               n if isinstance(n, int) and not isinstance(n, bool) else None)

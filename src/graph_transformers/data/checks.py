@@ -69,21 +69,36 @@ def checks_enabled(t: Tensor | None) -> bool:
 def check_batch(data: Data, need_edge_attr: bool = False) -> None:
     """Validates a PyG ``Data``/``Batch`` before a forward pass.
 
-    Always checks that ``x`` exists, ``edge_index`` is ``[2, num_edges]`` integer and ``edge_attr``
-    (when needed) has one row per edge. When :func:`checks_enabled` (CPU tensors, or debug mode)
-    it also checks that ``x``, ``edge_attr`` and float positional encodings have no NaN and the
-    ids of ``edge_index`` lie in ``[0, num_nodes)``.
+    Always checks that ``x`` exists, ``edge_index`` is ``[2, num_edges]`` integer, ``edge_attr``
+    (when needed) has one row per edge and the input has at least one node. When
+    :func:`checks_enabled` (CPU tensors, or debug mode) it also checks that ``x``, ``edge_attr``
+    and float positional / structural encodings (``lap_pe``, ``svd_pe``, ``rwse``, ``pos``) are
+    finite, that no graph of a batch is empty (an empty graph has no defined output: its readout
+    would divide by zero and dense models would attend over nothing), and that the ids of
+    ``edge_index`` lie in ``[0, num_nodes)``. These value checks read tensors back to the host,
+    so on an accelerator they run once per dataset (:func:`validate_dataset`) instead.
 
     Raises:
-        ValueError: naming the offending field.
+        ValueError: naming the offending field (and graph, for an empty one).
     """
     x = getattr(data, "x", None)
     if x is None:
         raise ValueError("the batch has no node features x")
     num_nodes = x.size(0)
     values = checks_enabled(x)
-    if values and x.is_floating_point() and torch.isnan(x).any():
-        raise ValueError("node features x contain NaN")
+    if values and x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        raise ValueError("node features x contain NaN or inf")
+    if num_nodes == 0:
+        raise ValueError("the input has no nodes (an empty graph has no defined output; drop "
+                         "empty graphs from the dataset)")
+    batch = getattr(data, "batch", None)
+    num_graphs = getattr(data, "num_graphs", None)
+    if values and batch is not None and num_graphs:
+        counts = torch.bincount(batch, minlength=int(num_graphs))
+        if bool((counts == 0).any()):
+            empty = (counts == 0).nonzero().view(-1).tolist()
+            raise ValueError(f"graph(s) {empty[:5]} of the batch have no nodes (an empty graph "
+                             "has no defined output; drop empty graphs from the dataset)")
     ei = data.edge_index
     if ei is None or ei.dim() != 2 or ei.size(0) != 2:
         shape = None if ei is None else tuple(ei.shape)
@@ -100,13 +115,14 @@ def check_batch(data: Data, need_edge_attr: bool = False) -> None:
         if ea.size(0) != ei.size(1):
             raise ValueError(f"edge_attr has {ea.size(0)} rows but edge_index has {ei.size(1)} "
                              "edges")
-        if values and ea.is_floating_point() and torch.isnan(ea).any():
-            raise ValueError("edge features edge_attr contain NaN")
+        if values and ea.is_floating_point() and not bool(torch.isfinite(ea).all()):
+            raise ValueError("edge features edge_attr contain NaN or inf")
     if values:
-        for name in ("lap_pe",):
+        for name in ("lap_pe", "svd_pe", "rwse", "pos"):
             pe = getattr(data, name, None)
-            if pe is not None and torch.isnan(pe).any():
-                raise ValueError(f"positional encoding {name} contains NaN")
+            if isinstance(pe, torch.Tensor) and pe.is_floating_point() and \
+                    not bool(torch.isfinite(pe).all()):
+                raise ValueError(f"positional encoding {name} contains NaN or inf")
 
 
 #: float attributes of a graph that must not hold NaN (features and cached encodings)
@@ -132,8 +148,9 @@ def validate_dataset(dataset, name: str = "dataset") -> None:
         where = f"{name}" if i is None else f"{name} graph {i}"
         for field in _FLOAT_FIELDS:
             t = getattr(g, field, None)
-            if isinstance(t, Tensor) and t.is_floating_point() and bool(torch.isnan(t).any()):
-                raise ValueError(f"{where}: {field} contains NaN")
+            if isinstance(t, Tensor) and t.is_floating_point() and \
+                    not bool(torch.isfinite(t).all()):
+                raise ValueError(f"{where}: {field} contains NaN or inf")
         ei = getattr(g, "edge_index", None)
         if i is not None and isinstance(ei, Tensor) and ei.numel():
             n = g.num_nodes

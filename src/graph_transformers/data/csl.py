@@ -27,7 +27,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 
-from graph_transformers.data.cache import pre_transform_key, resolve_cache_dir
+from graph_transformers.data.cache import (CheckedInMemoryDataset, pre_transform_key,
+                                           resolve_cache_dir)
 
 __all__ = [
     "CSL",
@@ -160,7 +161,7 @@ def csl_split_indices(fold: int) -> dict[str, list[int]]:
     return {split: _read_index_file(split)[int(fold)] for split in _SPLITS}
 
 
-class CSL(InMemoryDataset):
+class CSL(CheckedInMemoryDataset):
     r"""The CSL (Circular Skip Link) dataset of Murphy et al. (2019) with the 5-fold splits of
     Dwivedi et al., "Benchmarking Graph Neural Networks": 150 graphs of 41 nodes, 10 classes
     (skip lengths ``CSL_SKIP_LENGTHS``), 15 randomly permuted copies per class.

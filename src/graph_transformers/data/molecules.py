@@ -39,7 +39,10 @@ import torch
 from torch_geometric.data import Data, InMemoryDataset
 
 from .._optional import require
+from ..errors import DataError
 from .cache import (
+    CheckedInMemoryDataset,
+    write_cache_json,
     DATA_ENV,
     DataNotFoundError,
     pre_transform_key,
@@ -353,6 +356,16 @@ def _split_from_scaffolds(
     return {s: sorted(v) for s, v in out.items()}
 
 
+def min_molecules_per_split(frac: Sequence[float] = (0.8, 0.1, 0.1)) -> int:
+    """The fewest molecules, all of distinct scaffolds, whose scaffold split with ``frac``
+    leaves no split empty (6 for 80/10/10); molecules sharing a scaffold need more."""
+    frac = _check_frac(frac)
+    for n in range(1, 10_001):
+        if all(_split_from_scaffolds([str(i) for i in range(n)], frac).values()):
+            return n
+    raise ValueError(f"frac={frac!r} leaves a split empty for any size")
+
+
 def scaffold_split(
     smiles_list: Sequence[str], frac: Sequence[float] = (0.8, 0.1, 0.1)
 ) -> dict[str, list[int]]:
@@ -400,8 +413,10 @@ def scaffold_split(
 # Datasets
 # --------------------------------------------------------------------------------------------
 _TASKS = ("classification", "regression")
-_FORMAT_VERSION = 1  # bump when the processed format or the featurization changes
-_MISSING = {"", "nan", "na", "n/a", "none", "null"}
+_FORMAT_VERSION = 2  # bump when the processed format, the featurization or label parsing changes
+#: cells read as a missing label (NaN, masked in loss and metrics); ``nan`` / ``inf`` written
+#: out are data errors, as a non-finite label is more often a bug upstream than a blank
+_MISSING = {"", "na", "n/a", "none", "null"}
 _MAX_LOGGED_ROWS = 20
 
 
@@ -430,7 +445,12 @@ def _parse_label(text: str, task: str, path: Path, line: int, column: str) -> fl
             f"{path}: line {line}, column {column!r}: label {text!r} is not a number "
             f"(leave the cell blank for a missing label)"
         ) from None
-    if task == "classification" and v not in (0.0, 1.0) and not math.isnan(v):
+    if not math.isfinite(v):
+        raise DataError(
+            f"{path}: line {line}, column {column!r}: label {text!r} is not a finite number "
+            f"(leave the cell blank for a missing label)"
+        )
+    if task == "classification" and v not in (0.0, 1.0):
         raise ValueError(
             f"{path}: line {line}, column {column!r}: classification label {text!r} is not 0 or "
             f"1 (leave the cell blank for a missing label)"
@@ -457,7 +477,7 @@ def _format_lines(skipped: Sequence[dict]) -> str:
     return lines + (", ..." if len(skipped) > _MAX_LOGGED_ROWS else "")
 
 
-class MoleculeCSV(InMemoryDataset):
+class MoleculeCSV(CheckedInMemoryDataset):
     r"""Molecular graph property prediction from a CSV file of SMILES and labels (``.csv`` or
     ``.csv.gz``), featurized like OGB (:func:`mol_to_graph`) and split by scaffold
     (:func:`scaffold_split`).
@@ -578,6 +598,7 @@ class MoleculeCSV(InMemoryDataset):
             stem = self.path.name.split(".")[0] or "data"
             root = resolve_cache_dir() / "MoleculeCSV" / stem
         super().__init__(os.fspath(root), transform, pre_transform, force_reload=force_reload)
+        self.load(self.processed_paths[0])  # verifies data.pt and meta.json, rebuilds if needed
         with open(self.processed_paths[1]) as f:
             meta = json.load(f)
         self.skipped: list[dict] = meta["skipped"]
@@ -591,7 +612,6 @@ class MoleculeCSV(InMemoryDataset):
                 len(self.skipped), self.provenance["num_rows"], self.provenance["num_molecules"],
                 _format_lines(self.skipped),
             )
-        self.load(self.processed_paths[0])
         idx = (list(range(len(meta["smiles"]))) if split == "all"
                else self.split_indices[split])
         self.smiles: list[str] = [meta["smiles"][i] for i in idx]
@@ -719,10 +739,7 @@ class MoleculeCSV(InMemoryDataset):
         }
         meta = {"provenance": provenance, "skipped": skipped, "split": split,
                 "smiles": smiles, "rows": rows}
-        tmp = self.processed_paths[1] + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(meta, f)
-        os.replace(tmp, self.processed_paths[1])
+        write_cache_json(self.processed_paths[1], meta)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)}, split={self.split!r}, tasks={self.num_tasks})"

@@ -127,6 +127,16 @@ class SizeBucketBatchSampler(Sampler[list[int]]):
         """Sets the epoch that seeds the next iteration (as ``DistributedSampler``)."""
         self.epoch = epoch
 
+    def state_dict(self) -> dict[str, int]:
+        """``{"epoch", "seed"}``: what the next iteration draws from (saved in checkpoints so a
+        resumed run draws the same batches as an uninterrupted one)."""
+        return {"epoch": int(self.epoch), "seed": int(self.seed)}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        """Restores :meth:`state_dict`."""
+        self.epoch = int(state["epoch"])
+        self.seed = int(state.get("seed", self.seed))
+
     def _batches(self) -> list[list[int]]:
         g = torch.Generator().manual_seed(self.seed + self.epoch)
         n = self.sizes.numel()

@@ -69,7 +69,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 
-from graph_transformers.data.cache import pre_transform_key, resolve_cache_dir
+from graph_transformers.data.cache import (CheckedInMemoryDataset, pre_transform_key,
+                                           resolve_cache_dir)
 from graph_transformers.data.generated import check_seed, check_split_counts
 
 __all__ = [
@@ -417,7 +418,7 @@ def generate_cluster(
 # --------------------------------------------------------------------------------------------
 
 
-class _SBMDataset(InMemoryDataset):
+class _SBMDataset(CheckedInMemoryDataset):
     """Shared machinery: generated splits cached one file per split under
     ``root/processed/<pre_transform_key(pre_transform)>_seed<seed>[_<sizes>]/<split>.pt``."""
 

@@ -111,6 +111,8 @@ from torch_geometric.data import Data, InMemoryDataset
 
 from .._optional import require
 from .cache import (
+    CheckedInMemoryDataset,
+    write_cache_json,
     OFFLINE_ENV,
     offline,
     DATA_ENV,
@@ -756,7 +758,7 @@ def _md5(path: Path) -> str:
 
 def _fetch(url: str, dest: Path, md5: str, timeout: float) -> None:
     """Download ``url`` to ``dest`` (via ``dest.part``) and check its md5."""
-    tmp = dest.with_name(dest.name + ".part")
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")  # unique per process
     req = urllib.request.Request(url, headers={"User-Agent": "graph_transformers"})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r, open(tmp, "wb") as f:
@@ -841,7 +843,7 @@ def download_cifar10(dest_dir: str | os.PathLike, timeout: float = 15.0) -> Path
 # --------------------------------------------------------------------------------------------
 # Datasets
 # --------------------------------------------------------------------------------------------
-class _SuperpixelDataset(InMemoryDataset):
+class _SuperpixelDataset(CheckedInMemoryDataset):
     """Shared machinery of :class:`MNISTSuperpixels` and :class:`CIFAR10Superpixels`."""
 
     #: Dataset name (raw folder under the data directory).
@@ -983,10 +985,7 @@ class _SuperpixelDataset(InMemoryDataset):
             "images_per_second": round(len(graphs) / seconds, 2) if seconds > 0 else None,
             "num_workers": self.num_workers,
         }
-        tmp = self.processed_paths[1] + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(info, f, indent=1)
-        os.replace(tmp, self.processed_paths[1])
+        write_cache_json(self.processed_paths[1], info)
         log.info("%s %s: %d graphs in %.1f s (%.1f images/s)", self.name, self.split,
                  len(graphs), seconds, info["images_per_second"] or 0.0)
 

@@ -23,7 +23,7 @@ import torch
 from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.utils import coalesce, remove_self_loops
 
-from .cache import pre_transform_key
+from .cache import CheckedInMemoryDataset, write_cache_json, pre_transform_key
 from .generated import check_seed
 
 #: classes and feature width of the registered dataset (``DatasetSpec`` fixes them)
@@ -80,7 +80,7 @@ def make_sbm_graph(num_nodes: int, num_classes: int = NUM_CLASSES, avg_degree: f
     return Data(x=x, y=y, edge_index=edge_index, num_nodes=num_nodes, **masks)
 
 
-class SyntheticLargeGraph(InMemoryDataset):
+class SyntheticLargeGraph(CheckedInMemoryDataset):
     """The graph of :func:`make_sbm_graph` as a one-graph dataset, cached under
     ``root/processed/<options + pre-transform key>/`` (the encodings of a large graph, e.g. LapPE
     by the sparse eigensolver, are computed once).

@@ -92,7 +92,8 @@ from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 
 from graph_transformers._optional import require
-from graph_transformers.data.cache import pre_transform_key, resolve_cache_dir
+from graph_transformers.data.cache import (CheckedInMemoryDataset, pre_transform_key,
+                                           resolve_cache_dir)
 from graph_transformers.data.generated import check_seed, check_split_counts
 
 __all__ = [
@@ -611,7 +612,7 @@ def f1_positive(pred: Tensor, target: Tensor) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-class TSP(InMemoryDataset):
+class TSP(CheckedInMemoryDataset):
     r"""The TSP edge-classification benchmark of Dwivedi et al., "Benchmarking Graph Neural
     Networks": predict which k-NN edges (``k = 25``) of a random Euclidean instance with 50..500
     nodes belong to its (near-)optimal tour. 10,000 / 1,000 / 1,000 graphs.

@@ -51,6 +51,8 @@ import torch
 from torch_geometric.data import Data, InMemoryDataset
 
 from .cache import (
+    CheckedInMemoryDataset,
+    write_cache_json,
     OFFLINE_ENV,
     offline,
     DATA_ENV,
@@ -677,7 +679,7 @@ def load_zinc_graphs(data_dir: str | os.PathLike, split: str) -> list[Data]:
 
 
 def _fetch(url: str, dest: Path, timeout: float) -> None:
-    tmp = dest.with_name(dest.name + ".part")
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")  # unique per process
     req = urllib.request.Request(url, headers={"User-Agent": "graph_transformers"})
     with urllib.request.urlopen(req, timeout=timeout) as r, open(tmp, "wb") as f:
         shutil.copyfileobj(r, f, length=1 << 20)
@@ -737,7 +739,7 @@ def download_zinc(dest_dir: str | os.PathLike, timeout: float = 15.0) -> Path:
 # --------------------------------------------------------------------------------------------
 # Dataset
 # --------------------------------------------------------------------------------------------
-class ZINC(InMemoryDataset):
+class ZINC(CheckedInMemoryDataset):
     r"""ZINC-12k (Dwivedi et al., "Benchmarking Graph Neural Networks"; molecules from
     Gómez-Bombarelli et al. / JT-VAE): 10,000 / 1,000 / 1,000 molecular graphs, graph regression
     of the normalized penalized logP, metric MAE.
@@ -867,10 +869,7 @@ class ZINC(InMemoryDataset):
         self.save(graphs, self.processed_paths[0])
         info = {"split": self.split, "format_version": _FORMAT_VERSION,
                 "num_graphs": len(graphs), **info}
-        tmp = self.processed_paths[1] + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(info, f)
-        os.replace(tmp, self.processed_paths[1])
+        write_cache_json(self.processed_paths[1], info)
 
     def __repr__(self) -> str:
         prov = getattr(self, "provenance", {}).get(self.split, "?")

@@ -38,6 +38,11 @@ PAIR_NO_EDGE = -1
 PAIR_SELF = -2
 #: largest ``max_distance`` (ids are stored as ``uint8``)
 MAX_DISTANCE_LIMIT = 250
+#: default memory budget of :class:`AddShortestPaths` for one graph's all-pairs tensors
+PAIR_BUDGET_BYTES = 4 * 1024 ** 3
+#: bytes per node pair while computing: SciPy's float64 distances, the uint8 ids, and the int16
+#: pair types with their intermediates (measured order of magnitude, not a bound)
+_BYTES_PER_PAIR = 24
 
 
 def num_spd_ids(max_distance: int) -> int:
@@ -150,14 +155,32 @@ class AddShortestPaths(BaseTransform):
     Implementation details; Graphormer (Ying et al. 2021), eq. 6.
     """
 
-    def __init__(self, max_distance: int = 5) -> None:
+    def __init__(self, max_distance: int = 5, budget_bytes: float | None = PAIR_BUDGET_BYTES
+                 ) -> None:
         if not 1 <= max_distance <= MAX_DISTANCE_LIMIT:
             raise ValueError(f"max_distance must be in [1, {MAX_DISTANCE_LIMIT}], got "
                              f"{max_distance}")
         self.max_distance = max_distance
+        self.budget_bytes = budget_bytes
 
     def forward(self, data: Data) -> Data:
+        """Adds ``spd`` and ``pair_edge`` to ``data``.
+
+        Raises:
+            DenseBudgetError: before allocating, when the graph's ``n²`` pair tensors exceed
+                ``budget_bytes`` (default 4 GiB, about 13,000 nodes); the message gives the size
+                needed and the largest graph that fits.
+        """
         n = int(data.num_nodes)
+        need = n * n * _BYTES_PER_PAIR
+        if self.budget_bytes is not None and need > self.budget_bytes:
+            from ..data.dense import DenseBudgetError, format_bytes
+            limit = int((self.budget_bytes / _BYTES_PER_PAIR) ** 0.5)
+            raise DenseBudgetError(
+                f"a graph of {n:,} nodes: all-pairs shortest paths (encodings.spd, for GRPE / "
+                f"Graphormer) need ≈{format_bytes(need)} ({n:,}² pairs × {_BYTES_PER_PAIR} B), "
+                f"over the budget of {format_bytes(self.budget_bytes)}; graphs above ≈{limit:,} "
+                "nodes do not fit. Use a model without pair encodings (GT, GPS) for such graphs")
         data.spd = spd_ids(data.edge_index, n, self.max_distance).reshape(-1)
         pe = pair_edge_types(data.edge_index, n, getattr(data, "edge_attr", None))
         data.pair_edge = pe.reshape(n * n, pe.size(-1))

@@ -8,7 +8,9 @@ import time
 from pathlib import Path
 
 import lightning as L
-from lightning.pytorch.callbacks import Checkpoint
+from lightning.pytorch.callbacks import Checkpoint, ModelCheckpoint
+
+from ..fileio import atomic_writer
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +78,10 @@ class EpochLog(Checkpoint):
         fields: list[str] = []
         for r in rows:
             fields += [k for k in r if k not in fields]
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        with open(tmp, "w", newline="") as f:
+        with atomic_writer(self.path, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=fields)
             writer.writeheader()
             writer.writerows(rows)
-        os.replace(tmp, self.path)
 
 
 class EpochSummary(Checkpoint):
@@ -107,3 +107,101 @@ class EpochSummary(Checkpoint):
         max_epochs = trainer.max_epochs if trainer.max_epochs and trainer.max_epochs > 0 else "?"
         log.info("epoch %d/%s  lr %.3g  %.2f s  %s", trainer.current_epoch + 1, max_epochs, lr,
                  time.perf_counter() - self._start, "  ".join(parts))
+
+
+def _rng_state() -> dict:
+    """The torch (CPU and CUDA), numpy and Python RNG states, in types that load with
+    ``torch.load(weights_only=True)``."""
+    import random
+
+    import numpy as np
+    import torch
+
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {"torch": torch.get_rng_state(),
+             "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)),
+                       "pos": int(pos), "has_gauss": int(has_gauss),
+                       "cached_gaussian": float(cached)},
+             "python": random.getstate()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict) -> None:
+    """Restores :func:`_rng_state`."""
+    import random
+
+    import numpy as np
+    import torch
+
+    torch.set_rng_state(state["torch"])
+    npy = state["numpy"]
+    np.random.set_state((npy["name"], npy["keys"].numpy().astype(np.uint32), npy["pos"],
+                         npy["has_gauss"], npy["cached_gaussian"]))
+    py = state["python"]
+    random.setstate((py[0], tuple(py[1]), py[2]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class RunState(L.Callback):
+    """Keeps in every checkpoint what a resumed run needs to continue exactly as an
+    uninterrupted one, and the config the checkpoint was trained with.
+
+    Saved (``state_dict``, called when a checkpoint is written at the end of an epoch): the torch
+    (CPU, CUDA), numpy and Python RNG states, the state of every stateful batch sampler given
+    (e.g. :class:`~graph_transformers.data.sampler.SizeBucketBatchSampler`'s epoch), and the
+    resolved config. Restored (``load_state_dict``, at ``--resume``): the RNG and sampler states,
+    so the next epoch shuffles, drops out and flips signs as the uninterrupted run did.
+
+    Args:
+        config: the resolved config (``Config.to_dict()``), stored as ``config``.
+        samplers: objects with ``state_dict`` / ``load_state_dict`` (the training batch sampler).
+    """
+
+    def __init__(self, config: dict, samplers: list | tuple = ()) -> None:
+        self.config = config
+        self.samplers = list(samplers)
+        self.restored_config: dict | None = None
+
+    @property
+    def state_key(self) -> str:
+        return "RunState"
+
+    def state_dict(self) -> dict:
+        return {"rng": _rng_state(), "samplers": [s.state_dict() for s in self.samplers],
+                "config": self.config}
+
+    def load_state_dict(self, state: dict) -> None:
+        if "rng" in state:
+            _set_rng_state(state["rng"])
+        for sampler, saved in zip(self.samplers, state.get("samplers", [])):
+            sampler.load_state_dict(saved)
+        self.restored_config = state.get("config")
+
+
+class RunCheckpoint(ModelCheckpoint):
+    """Lightning's ``ModelCheckpoint`` whose tracking (best score, best path) survives a moved
+    run directory: Lightning drops the best score when the saved ``dirpath`` differs from the
+    current one, so after copying a run elsewhere the first resumed epoch overwrote
+    ``best.ckpt`` whatever its score. Here saved paths are re-rooted in the current
+    ``dirpath`` (by file name) before Lightning restores them. The state key is Lightning's
+    own, so checkpoints written before this class existed restore as before."""
+
+    def _generate_state_key(self, **kwargs) -> str:
+        return super()._generate_state_key(**kwargs).replace(type(self).__qualname__,
+                                                             "ModelCheckpoint", 1)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        saved = state_dict.get("dirpath")
+        if saved is not None and self.dirpath is not None and saved != self.dirpath:
+            state_dict = dict(state_dict, dirpath=self.dirpath)
+            for key in ("best_model_path", "kth_best_model_path", "last_model_path"):
+                if state_dict.get(key):
+                    state_dict[key] = os.path.join(self.dirpath, os.path.basename(state_dict[key]))
+            if state_dict.get("best_k_models"):
+                state_dict["best_k_models"] = {
+                    os.path.join(self.dirpath, os.path.basename(k)): v
+                    for k, v in state_dict["best_k_models"].items()}
+        super().load_state_dict(state_dict)

@@ -1,35 +1,117 @@
-"""Checkpoint I/O: atomic writes and ``weights_only`` loads."""
+"""Checkpoint I/O: atomic writes and ``weights_only`` loads, with one-line errors."""
 from __future__ import annotations
 
+import errno
 import os
+import pickle
+import re
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
+from ..errors import CheckpointError, CheckpointWriteError
+from ..fileio import atomic_save
+
 
 class AtomicCheckpointIO(TorchCheckpointIO):
-    """Lightning checkpoint I/O that writes to a temporary file and renames it into place (a crash
-    never leaves a truncated ``last.ckpt``) and loads with ``torch.load(weights_only=True)``."""
+    """Lightning checkpoint I/O that writes to a uniquely named temporary file and renames it
+    into place (a crash or a full disk never leaves a truncated ``last.ckpt``, and the previous
+    checkpoint stays untouched) and loads with ``torch.load(weights_only=True)``."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options=None) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        torch.save(checkpoint, tmp)
-        os.replace(tmp, path)
+        save_checkpoint(checkpoint, path)
 
     def load_checkpoint(self, path, map_location=None, weights_only=None) -> dict[str, Any]:
         return load_checkpoint(path, map_location=map_location)
+
+
+def save_checkpoint(checkpoint: dict[str, Any], path: str | os.PathLike) -> None:
+    """``torch.save`` to ``path`` atomically.
+
+    Raises:
+        CheckpointWriteError: the file system refused the write (full disk, no permission); the
+            message names the file, the previous checkpoint at ``path`` is untouched and the
+            temporary file is removed.
+    """
+    try:
+        atomic_save(path, lambda f: torch.save(checkpoint, f))
+    except OSError as err:
+        why = "the disk is full" if err.errno == errno.ENOSPC else (err.strerror or str(err))
+        raise CheckpointWriteError(f"cannot write checkpoint {path}: {why}; the previous "
+                                   "checkpoint there is untouched") from None
+    except RuntimeError as err:  # torch wraps write failures of its zip writer
+        if "write" not in str(err).lower() and "file" not in str(err).lower():
+            raise
+        raise CheckpointWriteError(f"cannot write checkpoint {path}: "
+                                   f"{str(err).splitlines()[0]}; the previous checkpoint there "
+                                   "is untouched") from None
+
+
+_GLOBAL = re.compile(r"GLOBAL ([\w.]+)")
+_DETAIL = re.compile(r"WeightsUnpickler error:\s*(.+)", re.S)
 
 
 def load_checkpoint(path, map_location=None) -> dict[str, Any]:
     """``torch.load(path, weights_only=True)`` on CPU by default.
 
     Raises:
-        FileNotFoundError: naming the path.
+        CheckpointError: naming the file and what is wrong with it: missing, empty, truncated or
+            corrupt, not a checkpoint, or holding a pickled object other than tensors and plain
+            containers ("refusing to load <file>: it contains <global>").
     """
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"checkpoint not found: {path}")
-    return torch.load(path, map_location=map_location or "cpu", weights_only=True)
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    size = path.stat().st_size
+    if size == 0:
+        raise CheckpointError(f"cannot read checkpoint {path}: the file is empty (0 bytes)")
+    try:
+        state = torch.load(path, map_location=map_location or "cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        found = _GLOBAL.search(str(err))
+        if found:
+            raise CheckpointError(f"refusing to load {path}: it contains {found.group(1)} "
+                                  "(only tensors and plain containers are loaded)") from None
+        detail = _DETAIL.search(str(err))
+        why = detail.group(1).strip().splitlines()[0] if detail else _first_line(err)
+        raise CheckpointError(f"cannot read checkpoint {path}: not a PyTorch checkpoint or "
+                              f"corrupt ({why})") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as err:
+        raise CheckpointError(f"cannot read checkpoint {path} ({size:,} bytes): truncated or "
+                              f"corrupt ({_first_line(err)})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"cannot read checkpoint {path}: it holds a "
+                              f"{type(state).__name__}, not a checkpoint dictionary")
+    return state
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0].split(". This is an internal")[0][:160] if text else \
+        type(err).__name__
+
+
+def load_model_weights(model: torch.nn.Module, path: str | os.PathLike) -> dict[str, Any]:
+    """Loads the ``model.`` weights of a Lightning checkpoint into ``model``; returns the whole
+    checkpoint.
+
+    Raises:
+        CheckpointError: the file cannot be read (see :func:`load_checkpoint`), holds no model
+            weights, or its weights do not fit ``model`` (a checkpoint of another config).
+    """
+    state = load_checkpoint(path)
+    weights = state.get("state_dict")
+    if not isinstance(weights, dict):
+        raise CheckpointError(f"cannot use checkpoint {path}: it holds no state_dict (not a "
+                              "checkpoint written by graph-transformers)")
+    try:
+        model.load_state_dict({k.removeprefix("model."): v for k, v in weights.items()
+                               if k.startswith("model.")})
+    except RuntimeError as err:
+        detail = " ".join(str(err).split())[:300]
+        raise CheckpointError(f"checkpoint {path} does not fit the model of the run's config "
+                              f"({detail})") from None
+    return state

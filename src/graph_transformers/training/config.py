@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import copy
 import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..fileio import atomic_write_text  # noqa: F401  (re-exported: runner and cli use it)
 
 PositiveInt = Annotated[int, Field(gt=0)]
 Probability = Annotated[float, Field(ge=0.0, lt=1.0)]
@@ -25,7 +26,8 @@ class ConfigError(ValueError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # allow_inf_nan=False: ``optim.lr: .inf`` (or any NaN / infinite number) is an error
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
 
 # ----------------------------------------------------------------------------- model sections
@@ -553,10 +555,10 @@ def _format_errors(err: ValidationError) -> str:
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
-        lines.append(f"  {key or '<root>'}: {msg}" + (f" (got {e['input']!r})"
-                                                     if e["type"] != "extra_forbidden"
-                                                     and not isinstance(e["input"], dict) else ""))
-    return "invalid config:\n" + "\n".join(lines)
+        lines.append(f"{key or '<root>'}: {msg}" + (f" (got {e['input']!r})"
+                                                   if e["type"] != "extra_forbidden"
+                                                   and not isinstance(e["input"], dict) else ""))
+    return "invalid config: " + "; ".join(lines)  # one line, as every CLI error
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -571,7 +573,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     parts = [p for p in key.strip().split(".")]
     if not key.strip() or any(not p for p in parts):
         raise ConfigError(f"override {text!r} has an empty key")
-    value = yaml.safe_load(raw) if raw.strip() else None
+    value = parse_yaml_text(raw, f"override {text!r}") if raw.strip() else None
     if isinstance(value, str):
         try:  # YAML 1.1 reads 1e-3 as a string
             value = float(value) if any(c in value for c in "eE.") else value
@@ -608,6 +610,62 @@ def deep_merge(base: dict, update: dict) -> dict:
     return out
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses a key given twice in one mapping (plain PyYAML keeps
+    the later value silently)."""
+
+
+def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep=False):
+    seen: dict = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} is given twice (first on line {seen[key] + 1})",
+                key_node.start_mark)
+        try:
+            seen[key] = key_node.start_mark.line
+        except TypeError:  # an unhashable key: let PyYAML report it
+            break
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                 _construct_unique_mapping)
+
+
+def parse_yaml_text(text: str, source: str = "<string>") -> Any:
+    """Parses YAML with the safe loader, refusing duplicate keys.
+
+    Raises:
+        ConfigError: ``<source>: line L, column C: <problem>`` for a syntax error or a duplicate
+            key.
+    """
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        context = getattr(err, "context", None)
+        cmark = getattr(err, "context_mark", None)
+        if context and cmark is not None and cmark is not mark:
+            context += f" (started on line {cmark.line + 1}, column {cmark.column + 1})"
+        what = f"{context}: {problem}" if context and "twice" not in problem else problem
+        raise ConfigError(f"{source}: {where}invalid YAML: {what}") from None
+
+
+def _parse_yaml_file(path: Path) -> Any:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: line {line}: not UTF-8 text (byte 0x{data[err.start]:02x} "
+                          f"at offset {err.start}); save the config as UTF-8") from None
+    return parse_yaml_text(text, str(path)) or {}
+
+
 def load_yaml(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict:
     """Reads a YAML mapping with the safe loader.
 
@@ -616,15 +674,16 @@ def load_yaml(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict:
     what differs. The base's ``reference`` is not inherited: a variant is a different paper row.
 
     Raises:
-        ConfigError: for a missing file, a file that is not a mapping, or a ``base`` cycle.
+        ConfigError: for a missing file, a file that is not UTF-8 text, a YAML syntax error or a
+            key given twice in one mapping (the message names file and line), a file that is not
+            a mapping, or a ``base`` cycle.
     """
     path = Path(path).resolve()
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     if path in _seen:
         raise ConfigError(f"config base cycle: {' -> '.join(map(str, _seen + (path,)))}")
-    with open(path) as f:
-        raw = yaml.safe_load(f) or {}
+    raw = _parse_yaml_file(path)
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a config must be a YAML mapping, got {type(raw).__name__}")
     base = raw.pop("base", None)
@@ -651,24 +710,6 @@ def build_config(raw: dict, overrides: list[str] | None = None) -> Config:
 def load_config(path: str | os.PathLike, overrides: list[str] | None = None) -> Config:
     """:func:`load_yaml` then :func:`build_config`."""
     return build_config(load_yaml(path), overrides)
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Writes ``text`` to ``path`` via a temporary file and ``os.replace`` (never half-written)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def save_config(config: Config, path: str | os.PathLike) -> None:

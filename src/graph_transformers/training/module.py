@@ -59,7 +59,21 @@ class GraphTaskModule(L.LightningModule):
         return loss
 
     def training_step(self, batch, batch_idx: int) -> Tensor:
-        return self._step(batch, "train", self.train_metrics)
+        """One optimisation step's loss.
+
+        Raises:
+            TrainingError: the loss is NaN or infinite (diverged training, a too large learning
+                rate, non-finite inputs); the run stops before the bad step is applied, and its
+                last checkpoint is the previous epoch's.
+        """
+        loss = self._step(batch, "train", self.train_metrics)
+        if not bool(torch.isfinite(loss)):
+            from ..errors import TrainingError
+            raise TrainingError(f"the training loss is {float(loss)} at epoch "
+                                f"{self.current_epoch + 1}, batch {batch_idx + 1}; stopping (lower "
+                                "optim.lr, or set trainer.gradient_clip_val, or check the inputs "
+                                "for NaN/inf)")
+        return loss
 
     def validation_step(self, batch, batch_idx: int) -> None:
         self._step(batch, "val", self.val_metrics)

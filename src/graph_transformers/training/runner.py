@@ -15,9 +15,10 @@ from typing import Any
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.callbacks import TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger
 from torch.utils.data import BatchSampler, SequentialSampler
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch_geometric.loader import DataLoader
 
 from ..data.checks import validate_dataset
@@ -25,9 +26,10 @@ from ..data.registry import DatasetSpec, load_splits, resolve_spec
 from ..data.sampler import (DistributedBatchSampler, DistributedSizeBucketBatchSampler,
                             EpochShuffleSampler, graph_sizes)
 from ..models import build_model, count_parameters
+from ..errors import RunError, RunTerminated
 from .allocator import configure_for_training
-from .callbacks import EpochLog, EpochSummary, StopAtMinLR
-from .checkpoint import AtomicCheckpointIO, load_checkpoint
+from .callbacks import EpochLog, EpochSummary, RunCheckpoint, RunState, StopAtMinLR
+from .checkpoint import AtomicCheckpointIO, load_checkpoint, load_model_weights
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
                      load_yaml, save_config)
 from .curves import write_curves
@@ -37,10 +39,6 @@ from .module import GraphTaskModule, evaluate
 from .tasks import Task
 
 log = logging.getLogger(__name__)
-
-
-class RunError(RuntimeError):
-    """A run that cannot start or continue (e.g. an existing run directory without --resume)."""
 
 
 def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
@@ -219,20 +217,38 @@ def make_task(config: Config, spec: DatasetSpec, train_set) -> Task:
 def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str, Any]:
     """Trains one seed of ``config`` into ``out_dir`` and returns its ``metrics.json`` content.
 
+    The run holds an exclusive lock on ``out_dir`` throughout (:func:`~.rundir.run_lock`).
+    With ``resume``, the checkpoint (``last.ckpt``, else the newest readable one) is read and
+    the config checked against the one it was trained with *before* anything is written.
+
     Raises:
-        RunError: when ``out_dir`` holds a run and ``resume`` is false, or ``resume`` is set and
-            there is nothing to resume.
+        RunError: when ``out_dir`` holds a run and ``resume`` is false, ``resume`` is set and
+            there is nothing to resume or the config changes the model or data
+            (:func:`~.rundir.check_resume_compatible`), or another run holds ``out_dir``.
+        CheckpointError: no readable checkpoint to resume, or one cannot be written.
+        TrainingError: the training loss became non-finite.
+        RunTerminated: the process received SIGTERM (its message says how to resume).
     """
+    from .rundir import check_resume_compatible, resume_checkpoint, run_lock
     out = Path(out_dir)
+    with run_lock(out):
+        return _train_locked(config, out, resume, check_resume_compatible, resume_checkpoint)
+
+
+def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatible,
+                  resume_checkpoint) -> dict[str, Any]:
     ckpt_dir = out / "checkpoints"
     last = ckpt_dir / "last.ckpt"
+    resume_from = None
     if resume:
-        if not last.is_file():
-            raise RunError(f"--resume: no checkpoint to resume at {last}")
-        saved = out / "config.yaml"
-        if saved.is_file() and build_config(load_yaml(saved)).to_dict() != config.to_dict():
-            log.warning("resuming %s with a config that differs from its saved config.yaml; "
-                        "the new config is used and saved", out)
+        resume_from, state = resume_checkpoint(out)
+        saved = state.get("callbacks", {}).get("RunState", {}).get("config")
+        source = f"stored in {resume_from.name}"
+        if saved is None and (out / "config.yaml").is_file():
+            saved, source = build_config(load_yaml(out / "config.yaml")).to_dict(), \
+                str(out / "config.yaml")
+        check_resume_compatible(saved, config.to_dict(), source)
+        del state
     elif last.exists() or (out / "metrics.json").exists():
         raise RunError(f"{out} already holds a run; pass --resume to continue it or choose "
                        "another --out")
@@ -244,15 +260,14 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     configure_for_training(config.trainer.accelerator)  # glibc setting: CPU on Linux only
     spec = resolve_spec(config.data)
     splits = load_splits(config.data, config.encodings)
+    check_splits(splits, config)
     if not trains_on_cpu(config.trainer.accelerator):  # per batch, value checks run on CPU only
         for s, ds in splits.items():
             validate_dataset(ds, f"{spec.name} {s} split")
     provenance = {}
     for s, ds in splits.items():
         provenance.update(getattr(ds, "provenance", {}) or {})
-    for s, how in provenance.items():
-        if how != "exact":
-            log.warning("%s %s split: %s", spec.name, s, how)
+    _log_provenance(spec.name, provenance)
     loaders = make_loaders(config, splits)
     model = make_model(config, spec, splits["train"])
     num_params = count_parameters(model)
@@ -265,15 +280,18 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     module = GraphTaskModule(model, spec, config.optim, task=task)
 
     monitor, mode = _monitor(spec, config)
-    best_ckpt = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor=monitor, mode=mode,
-                                save_top_k=1, auto_insert_metric_name=False,
-                                enable_version_counter=False)
+    best_ckpt = RunCheckpoint(dirpath=ckpt_dir, filename="best", monitor=monitor, mode=mode,
+                              save_top_k=1, auto_insert_metric_name=False,
+                              enable_version_counter=False)
     # last.ckpt after every epoch: Lightning's save_last only writes it on epochs where the
     # monitored checkpoint was saved, so --resume would restart from the last improvement
-    last_ckpt = ModelCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1,
-                                auto_insert_metric_name=False, enable_version_counter=False)
-    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), best_ckpt, last_ckpt,
-                                   SeedPerRank(config.seed)]
+    last_ckpt = RunCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1,
+                              auto_insert_metric_name=False, enable_version_counter=False)
+    samplers = [b for b in [getattr(loaders["train"], "batch_sampler", None)]
+                if hasattr(b, "load_state_dict")]
+    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), RunState(config.to_dict(),
+                                                                          samplers),
+                                   best_ckpt, last_ckpt, SeedPerRank(config.seed)]
     sched = config.optim.scheduler
     stop_rule = None
     if isinstance(sched, PlateauConfig) and sched.stop_at_min_lr:
@@ -294,7 +312,14 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
                         logger=make_loggers(config.trainer.logger, out),
                         plugins=[AtomicCheckpointIO()], **tkw)
     start = time.perf_counter()
-    trainer.fit(module, loaders["train"], loaders["val"], ckpt_path=str(last) if resume else None)
+    try:
+        trainer.fit(module, loaders["train"], loaders["val"],
+                    ckpt_path=str(resume_from) if resume_from else None)
+    except SIGTERMException:
+        where = f"{last} (epoch {_epoch_of(last)})" if last.is_file() else "no checkpoint yet"
+        raise RunTerminated(f"terminated by SIGTERM during epoch {trainer.current_epoch + 1}; "
+                            f"last complete checkpoint: {where}; continue with the same command "
+                            f"plus --resume --out {out}") from None
     fit_time = time.perf_counter() - start
     if not trainer.is_global_zero:
         return {}
@@ -315,12 +340,55 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
                       stopped_by=stopped_by)
 
 
+def check_splits(splits: dict, config: Config) -> None:
+    """Every split must hold data: training needs a train and a val split to fit and select
+    checkpoints, and a test split to report.
+
+    Raises:
+        DataError: naming the empty split(s), the split sizes, and for a molecule CSV how many
+            rows a split needs.
+    """
+    from ..errors import DataError
+    empty = [s for s, ds in splits.items() if len(ds) == 0]
+    if not empty:
+        return
+    sizes = "/".join(str(len(ds)) for ds in splits.values())
+    hint = ""
+    if config.data.path is not None or hasattr(next(iter(splits.values())), "split_indices"):
+        from ..data.molecules import min_molecules_per_split
+        frac = getattr(next(iter(splits.values())), "frac", (0.8, 0.1, 0.1))
+        hint = (f"; the scaffold split with frac={tuple(frac)} needs at least "
+                f"{min_molecules_per_split(frac)} valid molecules with distinct scaffolds (more "
+                "when molecules share a scaffold) to give every split one")
+    raise DataError(f"{config.data.path or config.data.name}: empty split(s) {', '.join(empty)} "
+                    f"({'/'.join(splits)} = {sizes} graphs); every split needs at least "
+                    f"one graph{hint}")
+
+
+def _epoch_of(path: Path) -> int | str:
+    try:
+        return int(load_checkpoint(path).get("epoch", -1)) + 1
+    except Exception:  # noqa: BLE001 - only for a message
+        return "?"
+
+
+def _log_provenance(dataset: str, provenance: dict) -> None:
+    """One INFO line on where the data came from (the full record goes to ``metrics.json``)."""
+    if not provenance:
+        return
+    if "source" in provenance:  # a file-backed dataset (molecule CSV, MoleculeNet)
+        keys = ("source", "sha256", "num_rows", "num_molecules", "num_skipped", "split_sizes")
+        text = ", ".join(f"{k}={str(provenance[k])[:16] if k == 'sha256' else provenance[k]}"
+                         for k in keys if k in provenance)
+    else:  # per-split origin, e.g. ZINC's {"train": "exact", "val": "reconstructed"}
+        text = ", ".join(f"{k}: {v}" for k, v in provenance.items())
+    log.info("%s data: %s (full record in metrics.json)", dataset, text)
+
+
 def _evaluate_checkpoint(config: Config, spec: DatasetSpec, model: torch.nn.Module,
                          splits: dict, checkpoint: Path) -> tuple[int, dict[str, dict]]:
     """Loads ``checkpoint`` into ``model`` and evaluates every split: (1-based epoch, results)."""
-    state = load_checkpoint(checkpoint)
-    model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
-                           if k.startswith("model.")})
+    state = load_model_weights(model, checkpoint)
     epoch = int(state.get("epoch", -1)) + 1
     task = make_task(config, spec, splits["train"])
     return epoch, {s: evaluate(model, spec, _eval_loader(config, ds, s), task=task)
@@ -445,7 +513,13 @@ def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
         raise ValueError(f"--seeds must be >= 1, got {num_seeds}")
     if num_seeds == 1:
         return train(config, out_dir, resume=resume)
-    out = Path(out_dir)
+    from .rundir import run_lock
+    with run_lock(out_dir):  # summary.json is the root's; each seed also locks its own dir
+        return _train_seeds_locked(config, Path(out_dir), num_seeds, resume)
+
+
+def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool
+                        ) -> dict[str, Any]:
     runs = []
     for i in range(num_seeds):
         cfg = config.model_copy(update={"seed": config.seed + i})
@@ -508,9 +582,7 @@ def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
     path = run / "checkpoints" / f"{checkpoint}.ckpt"
     if not path.is_file():
         raise RunError(f"{run} has no checkpoint {path.name}")
-    state = load_checkpoint(path)
-    model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()
-                           if k.startswith("model.")})
+    load_model_weights(model, path)
     model.eval()
     return config, spec, model
 

@@ -6,9 +6,10 @@ model output plus its batch into ``(prediction, target)`` pairs for the loss and
 - ``level``: ``"graph"`` (one output per graph), ``"node"`` (per node; a boolean ``node_mask``
   on the batch, as set for the transductive Planetoid splits, selects the nodes that count) or
   ``"edge"`` (per edge of ``edge_index``);
-- ``task``: ``"regression"``, ``"classification"`` (single label, ``out_dim`` classes) or
-  ``"binary"`` (``out_dim`` independent binary tasks; NaN targets are missing labels and are
-  ignored by loss and metrics, as in OGB / MoleculeNet);
+- ``task``: ``"regression"`` (NaN targets are missing labels, ignored by loss and metrics),
+  ``"classification"`` (single label, ``out_dim`` classes) or ``"binary"`` (``out_dim``
+  independent binary tasks; NaN targets are missing labels and are ignored by loss and
+  metrics, as in OGB / MoleculeNet);
 - ``loss``: ``"auto"`` (L1 for regression, cross-entropy for classification, BCE for binary),
   ``"mse"``, or ``"weighted_ce"`` (the SBM benchmarks' cross-entropy with per-batch class weights
   ``(V - V_c) / V``, zero for absent classes; with ``class_counts`` of the training split, the
@@ -86,7 +87,12 @@ class Task:
         out = out.to(torch.promote_types(out.dtype, torch.float32))
         kind = self.spec.loss
         if self.spec.task == "regression":
-            return F.mse_loss(out, y) if kind == "mse" else F.l1_loss(out, y)
+            # a blank label in a CSV is NaN: missing, not counted; a masked mean keeps the loss
+            # free of device syncs (and finite, with no gradient, when a batch has no label)
+            labelled = ~torch.isnan(y)
+            diff = out - torch.where(labelled, y, out.detach())
+            per_item = diff.square() if kind == "mse" else diff.abs()
+            return (per_item * labelled).sum() / labelled.sum().clamp_min(1)
         if self.spec.task == "binary":
             # mean over the labelled entries, without boolean indexing (a device sync)
             labelled = ~torch.isnan(y)
@@ -131,11 +137,15 @@ class Task:
 
     def metric_inputs(self, out: Tensor, batch) -> tuple[Tensor, Tensor]:
         """``(preds, target)`` in the form the metric's ``update`` expects (predictions in float32
-        or float64, also under bf16 autocast)."""
+        or float64, also under bf16 autocast; missing regression labels left out)."""
         out = out.detach()
         if out.is_floating_point():
             out = out.to(torch.promote_types(out.dtype, torch.float32))
         out, y = self.select(out, batch)
+        if self.spec.task == "regression":
+            labelled = ~torch.isnan(y)  # missing labels count in no metric
+            if not bool(labelled.all()):
+                out, y = out[labelled], y[labelled]
         if self.spec.metric == "f1":
             return out.argmax(-1), y
         return out, y

@@ -1,0 +1,48 @@
+"""Errors a user sees as one line (the CLI prints ``graph-transformers: error: <message>``).
+
+Each carries the process exit status the CLI returns for it (see ``docs/reliability.md``):
+``2`` for a run that cannot start or continue because of its inputs (config, arguments, run
+directory, data), ``1`` for a failure while training, ``143`` for a terminated run.
+"""
+from __future__ import annotations
+
+
+class RunError(RuntimeError):
+    """A run that cannot start or continue (e.g. an existing run directory without --resume)."""
+
+    exit_code = 2
+
+
+class RunLockedError(RunError):
+    """The run directory is locked by another live run; the message names the holder."""
+
+
+class CheckpointError(RunError):
+    """A checkpoint that cannot be read (missing, empty, truncated, not a checkpoint) or written
+    (disk full, no permission); the message names the file and what is wrong."""
+
+
+class CheckpointWriteError(CheckpointError):
+    """A checkpoint could not be written (full disk, no permission) while training; the previous
+    checkpoint is untouched."""
+
+    exit_code = 1
+
+
+class TrainingError(RunError):
+    """Training cannot go on (e.g. a non-finite loss); the run directory keeps the last good
+    checkpoint."""
+
+    exit_code = 1
+
+
+class RunTerminated(RunError):
+    """The run received SIGTERM (e.g. a scheduler's preemption); the message says how to resume."""
+
+    exit_code = 143
+
+
+class DataError(ValueError):
+    """A dataset file or cached dataset whose content cannot be used (non-finite labels,
+    corrupt cache without raw data, graphs with out-of-range indices); the message names the
+    file and the row or graph."""

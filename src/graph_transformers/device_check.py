@@ -266,24 +266,30 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def _train_step(model: nn.Module, opt: torch.optim.Optimizer, batch, task,
+                device: torch.device, bf16: bool) -> None:
+    """One optimizer step on ``batch`` (task loss plus any auxiliary loss), under bf16
+    autocast when ``bf16``."""
+    from .training.module import split_output
+    opt.zero_grad(set_to_none=True)
+    ctx = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    with ctx:
+        out, aux = split_output(model(batch))
+        loss = task.loss(out, batch) + (aux if aux is not None else 0)
+    loss.backward()
+    opt.step()
+
+
 def train_steps(model: nn.Module, batch, task, device: torch.device, bf16: bool, steps: int,
                 warmup: int = 2) -> dict:
     """Times ``steps`` training steps (forward, backward, Adam) on one batch: graphs/s and the
     peak memory of a step above what was allocated before (CUDA only)."""
-    from .training.module import split_output
     m = copy.deepcopy(model).to(device).train()
     b = batch.clone().to(device)
     opt = torch.optim.Adam(m.parameters(), lr=1e-4)
 
     def step() -> None:
-        opt.zero_grad(set_to_none=True)
-        ctx = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else \
-            contextlib.nullcontext()
-        with ctx:
-            out, aux = split_output(m(b))
-            loss = task.loss(out, b) + (aux if aux is not None else 0)
-        loss.backward()
-        opt.step()
+        _train_step(m, opt, b, task, device, bf16)
 
     for _ in range(warmup):
         step()
@@ -315,7 +321,6 @@ def epoch_time(model: nn.Module, train, task, device: torch.device, bf16: bool,
     """Wall time of one training epoch over ``train`` (loading included)."""
     from torch_geometric.loader import DataLoader
 
-    from .training.module import split_output
     m = copy.deepcopy(model).to(device).train()
     opt = torch.optim.Adam(m.parameters(), lr=1e-4)
     loader = DataLoader(train, batch_size=batch_size, shuffle=True, **workers)
@@ -323,15 +328,7 @@ def epoch_time(model: nn.Module, train, task, device: torch.device, bf16: bool,
     t0 = time.perf_counter()
     n = 0
     for b in loader:
-        b = b.to(device, non_blocking=True)
-        opt.zero_grad(set_to_none=True)
-        ctx = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else \
-            contextlib.nullcontext()
-        with ctx:
-            out, aux = split_output(m(b))
-            loss = task.loss(out, b) + (aux if aux is not None else 0)
-        loss.backward()
-        opt.step()
+        _train_step(m, opt, b.to(device, non_blocking=True), task, device, bf16)
         n += b.num_graphs
     _sync(device)
     return {"seconds": round(time.perf_counter() - t0, 4), "graphs": n}

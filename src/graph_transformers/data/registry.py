@@ -1,6 +1,7 @@
 """Dataset registry: config names → loaders and the task description a model and trainer need."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,12 +97,14 @@ def _load_tu(name: str, constant_x: bool = False) -> Callable[..., Dataset]:
     return load
 
 
+@functools.lru_cache(maxsize=32)
 def tu_spec(name: str, data_dir: Any = None, cache_dir: Any = None) -> DatasetSpec:
     """The spec of any TU dataset by its TU name (``data.name: tu:<NAME>``, e.g. ``tu:DD``),
     read once from the data: classes, node feature width (one-hot node labels, plus the node
     attributes where present; a constant 1 for sets with neither) and edge feature width (one-hot
     edge labels, or none). Raw files come from ``DATA_DIR/TU/<NAME>.zip`` or TUDataset's
-    download; splits are the 10 stratified folds of :mod:`graph_transformers.data.tu`.
+    download; splits are the 10 stratified folds of :mod:`graph_transformers.data.tu`. The spec
+    is read once per (name, data_dir, cache_dir) in a process (a run resolves it several times).
 
     Raises:
         DataNotFoundError: when the raw files are neither local nor downloadable.

@@ -15,6 +15,12 @@ from ..fileio import atomic_writer
 log = logging.getLogger(__name__)
 
 
+def _epoch_metrics(trainer: L.Trainer) -> dict[str, float]:
+    """The epoch's ``train/`` and ``val/`` metrics Lightning has collected."""
+    return {k: float(v) for k, v in trainer.callback_metrics.items()
+            if k.startswith(("train/", "val/"))}
+
+
 class StopAtMinLR(L.Callback):
     """Stops training once the learning rate falls below ``min_lr`` (GT / benchmarking-GNNs
     protocol: ``ReduceLROnPlateau`` until the LR reaches 1e-6)."""
@@ -60,8 +66,7 @@ class EpochLog(Checkpoint):
             return
         epoch_time = time.perf_counter() - self._start
         self.elapsed += epoch_time
-        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()
-                   if k.startswith(("train/", "val/"))}
+        metrics = _epoch_metrics(trainer)
         row = {"epoch": trainer.current_epoch + 1,
                "lr": trainer.optimizers[0].param_groups[0]["lr"],
                "epoch_time_s": round(epoch_time, 3), "elapsed_s": round(self.elapsed, 3)}
@@ -100,8 +105,7 @@ class EpochSummary(Checkpoint):
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         if not trainer.is_global_zero:
             return
-        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()
-                   if k.startswith(("train/", "val/"))}
+        metrics = _epoch_metrics(trainer)
         parts = [f"{k} {metrics[k]:.4g}" for k in sorted(metrics)]
         lr = trainer.optimizers[0].param_groups[0]["lr"]
         max_epochs = trainer.max_epochs if trainer.max_epochs and trainer.max_epochs > 0 else "?"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._optional import MissingDependencyError, require
-from .reproduction import find_runs
+from .reproduction import find_runs, mean_std
 from .tables import PERCENT_METRICS
 
 log = logging.getLogger(__name__)
@@ -93,9 +93,8 @@ def compare_runs(run_dirs: list[str | Path]) -> list[dict[str, Any]]:
             scale = 100.0 if metric in PERCENT_METRICS else 1.0
 
             def stat(split: str) -> dict[str, float]:
-                v = [float(m[split][metric]) * scale for m in seeds]
-                return {"mean": statistics.fmean(v),
-                        "std": statistics.pstdev(v) if len(v) > 1 else 0.0}
+                mean, std = mean_std([float(m[split][metric]) * scale for m in seeds])
+                return {"mean": mean, "std": std}
 
             curves = []
             for m in seeds:

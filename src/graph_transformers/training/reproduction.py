@@ -129,8 +129,9 @@ def _provenance(metrics: dict[str, Any]) -> str:
     return "; ".join(f"{', '.join(splits)}: {what}" for what, splits in how.items())
 
 
-def _mean_std(values: list[float]) -> tuple[float, float]:
-    return statistics.fmean(values), (statistics.pstdev(values) if len(values) > 1 else 0.0)
+def mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and population s.d. (the papers' convention; 0 for one value)."""
+    return statistics.fmean(values), statistics.pstdev(values)
 
 
 def verdict(ours_mean: float, paper: dict[str, Any], complete: bool,
@@ -174,9 +175,9 @@ def build_rows(results_dir: str | Path, config_dir: str | Path | None = None,
         scale = 100.0 if metric in PERCENT_METRICS else 1.0
         picked = [_test_value(m, metric, ref.get("epoch", "best")) for m in seeds]
         values = [v * scale for v, _ in picked]
-        mean, std = _mean_std(values)
-        val_mean, _ = _mean_std([float(m["val"][metric]) * scale for m in seeds])
-        train_mean, _ = _mean_std([float(m["train"][metric]) * scale for m in seeds])
+        mean, std = mean_std(values)
+        val_mean, _ = mean_std([float(m["val"][metric]) * scale for m in seeds])
+        train_mean, _ = mean_std([float(m["train"][metric]) * scale for m in seeds])
         ends = [stopped_by(m) for m in seeds]
         epochs = statistics.fmean(m["epochs"] for m in seeds)
         complete = all(e in COMPLETE for e in ends)

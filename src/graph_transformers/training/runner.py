@@ -386,11 +386,11 @@ def _log_provenance(dataset: str, provenance: dict) -> None:
 
 
 def _evaluate_checkpoint(config: Config, spec: DatasetSpec, model: torch.nn.Module,
-                         splits: dict, checkpoint: Path) -> tuple[int, dict[str, dict]]:
+                         splits: dict, checkpoint: Path, task: Task
+                         ) -> tuple[int, dict[str, dict]]:
     """Loads ``checkpoint`` into ``model`` and evaluates every split: (1-based epoch, results)."""
     state = load_model_weights(model, checkpoint)
     epoch = int(state.get("epoch", -1)) + 1
-    task = make_task(config, spec, splits["train"])
     return epoch, {s: evaluate(model, spec, _eval_loader(config, ds, s), task=task)
                    for s, ds in splits.items()}
 
@@ -405,12 +405,13 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
     under ``"last": {"epoch", "train", "val", "test"}``: the GT benchmark reports that one.
     ``stopped_by`` records what ended training: ``min_lr`` or ``max_epochs`` (the schedule ran to
     its end), ``max_time`` or ``interrupted`` (it did not)."""
+    task = make_task(config, spec, splits["train"])  # counted once for both checkpoints
     last = None
     if last_checkpoint is not None and Path(last_checkpoint).is_file():
         last_epoch, last_results = _evaluate_checkpoint(config, spec, model, splits,
-                                                        Path(last_checkpoint))
+                                                        Path(last_checkpoint), task)
         last = {"epoch": last_epoch, **last_results}
-    best_epoch, results = _evaluate_checkpoint(config, spec, model, splits, checkpoint)
+    best_epoch, results = _evaluate_checkpoint(config, spec, model, splits, checkpoint, task)
     metrics = {
         "model": config.model.name,
         "dataset": spec.name,

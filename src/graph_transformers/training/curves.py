@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._optional import MissingDependencyError, require
+from ..fileio import atomic_save
 from .reproduction import find_runs, mean_std
 from .tables import PERCENT_METRICS
 
@@ -69,9 +70,7 @@ def write_curves(run_dir: str | Path, metric: str) -> Path | None:
     axes[2].grid(alpha=0.3)
     fig.suptitle(run.name)
     out = run / "curves.png"
-    tmp = run / f".curves.{id(fig)}.png"
-    fig.savefig(tmp, dpi=90)
-    tmp.replace(out)
+    atomic_save(out, lambda f: fig.savefig(f, dpi=90, format="png"))
     return out
 
 
@@ -152,7 +151,5 @@ def plot_compare(rows: list[dict[str, Any]], path: str | Path) -> Path:
     ax.legend(fontsize=8)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.stem}.{id(fig)}{out.suffix}")
-    fig.savefig(tmp, dpi=90)
-    tmp.replace(out)
+    atomic_save(out, lambda f: fig.savefig(f, dpi=90, format="png"))
     return out

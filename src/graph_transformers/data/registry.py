@@ -236,6 +236,33 @@ DATASETS: dict[str, DatasetSpec] = {
 }
 
 
+#: suffixes of a user's graph file (``data.path``); any other suffix is a molecule CSV
+GRAPH_FILE_SUFFIXES = (".pt", ".pth")
+
+
+def is_graph_file(path: Any) -> bool:
+    """Whether ``data.path`` names a saved list of PyG graphs (``.pt`` / ``.pth``) rather than a
+    molecule CSV."""
+    return str(path).lower().endswith(GRAPH_FILE_SUFFIXES)
+
+
+def _load_graph_file(split, data_dir, cache_dir, pre_transform, options):
+    from .graph_list import GraphFile
+    return GraphFile(root=resolve_cache_dir(cache_dir) / "GraphFile", split=split,
+                     path=options["path"], level=options.get("level"),
+                     task=options.get("task"), fold=options.get("fold", 0),
+                     seed=options.get("seed", 0), split_files=options.get("split_files"),
+                     pre_transform=pre_transform)
+
+
+def graph_list_spec(info: Any, name: str = "graph_file",
+                    load: Callable[..., Dataset] = _load_graph_file) -> DatasetSpec:
+    """The spec of a user's graphs from what :func:`~.graph_list.infer_info` read off them."""
+    return DatasetSpec(name, info.level, info.task, info.out_dim, info.metric, load,
+                       node_types=info.node_types, edge_types=info.edge_types,
+                       node_dim=info.node_dim, edge_dim=info.edge_dim)
+
+
 def molecule_csv_spec(task: str, num_targets: int) -> DatasetSpec:
     """The spec of a user's molecule CSV (``data.path`` set): ``task`` ``"classification"`` gives
     binary tasks scored by ROC-AUC, ``"regression"`` gives RMSE (MSE loss)."""
@@ -246,12 +273,25 @@ def molecule_csv_spec(task: str, num_targets: int) -> DatasetSpec:
                        _load_molecule_csv, **_MOL_TYPES)
 
 
+def csv_task(task: str | None) -> str:
+    """``data.task`` of a molecule CSV → :class:`~.molecules.MoleculeCSV`'s task: label columns
+    of 0 / 1 are binary tasks (``classification`` or ``binary``), the default is regression."""
+    return "classification" if task in ("classification", "binary") else "regression"
+
+
 def resolve_spec(data_cfg: Any) -> DatasetSpec:
     """The spec for a config's ``data`` section: a user's molecule CSV when ``data.path`` is set,
     else the registered ``data.name``."""
-    if getattr(data_cfg, "path", None):
-        return molecule_csv_spec(data_cfg.task, len(data_cfg.target_columns))
+    path = getattr(data_cfg, "path", None)
+    if path and is_graph_file(path):
+        from .graph_list import graph_file_info
+        return graph_list_spec(graph_file_info(path, data_cfg.level, data_cfg.task))
+    if path:
+        return molecule_csv_spec(csv_task(data_cfg.task), len(data_cfg.target_columns))
     name = str(data_cfg.name)
+    if name == "graph_list":
+        raise ValueError("this run trained on in-memory graphs: pass them again "
+                         "(dataset=...) to evaluate or resume it")
     if name.lower().startswith("tu:"):
         return tu_spec(name[3:], getattr(data_cfg, "data_dir", None),
                        getattr(data_cfg, "cache_dir", None))
@@ -296,9 +336,13 @@ def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
     spec = resolve_spec(data_cfg)
     pre = build_pre_transform(encodings)
     options = {"fold": data_cfg.fold, "seed": data_cfg.seed, **data_cfg.options}
-    if getattr(data_cfg, "path", None):
+    if getattr(data_cfg, "path", None) and is_graph_file(data_cfg.path):
+        options.update(path=data_cfg.path, level=data_cfg.level, task=data_cfg.task,
+                       split_files=data_cfg.split_files)
+    elif getattr(data_cfg, "path", None):
         options.update(path=data_cfg.path, smiles_column=data_cfg.smiles_column,
-                       target_columns=list(data_cfg.target_columns), task=data_cfg.task)
+                       target_columns=list(data_cfg.target_columns),
+                       task=csv_task(data_cfg.task))
     try:
         # one process builds a missing cache, concurrent ones (DDP ranks) wait and read it
         with cache_lock(spec.name, data_cfg.cache_dir):

@@ -7,9 +7,9 @@ from .graphormer import GraphormerLayer
 from .grpe import GRPEAttention, GRPEEncodings, GRPELayer
 from .linear_attention import PerformerAttention, linear_attention
 from .mpnn import GatedGCNConv, LocalMPNN, MPNNBlock
-from .norm import make_norm
+from .norm import BatchNorm, make_norm
 
-__all__ = ["EGTLayer", "FullAttention", "GPSLayer", "GRPEAttention", "GRPEEncodings", "GRPELayer",
+__all__ = ["BatchNorm", "EGTLayer", "FullAttention", "GPSLayer", "GRPEAttention", "GRPEEncodings", "GRPELayer",
            "GatedGCNConv", "GraphTransformerLayer", "GraphormerLayer", "LocalMPNN", "MPNNBlock",
            "PerformerAttention", "clamped_edge_softmax", "linear_attention", "make_norm",
            "sparse_attention"]

@@ -97,7 +97,7 @@ def _mlp(dim: int, norm: bool) -> nn.Sequential:
     """``Linear → [BatchNorm] → ReLU → Linear`` (GIN's MLP)."""
     layers: list[nn.Module] = [nn.Linear(dim, dim)]
     if norm:
-        layers.append(nn.BatchNorm1d(dim))
+        layers.append(make_norm("batch", dim))
     layers += [nn.ReLU(), nn.Linear(dim, dim)]
     return nn.Sequential(*layers)
 

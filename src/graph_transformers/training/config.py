@@ -288,21 +288,37 @@ class DataConfig(_Section):
     bucket_by_size: bool = False
     #: graphs per sorting window of the bucketing sampler, in batches
     bucket_window: PositiveInt = 50
-    #: a user's molecule CSV: with ``path`` set, the dataset is that file (``name`` is ignored),
-    #: featurized like MoleculeNet and split by scaffold
+    #: a user's own data (``name`` is then ignored): a molecule CSV (``.csv``, ``.csv.gz``),
+    #: featurized like MoleculeNet and split by scaffold, or a saved list of PyG graphs
+    #: (``.pt``: ``InMemoryDataset.save(data_list, path)`` or ``torch.save(data_list, path)``;
+    #: ``graph_transformers.data.graph_list``)
     path: str | None = None
     smiles_column: str = "smiles"
     target_columns: list[str] | None = None
-    #: ``classification`` (binary tasks, ROC-AUC) or ``regression`` (RMSE) for a CSV
-    task: Literal["classification", "regression"] = "regression"
+    #: a CSV's label columns are ``classification`` / ``binary`` (0/1 tasks, ROC-AUC) or
+    #: ``regression`` (the default; RMSE). A graph file's task is read off ``y`` unless given:
+    #: ``regression`` (MAE), ``classification`` (one class id per item, accuracy) or ``binary``
+    #: (0/1/NaN columns, ROC-AUC)
+    task: Literal["classification", "regression", "binary"] | None = None
+    #: a graph file's prediction level, read off ``y``'s rows unless given
+    level: Literal["graph", "node", "edge"] | None = None
+    #: a graph file's split: ``{train, val, test}`` → text files of 0-based graph ids (node or
+    #: edge ids for one graph); without it, the graph's masks or 10 seeded folds (``fold``)
+    split_files: dict[Literal["train", "val", "test"], str] | None = None
     #: neighbour sampling for node tasks on one large graph (PyG ``NeighborLoader``): neighbours
     #: sampled per hop, e.g. ``[10, 10]``; ``batch_size`` is then the number of seed nodes
     num_neighbors: list[Annotated[int, Field(ge=-1)]] | None = None
 
     @model_validator(mode="after")
     def _csv(self) -> "DataConfig":
-        if self.path is not None and not self.target_columns:
+        from ..data.registry import is_graph_file
+        graph_file = self.path is not None and is_graph_file(self.path)
+        if self.path is not None and not graph_file and not self.target_columns:
             raise ValueError("data.path is set: give the label columns in data.target_columns")
+        if (self.level is not None or self.split_files is not None) and not graph_file \
+                and self.name != "graph_list":
+            raise ValueError("data.level and data.split_files apply to a graph file "
+                             "(data.path: <file>.pt) or in-memory graphs")
         return self
 
 

@@ -69,6 +69,8 @@ def config_references(config_dir: str | Path
     return found
 
 
+#: data keys that only describe a user's own file (``data.path``)
+_USER_DATA_KEYS = ("smiles_column", "target_columns", "task", "level", "split_files")
 _WHERE_KEYS = ("data_dir", "cache_dir", "num_workers", "pin_memory")
 
 
@@ -84,6 +86,9 @@ def _config_changed(run_config: dict[str, Any], current: dict[str, Any]) -> bool
         if section == "data":
             for key in _WHERE_KEYS:
                 a.pop(key, None), b.pop(key, None)
+            if a.get("path") is None and b.get("path") is None:  # keys of a user's own data
+                for key in _USER_DATA_KEYS:
+                    a.pop(key, None), b.pop(key, None)
         if a != b:
             return True
     return False

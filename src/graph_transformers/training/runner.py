@@ -214,8 +214,53 @@ def make_task(config: Config, spec: DatasetSpec, train_set) -> Task:
     return Task(spec, class_counts=counts, weighted_accuracy=config.protocol.weighted_accuracy)
 
 
-def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str, Any]:
+def graph_list_splits(config: Config, dataset) -> tuple[DatasetSpec, dict]:
+    """Spec and ``{train, val, test}`` splits of a user's in-memory graphs (a list of PyG
+    ``Data`` or a PyG dataset) under ``config.data`` (``level``, ``task``, ``fold``, ``seed``,
+    ``split_files``) with ``config.encodings`` applied (:class:`~..data.graph_list.GraphList`).
+
+    Raises:
+        DataError: graphs the task cannot be read off, or a bad split
+            (:func:`~..data.graph_list.infer_info`, :func:`~..data.graph_list.make_split`).
+    """
+    from ..data.graph_list import GraphList, infer_info
+    from ..data.registry import build_pre_transform, graph_list_spec
+    graphs = list(dataset)
+    d = config.data
+    info = infer_info(graphs, d.level, d.task)
+    pre = build_pre_transform(config.encodings)
+    splits = {s: GraphList(graphs, s, fold=d.fold, seed=d.seed, split_files=d.split_files,
+                           pre_transform=pre, info=info) for s in ("train", "val", "test")}
+    return graph_list_spec(info, "graph_list"), splits
+
+
+def resolve_data(config: Config, dataset=None) -> tuple[DatasetSpec, dict]:
+    """The dataset spec and splits of a run: ``dataset`` (a user's in-memory graphs) when
+    given, else the dataset ``config.data`` names (:func:`~..data.registry.load_splits`)."""
+    if dataset is not None:
+        return graph_list_splits(config, dataset)
+    return resolve_spec(config.data), load_splits(config.data, config.encodings)
+
+
+def _for_dataset(config: Config, dataset) -> Config:
+    """``config`` with ``data.name: graph_list`` when it trains on in-memory graphs, so that the
+    saved config says what the data was."""
+    if dataset is None or config.data.name == "graph_list":
+        return config
+    if config.data.path is not None:
+        raise ConfigError("give either dataset=... or data.path, not both")
+    return config.model_copy(update={"data": config.data.model_copy(
+        update={"name": "graph_list"})})
+
+
+def train(config: Config, out_dir: str | Path, resume: bool = False,
+          dataset=None) -> dict[str, Any]:
     """Trains one seed of ``config`` into ``out_dir`` and returns its ``metrics.json`` content.
+
+    ``dataset``: a user's graphs (a list of ``torch_geometric.data.Data`` or a PyG dataset)
+    instead of the dataset ``config.data`` names; the task is read off the graphs
+    (:mod:`graph_transformers.data.graph_list`) and the saved config gets
+    ``data.name: graph_list``.
 
     The run holds an exclusive lock on ``out_dir`` throughout (:func:`~.rundir.run_lock`).
     With ``resume``, the checkpoint (``last.ckpt``, else the newest readable one) is read and
@@ -231,12 +276,14 @@ def train(config: Config, out_dir: str | Path, resume: bool = False) -> dict[str
     """
     from .rundir import check_resume_compatible, resume_checkpoint, run_lock
     out = Path(out_dir)
+    config = _for_dataset(config, dataset)
     with run_lock(out):
-        return _train_locked(config, out, resume, check_resume_compatible, resume_checkpoint)
+        return _train_locked(config, out, resume, check_resume_compatible, resume_checkpoint,
+                             dataset)
 
 
 def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatible,
-                  resume_checkpoint) -> dict[str, Any]:
+                  resume_checkpoint, dataset=None) -> dict[str, Any]:
     ckpt_dir = out / "checkpoints"
     last = ckpt_dir / "last.ckpt"
     resume_from = None
@@ -258,8 +305,7 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
 
     L.seed_everything(config.seed, workers=True, verbose=False)
     configure_for_training(config.trainer.accelerator)  # glibc setting: CPU on Linux only
-    spec = resolve_spec(config.data)
-    splits = load_splits(config.data, config.encodings)
+    spec, splits = resolve_data(config, dataset)
     check_splits(splits, config)
     if not trains_on_cpu(config.trainer.accelerator):  # per batch, value checks run on CPU only
         for s, ds in splits.items():
@@ -439,7 +485,7 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
     return metrics
 
 
-def finalize_interrupted(run_dir: str | Path) -> dict[str, Any]:
+def finalize_interrupted(run_dir: str | Path, dataset=None) -> dict[str, Any]:
     """Writes ``metrics.json`` for a run that was stopped before it finished (killed, out of
     time), from its best checkpoint and its epoch log; ``--resume`` can still continue it later.
 
@@ -452,10 +498,9 @@ def finalize_interrupted(run_dir: str | Path) -> dict[str, Any]:
     if not (run / "config.yaml").is_file() or not best.is_file() or not log_path.is_file():
         raise RunError(f"{run}: needs config.yaml, checkpoints/best.ckpt and epochs.csv")
     config = build_config(load_yaml(run / "config.yaml"))
-    spec = resolve_spec(config.data)
+    spec, splits = resolve_data(config, dataset)
     with open(log_path) as f:
         rows = list(csv.DictReader(f))
-    splits = load_splits(config.data, config.encodings)
     provenance = {}
     for ds in splits.values():
         provenance.update(getattr(ds, "provenance", {}) or {})
@@ -506,21 +551,21 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
-                resume: bool = False) -> dict[str, Any]:
+                resume: bool = False, dataset=None) -> dict[str, Any]:
     """Runs ``num_seeds`` seeds (``config.seed``, ``config.seed + 1``, …). One seed trains into
     ``out_dir`` itself; several into ``out_dir/seed_<s>/`` plus ``summary.json``. With
     ``resume``, finished seeds are read back and unfinished ones continued or started."""
     if num_seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {num_seeds}")
     if num_seeds == 1:
-        return train(config, out_dir, resume=resume)
+        return train(config, out_dir, resume=resume, dataset=dataset)
     from .rundir import run_lock
     with run_lock(out_dir):  # summary.json is the root's; each seed also locks its own dir
-        return _train_seeds_locked(config, Path(out_dir), num_seeds, resume)
+        return _train_seeds_locked(config, Path(out_dir), num_seeds, resume, dataset)
 
 
-def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool
-                        ) -> dict[str, Any]:
+def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool,
+                        dataset=None) -> dict[str, Any]:
     runs = []
     for i in range(num_seeds):
         cfg = config.model_copy(update={"seed": config.seed + i})
@@ -530,7 +575,8 @@ def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool
             runs.append(json.loads(done.read_text()))
             continue
         runs.append(train(cfg, seed_dir, resume=resume and (seed_dir / "checkpoints" /
-                                                              "last.ckpt").is_file()))
+                                                              "last.ckpt").is_file(),
+                          dataset=dataset))
     if not launch_is_rank_zero():  # DDP: the other ranks have no results to summarize
         return {}
     summary = summarize(runs)
@@ -539,7 +585,7 @@ def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool
 
 
 def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: int = 1,
-                resume: bool = False) -> dict[str, Any]:
+                resume: bool = False, dataset=None) -> dict[str, Any]:
     """Cross-validation: ``num_seeds`` seeds of each fold ``0..num_folds-1`` (``data.fold``), into
     ``out_dir/fold_<k>/`` (seeds as :func:`train_seeds`), and ``summary.json`` with mean ± s.d.
     over every (fold, seed) run, as the CSL and TU benchmarks report.
@@ -554,7 +600,7 @@ def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: 
     for k in range(num_folds):
         cfg = config.model_copy(update={"data": config.data.model_copy(update={"fold": k})})
         fold_dir = out / f"fold_{k}"
-        train_seeds(cfg, fold_dir, num_seeds, resume=resume)
+        train_seeds(cfg, fold_dir, num_seeds, resume=resume, dataset=dataset)
         runs += [json.loads(p.read_text()) for p in sorted(fold_dir.rglob("metrics.json"))]
     if not launch_is_rank_zero():  # DDP: rank 0 writes the summary
         return {}
@@ -565,7 +611,8 @@ def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: 
 
 
 def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
-                       checkpoint: str = "best") -> tuple[Config, DatasetSpec, torch.nn.Module]:
+                       checkpoint: str = "best", dataset=None
+                       ) -> tuple[Config, DatasetSpec, torch.nn.Module]:
     """The config, dataset spec and model (weights from ``checkpoints/<checkpoint>.ckpt``, loaded
     with ``weights_only=True``) of a run directory; the model is in eval mode.
 
@@ -578,7 +625,7 @@ def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
     config = build_config(load_yaml(run / "config.yaml"))
     if data_dir is not None:
         config.data.data_dir = data_dir
-    spec = resolve_spec(config.data)
+    spec = resolve_data(config, dataset)[0] if dataset is not None else resolve_spec(config.data)
     model = make_model(config, spec)
     path = run / "checkpoints" / f"{checkpoint}.ckpt"
     if not path.is_file():
@@ -589,14 +636,15 @@ def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
 
 
 def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
-                 checkpoint: str = "best") -> dict[str, dict[str, float]]:
-    """Re-computes the metrics of a finished (or interrupted) run from its checkpoint.
+                 checkpoint: str = "best", dataset=None) -> dict[str, dict[str, float]]:
+    """Re-computes the metrics of a finished (or interrupted) run from its checkpoint
+    (``dataset``: the in-memory graphs a ``graph_list`` run trained on).
 
     Raises:
         RunError: when the run directory has no config or checkpoint.
     """
-    config, spec, model = load_trained_model(run_dir, data_dir, checkpoint)
-    splits = load_splits(config.data, config.encodings)
+    config, spec, model = load_trained_model(run_dir, data_dir, checkpoint, dataset)
+    splits = resolve_data(config, dataset)[1]
     task = make_task(config, spec, splits["train"])
     return {s: evaluate(model, spec, _eval_loader(config, ds, s), task=task)
             for s, ds in splits.items()}

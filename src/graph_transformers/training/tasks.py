@@ -5,7 +5,7 @@ model output plus its batch into ``(prediction, target)`` pairs for the loss and
 
 - ``level``: ``"graph"`` (one output per graph), ``"node"`` (per node; a boolean ``node_mask``
   on the batch, as set for the transductive Planetoid splits, selects the nodes that count) or
-  ``"edge"`` (per edge of ``edge_index``);
+  ``"edge"`` (per edge of ``edge_index``; a boolean ``edge_mask`` likewise);
 - ``task``: ``"regression"`` (NaN targets are missing labels, ignored by loss and metrics),
   ``"classification"`` (single label, ``out_dim`` classes) or ``"binary"`` (``out_dim``
   independent binary tasks; NaN targets are missing labels and are ignored by loss and
@@ -56,16 +56,18 @@ class Task:
         """Items the loss averages over in ``batch`` (graphs, nodes or edges)."""
         if self.spec.level == "graph":
             return int(batch.num_graphs)
+        mask = getattr(batch, f"{self.spec.level}_mask", None)
+        if mask is not None:
+            return int(mask.sum())
         if self.spec.level == "edge":
             return int(batch.edge_index.size(1))
-        mask = getattr(batch, "node_mask", None)
-        return int(mask.sum()) if mask is not None else int(batch.num_nodes)
+        return int(batch.num_nodes)
 
     def select(self, out: Tensor, batch) -> tuple[Tensor, Tensor]:
         """``(output, target)`` of the items that count, shaped for the loss."""
         y = batch.y
-        if self.spec.level == "node":
-            mask = getattr(batch, "node_mask", None)
+        if self.spec.level in ("node", "edge"):
+            mask = getattr(batch, f"{self.spec.level}_mask", None)
             if mask is not None:
                 out, y = out[mask], y[mask]
         # float targets in float32, or float64 for a float64 model

@@ -1,0 +1,565 @@
+r"""A user's own graphs: a list of PyG ``Data`` objects, in memory or saved to a ``.pt`` file.
+
+The task is read off the data, so a file made with a few lines of PyG trains with no registry
+entry:
+
+- **level** — from the first dimension of ``y`` in every graph: ``1`` row → ``"graph"``,
+  ``num_nodes`` rows → ``"node"``, ``num_edges`` rows → ``"edge"`` (one label per edge of
+  ``edge_index``); where several fit every graph (say a one-node graph), ``data.level`` decides.
+- **task** — an integer (or bool) ``y`` with one column → ``"classification"`` with
+  ``max(y) + 1`` classes (accuracy); a floating ``y`` → ``"regression"`` (MAE, L1 loss; ``NaN``
+  marks a missing label); ``data.task: binary`` reads ``y`` ``[*, T]`` of 0 / 1 / ``NaN`` as
+  ``T`` binary tasks (ROC-AUC).
+- **features** — a floating ``x`` ``[num_nodes, F]`` is continuous (a linear encoder); an integer
+  ``x`` ``[num_nodes]`` or ``[num_nodes, C]`` holds category ids (one embedding table per
+  column, sized by the largest id over all graphs); no ``x`` → one constant feature. ``edge_attr``
+  likewise, or none.
+
+Splits:
+
+- several graphs: ``data.split_files`` (``{train, val, test}`` → text files of 0-based graph ids,
+  separated by commas, spaces or new lines), else 10 folds of the graphs drawn from ``data.seed``
+  — stratified by class for classification — with fold ``data.fold`` as test, the next fold as
+  validation and the other eight as training (80 / 10 / 10; ``--folds K`` trains folds
+  ``0..K-1``);
+- one graph, node or edge level (transductive): boolean ``train_mask`` / ``val_mask`` /
+  ``test_mask`` of length ``num_nodes`` or ``num_edges`` stored in the graph, else
+  ``data.split_files`` holding node or edge ids, else the same 10-fold cut of the labelled nodes
+  or edges. Each split is the whole graph with ``node_mask`` / ``edge_mask`` selecting the items
+  that count.
+
+A saved file is read with ``torch.load(weights_only=True)``, PyG's data classes allowed: both
+``InMemoryDataset.save(data_list, path)`` (what PyG's own datasets write) and
+``torch.save(data_list, path)`` work; anything else in the file is refused.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch_geometric.data import Data, InMemoryDataset
+
+from ..errors import DataError
+from .cache import (CheckedInMemoryDataset, DataNotFoundError, pre_transform_key,
+                    resolve_cache_dir, sha256_of, write_cache_json)
+from .tu import stratified_kfold
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test")
+LEVELS = ("graph", "node", "edge")
+TASKS = ("regression", "classification", "binary")
+#: folds of the generated split: test = fold ``k``, val = fold ``k + 1``, train = the rest
+NUM_FOLDS = 10
+_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class GraphListInfo:
+    """What a list of graphs asks of a model, read off the data (see the module docstring).
+
+    Attributes:
+        level: ``"graph"``, ``"node"`` or ``"edge"``.
+        task: ``"regression"``, ``"classification"`` or ``"binary"``.
+        out_dim: targets (regression, binary) or classes (classification).
+        metric: ``"mae"``, ``"accuracy"`` or ``"roc_auc"``.
+        node_types / node_dim: category counts per column of an integer ``x`` (``None`` when
+            continuous), or the width of a floating ``x`` (1 for the constant feature).
+        edge_types / edge_dim: the same for ``edge_attr`` (both ``None``: no edge features).
+        constant_x: the graphs have no ``x``; a constant 1 is used.
+        num_graphs: graphs in the list.
+    """
+
+    level: str
+    task: str
+    out_dim: int
+    metric: str
+    node_types: tuple[int, ...] | None
+    node_dim: int | None
+    edge_types: tuple[int, ...] | None
+    edge_dim: int | None
+    constant_x: bool
+    num_graphs: int
+
+
+def load_graph_file(path: str | os.PathLike) -> list[Data]:
+    """The graphs of a ``.pt`` file written by ``InMemoryDataset.save(data_list, path)`` or
+    ``torch.save(data_list, path)`` (or one ``Data``), loaded with ``weights_only=True``.
+
+    Raises:
+        DataNotFoundError: the file does not exist.
+        DataError: the file is not a PyG graph file (unreadable, or objects other than tensors
+            and PyG's data classes), or holds no graph.
+    """
+    from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
+    from torch_geometric.data.storage import GlobalStorage
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise DataNotFoundError(f"graph file not found: {path}")
+    # PyG's data classes that a pickled Data refers to (PyG registers Data itself); added, not
+    # swapped in by a context manager, whose exit would also drop PyG's own registrations
+    torch.serialization.add_safe_globals([GlobalStorage, DataEdgeAttr, DataTensorAttr])
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - pickle / zip errors of many kinds
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise DataError(f"{path} is not a readable PyG graph file (save graphs with "
+                        f"InMemoryDataset.save(data_list, path) or torch.save(data_list, "
+                        f"path)): {first}") from None
+    if isinstance(obj, tuple) and len(obj) in (2, 3) and isinstance(obj[0], dict):
+        dataset = InMemoryDataset()  # InMemoryDataset.save's (data dict, slices[, class])
+        dataset.data, dataset.slices = Data.from_dict(obj[0]), obj[1]
+        graphs = [dataset.get(i) for i in range(dataset.len())] if obj[1] else [dataset.data]
+    elif isinstance(obj, Data):
+        graphs = [obj]
+    elif isinstance(obj, (list, tuple)) and all(isinstance(g, Data) for g in obj):
+        graphs = list(obj)
+    else:
+        raise DataError(f"{path} holds a {type(obj).__name__}, not a list of torch_geometric "
+                        "Data objects")
+    if not graphs:
+        raise DataError(f"{path} holds no graph")
+    return graphs
+
+
+def _levels_of(g: Data) -> set[str]:
+    rows = g.y.size(0) if g.y.dim() else 1
+    fits = set()
+    if rows == 1:
+        fits.add("graph")
+    if rows == g.num_nodes:
+        fits.add("node")
+    if g.edge_index is not None and rows == g.edge_index.size(1):
+        fits.add("edge")
+    return fits
+
+
+def _categories(tensors: list[torch.Tensor], what: str) -> tuple[int, ...]:
+    cols = {t.view(t.size(0), -1).size(1) for t in tensors if t.numel()}
+    if len(cols) > 1:
+        raise DataError(f"{what} has {sorted(cols)} columns in different graphs")
+    ncol = cols.pop() if cols else 1
+    stacked = torch.cat([t.view(t.size(0), ncol) for t in tensors]).long()
+    if stacked.numel() and int(stacked.min()) < 0:
+        raise DataError(f"{what} holds negative category ids (integer features are category "
+                        "ids >= 0; use floating point for continuous features)")
+    return tuple(int(v) + 1 for v in stacked.max(0).values) if stacked.numel() else (1,) * ncol
+
+
+def _width(tensors: list[torch.Tensor], what: str) -> int:
+    widths = {1 if t.dim() == 1 else t.size(1) for t in tensors}
+    if len(widths) > 1:
+        raise DataError(f"{what} has widths {sorted(widths)} in different graphs")
+    return widths.pop()
+
+
+def infer_info(graphs: Sequence[Data], level: str | None = None, task: str | None = None
+               ) -> GraphListInfo:
+    """Reads level, task, output size and feature vocabularies off ``graphs`` (see the module
+    docstring); ``level`` / ``task`` given fix those instead.
+
+    Raises:
+        DataError: graphs without ``y`` or ``edge_index``, a ``y`` whose rows fit no level (or
+            several, with ``level`` not given), mixed feature types or widths, negative category
+            ids, class labels that are not integers, binary labels other than 0 / 1 / NaN.
+    """
+    if level is not None and level not in LEVELS:
+        raise DataError(f"data.level must be one of {LEVELS}, got {level!r}")
+    if task is not None and task not in TASKS:
+        raise DataError(f"data.task must be one of {TASKS}, got {task!r}")
+    if not graphs:
+        raise DataError("no graphs")
+    for i, g in enumerate(graphs):
+        if getattr(g, "y", None) is None:
+            raise DataError(f"graph {i} has no y (the labels)")
+        if g.edge_index is None:
+            raise DataError(f"graph {i} has no edge_index")
+    fits = set(LEVELS)
+    for g in graphs:
+        fits &= _levels_of(g)
+    if level is None:
+        if len(fits) != 1:
+            g = graphs[0]
+            raise DataError(
+                f"cannot tell the prediction level from y: graph 0 has y with "
+                f"{g.y.size(0) if g.y.dim() else 1} rows, {g.num_nodes} nodes, "
+                f"{g.edge_index.size(1)} edges; "
+                + ("set data.level (graph, node or edge)" if fits else
+                   "y must have 1 row per graph (graph level), one per node or one per edge"))
+        level = fits.pop()
+    elif level not in fits:
+        raise DataError(f"data.level={level}, but y does not have one row per {level} in every "
+                        "graph")
+    ys = [g.y.view(1, -1) if level == "graph" else g.y.view(g.y.size(0), -1) for g in graphs]
+    width = {y.size(1) for y in ys}
+    if len(width) > 1:
+        raise DataError(f"y has {sorted(width)} columns in different graphs")
+    y = torch.cat(ys)
+    floating = y.is_floating_point()
+    if task is None:
+        task = "regression" if floating else "classification"
+    if task == "classification":
+        if floating and not bool(torch.all(y == y.round())):
+            raise DataError("task classification needs integer class labels in y; floating "
+                            "labels mean regression (or set data.task)")
+        if y.size(1) != 1:
+            raise DataError(f"classification takes one label per item, y has {y.size(1)} "
+                            "columns (set data.task=binary for several 0/1 tasks)")
+        if int(y.min()) < 0:
+            raise DataError("class labels must be >= 0")
+        out_dim, metric = int(y.max()) + 1, "accuracy"
+    elif task == "binary":
+        known = y[~torch.isnan(y.float())].float()
+        if not bool(torch.all((known == 0) | (known == 1))):
+            raise DataError("task binary needs labels 0, 1 or NaN (missing)")
+        out_dim, metric = y.size(1), "roc_auc"
+    else:
+        out_dim, metric = y.size(1), "mae"
+    constant_x = any(getattr(g, "x", None) is None for g in graphs)
+    node_types = node_dim = None
+    if constant_x:
+        if not all(getattr(g, "x", None) is None for g in graphs):
+            raise DataError("some graphs have x and some do not")
+        node_dim = 1
+    else:
+        xs = [g.x for g in graphs]
+        if all(x.is_floating_point() for x in xs):
+            node_dim = _width(xs, "x")
+        elif not any(x.is_floating_point() for x in xs):
+            node_types = _categories(xs, "x")
+        else:
+            raise DataError("x is floating point in some graphs and integer in others")
+    edge_types = edge_dim = None
+    eas = [getattr(g, "edge_attr", None) for g in graphs]
+    if any(e is not None for e in eas):
+        if any(e is None for e in eas):
+            raise DataError("some graphs have edge_attr and some do not")
+        if all(e.is_floating_point() for e in eas):
+            edge_dim = _width(eas, "edge_attr")
+        elif not any(e.is_floating_point() for e in eas):
+            edge_types = _categories(eas, "edge_attr")
+        else:
+            raise DataError("edge_attr is floating point in some graphs and integer in others")
+    return GraphListInfo(level, task, out_dim, metric, node_types, node_dim, edge_types,
+                         edge_dim, constant_x, len(graphs))
+
+
+def read_index_file(path: str | os.PathLike, size: int, what: str) -> list[int]:
+    """0-based ids in ``[0, size)`` from a text file (commas, spaces or new lines between them).
+
+    Raises:
+        DataNotFoundError: the file does not exist.
+        DataError: a token that is not an integer, an id out of range or a repeated id.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise DataNotFoundError(f"split file not found: {path}")
+    ids = []
+    for tok in path.read_text().replace(",", " ").split():
+        try:
+            ids.append(int(tok))
+        except ValueError:
+            raise DataError(f"{path}: {tok!r} is not an integer id") from None
+    bad = [i for i in ids if not 0 <= i < size]
+    if bad:
+        raise DataError(f"{path}: id {bad[0]} is outside the {size} {what}")
+    if len(set(ids)) != len(ids):
+        raise DataError(f"{path}: repeated ids")
+    return ids
+
+
+def fold_split(num_items: int, fold: int, seed: int, labels: np.ndarray | None = None
+               ) -> dict[str, list[int]]:
+    """Train / val / test ids of ``num_items`` items: :data:`NUM_FOLDS` folds drawn from
+    ``seed`` (stratified by ``labels`` when given, with :func:`~.tu.stratified_kfold`), test =
+    fold ``fold``, val = the next fold, train = the rest.
+
+    Raises:
+        DataError: fewer than :data:`NUM_FOLDS` items, or ``fold`` outside ``0..NUM_FOLDS-1``.
+    """
+    if num_items < NUM_FOLDS:
+        raise DataError(f"{num_items} items are too few for the {NUM_FOLDS}-fold split; give "
+                        "data.split_files")
+    if not 0 <= fold < NUM_FOLDS:
+        raise DataError(f"data.fold must be in 0..{NUM_FOLDS - 1} for a generated split, got "
+                        f"{fold}")
+    labels = np.zeros(num_items, dtype=np.int64) if labels is None else labels
+    folds = stratified_kfold(labels, NUM_FOLDS, seed)
+    val = (fold + 1) % NUM_FOLDS
+    train = np.concatenate([f for k, f in enumerate(folds) if k not in (fold, val)])
+    return {"train": sorted(train.tolist()), "val": folds[val].tolist(),
+            "test": folds[fold].tolist()}
+
+
+def make_split(graphs: Sequence[Data], info: GraphListInfo, fold: int = 0, seed: int = 0,
+               split_files: dict[str, str] | None = None) -> tuple[dict[str, list[int]], str]:
+    """``({train, val, test} → ids, how)``: graph ids for several graphs, node or edge ids for
+    one graph (see the module docstring); ``how`` describes the rule for the provenance.
+
+    Raises:
+        DataError: one graph at graph level, missing or overlapping splits, bad split files.
+    """
+    single = len(graphs) == 1 and info.level != "graph"
+    if len(graphs) == 1 and info.level == "graph":
+        raise DataError("a graph-level task needs several graphs; one graph was given")
+    g0 = graphs[0]
+    size = (g0.num_nodes if info.level == "node" else g0.edge_index.size(1)) if single \
+        else len(graphs)
+    what = f"{info.level}s" if single else "graphs"
+    masks = single and all(getattr(g0, f"{s}_mask", None) is not None for s in SPLITS)
+    if masks:
+        for s in SPLITS:
+            m = getattr(g0, f"{s}_mask")
+            if m.dtype != torch.bool or m.numel() != size:
+                raise DataError(f"{s}_mask must be a bool tensor with one entry per {info.level} "
+                                f"({size}), got {m.dtype} with {m.numel()}")
+        split = {s: torch.nonzero(getattr(g0, f"{s}_mask")).view(-1).tolist() for s in SPLITS}
+        how = "train_mask / val_mask / test_mask of the graph"
+    elif split_files:
+        missing = [s for s in SPLITS if s not in split_files]
+        if missing:
+            raise DataError(f"data.split_files lacks {missing}")
+        split = {s: read_index_file(split_files[s], size, what) for s in SPLITS}
+        how = "index files " + ", ".join(f"{s}={split_files[s]}" for s in SPLITS)
+    else:
+        y = g0.y.view(g0.y.size(0), -1) if single else torch.cat(
+            [g.y.view(1, -1) for g in graphs])
+        ids = np.arange(size)
+        if info.task in ("regression", "binary"):  # items without any label do not count
+            labelled = ~torch.isnan(y.float()).all(1)
+            ids = np.flatnonzero(labelled.numpy())
+        labels = y[ids, 0].long().numpy() if info.task == "classification" else None
+        cut = fold_split(len(ids), fold, seed, labels)
+        split = {s: ids[v].tolist() for s, v in cut.items()}
+        how = (f"{NUM_FOLDS} {'stratified ' if labels is not None else ''}folds of the "
+               f"{'labelled ' if len(ids) < size else ''}{what} (seed {seed}), fold {fold} "
+               "test, the next val")
+    for a, b in (("train", "val"), ("train", "test"), ("val", "test")):
+        if set(split[a]) & set(split[b]):
+            raise DataError(f"the {a} and {b} splits share {what}")
+    empty = [s for s in SPLITS if not split[s]]
+    if empty:
+        raise DataError(f"empty split(s) {empty}")
+    return split, how
+
+
+def _prepare(graphs: Sequence[Data], info: GraphListInfo, pre_transform) -> list[Data]:
+    out = []
+    for g in graphs:
+        g = g.clone()
+        if info.constant_x:
+            g.x = torch.ones(g.num_nodes, 1)
+        if info.task == "classification":
+            g.y = g.y.long().view(-1)
+        elif info.level == "graph":
+            g.y = g.y.float().view(1, -1)
+        else:
+            g.y = g.y.float().view(g.y.size(0), -1)
+        out.append(pre_transform(g) if pre_transform is not None else g)
+    return out
+
+
+class ItemMask:
+    """A transform setting ``node_mask`` or ``edge_mask`` (``[num_nodes]`` / ``[num_edges]``
+    bool) to the items of one split of a single graph (transductive node or edge tasks)."""
+
+    def __init__(self, level: str, ids: Sequence[int]) -> None:
+        self.attr = f"{level}_mask"
+        self.level = level
+        self.ids = torch.as_tensor(list(ids), dtype=torch.long)
+
+    def __call__(self, data: Data) -> Data:
+        size = data.num_nodes if self.level == "node" else data.edge_index.size(1)
+        mask = torch.zeros(size, dtype=torch.bool)
+        mask[self.ids] = True
+        data = data.clone()
+        setattr(data, self.attr, mask)
+        return data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.level!r}, {self.ids.numel()} ids)"
+
+
+class GraphList(InMemoryDataset):
+    r"""One split of a user's list of graphs, in memory, with encodings applied once.
+
+    Args:
+        graphs: ``torch_geometric.data.Data`` objects (or a PyG dataset); each with
+            ``edge_index`` ``[2, num_edges]``, ``y`` (``[1, T]`` / ``[T]`` per graph,
+            ``[num_nodes, T]`` per node or ``[num_edges, T]`` per edge) and optionally ``x``
+            ``[num_nodes, F]`` and ``edge_attr`` ``[num_edges, F_e]`` (see the module docstring
+            for how they are read).
+        split: ``"train"``, ``"val"`` or ``"test"``.
+        level, task: fix what :func:`infer_info` would read off the data.
+        fold, seed, split_files: the split (:func:`make_split`).
+        pre_transform: applied once to every graph (the run's encodings).
+        transform: applied on access.
+        source: where the graphs came from, for :attr:`provenance`.
+
+    Attributes:
+        info (GraphListInfo), split_indices (dict), provenance (dict).
+
+    Raises:
+        DataError: see :func:`infer_info` and :func:`make_split`.
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.data import Data
+        >>> from graph_transformers.data.graph_list import GraphList
+        >>> graphs = [Data(x=torch.randn(4, 3), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
+        ...                y=torch.tensor([i % 2])) for i in range(20)]
+        >>> train = GraphList(graphs, "train")
+        >>> len(train), train.info.task, train.info.out_dim
+        (16, 'classification', 2)
+    """
+
+    def __init__(self, graphs: Sequence[Data], split: str = "train", level: str | None = None,
+                 task: str | None = None, fold: int = 0, seed: int = 0,
+                 split_files: dict[str, str] | None = None, pre_transform=None,
+                 transform=None, source: str = "in-memory graphs (Python)",
+                 info: GraphListInfo | None = None) -> None:
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        super().__init__(None, transform)
+        graphs = list(graphs)
+        self.info = info or infer_info(graphs, level, task)
+        self.split_indices, how = make_split(graphs, self.info, fold, seed, split_files)
+        self.split = split
+        self.provenance = {"graph_list": {
+            "source": source, "num_graphs": len(graphs), "split_rule": how,
+            "split_sizes": {s: len(v) for s, v in self.split_indices.items()},
+            **{k: v for k, v in asdict(self.info).items() if k != "num_graphs"}}}
+        single = len(graphs) == 1
+        chosen = graphs if single else [graphs[i] for i in self.split_indices[split]]
+        prepared = _prepare(chosen, self.info, pre_transform)
+        if single:
+            self.transform = _compose(ItemMask(self.info.level, self.split_indices[split]),
+                                      transform)
+        self.data, self.slices = self.collate(prepared)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)}, split={self.split!r})"
+
+
+def _compose(first, second):
+    if second is None:
+        return first
+    from torch_geometric.transforms import Compose
+    return Compose([first, second])
+
+
+@functools.lru_cache(maxsize=8)
+def _file_info(path: str, stamp: tuple, level: str | None, task: str | None) -> GraphListInfo:
+    return infer_info(load_graph_file(path), level, task)
+
+
+def graph_file_info(path: str | os.PathLike, level: str | None = None,
+                    task: str | None = None) -> GraphListInfo:
+    """:func:`infer_info` of a graph file, read once per process while the file is unchanged."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise DataNotFoundError(f"graph file not found: {p}")
+    st = p.stat()
+    return _file_info(str(p.resolve()), (st.st_size, st.st_mtime_ns), level, task)
+
+
+class GraphFile(CheckedInMemoryDataset):
+    r"""One split of a user's graph file (``.pt``, see :func:`load_graph_file`), with the
+    encodings computed once and cached in
+    ``root/processed/<sha256 of file>_<settings hash>_<pre_transform key>/``; editing the file,
+    the split settings or the encodings gives a new cache entry.
+
+    Args:
+        root: cache directory (default ``resolve_cache_dir() / "GraphFile"``).
+        split, level, task, fold, seed, split_files: as :class:`GraphList`.
+        path: the graph file.
+        transform, pre_transform, force_reload: as :class:`~torch_geometric.data.InMemoryDataset`.
+
+    Attributes:
+        info (GraphListInfo), split_indices (dict), provenance (dict: path, sha256, split rule,
+            what was read off the data).
+
+    Raises:
+        DataNotFoundError: ``path`` does not exist.
+        DataError: see :func:`load_graph_file`, :func:`infer_info` and :func:`make_split`.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None, split: str = "train",
+                 path: str | os.PathLike | None = None, level: str | None = None,
+                 task: str | None = None, fold: int = 0, seed: int = 0,
+                 split_files: dict[str, str] | None = None, transform=None,
+                 pre_transform=None, force_reload: bool = False) -> None:
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        if path is None:
+            raise ValueError("GraphFile: path (the .pt file) is required")
+        self.path = Path(path).expanduser()
+        self.info = graph_file_info(self.path, level, task)
+        self.split, self.fold, self.seed = split, int(fold), int(seed)
+        self.split_files = dict(split_files) if split_files else None
+        self.file_sha256 = sha256_of(self.path)
+        files = {s: sha256_of(Path(f).expanduser())[:16] for s, f in
+                 (self.split_files or {}).items() if Path(f).expanduser().is_file()}
+        settings = json.dumps({"format": _FORMAT_VERSION, "info": asdict(self.info),
+                               "fold": self.fold, "seed": self.seed,
+                               "split_files": self.split_files, "split_sha": files},
+                              sort_keys=True)
+        self._key = "_".join((self.file_sha256[:16],
+                              hashlib.sha256(settings.encode()).hexdigest()[:8],
+                              pre_transform_key(pre_transform)))
+        root = resolve_cache_dir() / "GraphFile" if root is None else root
+        super().__init__(os.fspath(root), transform, pre_transform, force_reload=force_reload)
+        self.load(self.processed_paths[0])
+        with open(self.processed_paths[1]) as f:
+            meta = json.load(f)
+        self.split_indices = meta["split"]
+        self.provenance = {"graph_file": meta["provenance"]}
+        ids = self.split_indices[split]
+        if self.info.num_graphs == 1:
+            self.transform = _compose(ItemMask(self.info.level, ids), transform)
+        else:
+            self.data, self.slices = self.collate([self.get(i) for i in ids])
+            self._data_list = None
+
+    @property
+    def raw_dir(self) -> str:
+        return str(self.path.parent)  # read in place
+
+    @property
+    def raw_file_names(self) -> list[str]:
+        return [self.path.name]
+
+    @property
+    def processed_dir(self) -> str:
+        return os.path.join(self.root, "processed", self._key)
+
+    @property
+    def processed_file_names(self) -> list[str]:
+        return ["data.pt", "meta.json"]
+
+    def download(self) -> None:  # pragma: no cover - the file's existence is checked earlier
+        raise DataNotFoundError(f"graph file not found: {self.path}")
+
+    def process(self) -> None:
+        graphs = load_graph_file(self.path)
+        split, how = make_split(graphs, self.info, self.fold, self.seed, self.split_files)
+        self.save(_prepare(graphs, self.info, self.pre_transform), self.processed_paths[0])
+        provenance = {"source": str(self.path), "sha256": self.file_sha256,
+                      "num_graphs": len(graphs), "split_rule": how,
+                      "split_sizes": {s: len(v) for s, v in split.items()},
+                      **{k: v for k, v in asdict(self.info).items() if k != "num_graphs"}}
+        write_cache_json(self.processed_paths[1], {"split": split, "provenance": provenance})
+        log.info("graph file %s: %d graphs, %s-level %s, split: %s", self.path, len(graphs),
+                 self.info.level, self.info.task, how)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path.name}, {len(self)}, split={self.split!r})"

@@ -183,7 +183,7 @@ def test_folds_train_every_fold_and_summarize_over_all_runs(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["train", "benchmark", "params", "evaluate", "analyze",
-                                     "table"])
+                                     "table", "predict"])
 def test_every_subcommand_help_shows_an_example(command, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([command, "--help"])

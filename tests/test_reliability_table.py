@@ -139,6 +139,20 @@ def _probe(name: str, tmp: Path, trained: Path, monkeypatch) -> int:
     if name == "evaluate-not-a-run":
         (tmp / "nothing").mkdir()
         return main(["evaluate", str(tmp / "nothing")])
+    if name.startswith("predict-"):
+        data, run = tmp / "in.csv", trained
+        data.write_text("smiles\nCCO\n")
+        if name == "predict-unsafe-pickle":
+            import torch
+            data = tmp / "in.pt"
+            torch.save([_Evil()], data)
+        elif name == "predict-no-column":
+            data.write_text("SMILES\nCCO\n")
+        elif name == "predict-no-checkpoint":
+            run = _copy(trained, tmp)
+            (run / "checkpoints/last.ckpt").unlink()
+            return main(["predict", str(run), "--data", str(data), "--checkpoint", "last"])
+        return main(["predict", str(run), "--data", str(data), "--out", str(tmp / "p.csv")])
     if name == "analyze-truncated":
         run = _copy(trained, tmp)
         _truncate(run / "checkpoints/best.ckpt")
@@ -177,7 +191,9 @@ PROBES = {"yaml-syntax", "yaml-duplicate-key", "yaml-not-utf8", "yaml-not-mappin
           "csv-3-rows", "csv-inf-label", "csv-text-label", "csv-missing-column",
           "csv-missing-file", "existing-run", "resume-nothing", "resume-incompatible",
           "resume-unreadable", "evaluate-truncated", "evaluate-empty", "evaluate-unsafe-pickle",
-          "evaluate-not-a-run", "analyze-truncated", "out-permission", "run-locked"}
+          "evaluate-not-a-run", "predict-not-molecular", "predict-unsafe-pickle",
+          "predict-no-column", "predict-no-checkpoint", "analyze-truncated", "out-permission",
+          "run-locked"}
 
 
 def test_the_table_lists_every_probe():

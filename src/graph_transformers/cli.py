@@ -27,6 +27,7 @@ def _parser() -> argparse.ArgumentParser:
                "  graph-transformers train --config configs/zinc/gt.yaml --set optim.lr=1e-3\n"
                "  graph-transformers benchmark --config configs/zinc/gt.yaml --seeds 4\n"
                "  graph-transformers evaluate runs/zinc-gt\n"
+               "  graph-transformers predict runs/esol-gt --data molecules.csv --out preds.csv\n"
                "  graph-transformers analyze runs/zinc-egt-spe-do",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -102,6 +103,33 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--write", action="store_true",
                    help="write metrics.json from the best checkpoint (for a run that was "
                         "stopped before it finished; --resume can still continue it)")
+
+    pr = sub.add_parser(
+        "predict", help="predict new molecules (a SMILES CSV) or graphs with a trained run",
+        description="Predict with the model of RUN_DIR: every SMILES of a CSV column is featurized "
+                    "as the run's dataset was (molecular runs: MoleculeNet, ogbg-molhiv, molecule "
+                    "CSVs, ZINC), or the graphs of a .pt file are taken as they are; the run's "
+                    "encodings are computed, and one row per input is written to --out: index, "
+                    "smiles, status ('ok' or why the input could not be used) and the predictions "
+                    "(regression: one column per target; classification: class and prob_<k>; "
+                    "binary tasks: the probability of each task).",
+        epilog="Examples:\n"
+               "  graph-transformers predict runs/esol-gt --data molecules.csv --out preds.csv\n"
+               "  graph-transformers predict runs/my-csv --data new.csv.gz --smiles-column SMILES\n"
+               "  graph-transformers predict runs/csl-gt --data graphs.pt --checkpoint last\n"
+               "  (graphs.pt: torch.save(list_of_Data, 'graphs.pt'), with the dataset's features)",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    pr.add_argument("run_dir", type=Path)
+    pr.add_argument("--data", type=Path, required=True, metavar="FILE",
+                    help="a CSV (.csv, .csv.gz) with a SMILES column, or a .pt file of graphs")
+    pr.add_argument("--smiles-column", default=None,
+                    help="SMILES column of a CSV (default: the run's data.smiles_column, smiles)")
+    pr.add_argument("--out", type=Path, default=Path("predictions.csv"),
+                    help="output CSV, written atomically (default predictions.csv)")
+    pr.add_argument("--checkpoint", choices=["best", "last"], default="best")
+    pr.add_argument("--batch-size", type=int, default=None,
+                    help="graphs per forward pass (default: the run's evaluation batch size)")
+    pr.add_argument("--data-dir", help="raw data directory (only tu:<NAME> runs need it)")
 
     cp = sub.add_parser(
         "compare", help="compare runs: one table and an overlay of validation curves",
@@ -337,6 +365,18 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _predict(args: argparse.Namespace) -> int:
+    from .prediction import load_run, read_inputs
+    run = load_run(args.run_dir, checkpoint=args.checkpoint, data_dir=args.data_dir)
+    inputs = read_inputs(args.data, args.smiles_column or run.config.data.smiles_column)
+    preds = run.predict(inputs, batch_size=args.batch_size)
+    preds.to_csv(args.out)
+    n, bad = len(preds), preds.num_invalid
+    print(f"{n - bad} of {n} inputs predicted, {bad} invalid (reason in the status column): "
+          f"{args.out}")
+    return 0
+
+
 class _NoAdverts(logging.Filter):
     """Drops Lightning's promotional 'Tip' lines."""
 
@@ -368,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     from .data.cache import DataNotFoundError
     from .training.config import ConfigError
     from .errors import RunError
-    if args.command in ("benchmark", "evaluate", "analyze"):  # CPU work; training decides
+    if args.command in ("benchmark", "evaluate", "analyze", "predict"):  # CPU work; training decides
         from .training.allocator import keep_freed_memory  # by its accelerator (runner.train)
         keep_freed_memory()
     try:
@@ -376,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
             return _train(args)
         if args.command == "evaluate":
             return _evaluate(args)
+        if args.command == "predict":
+            return _predict(args)
         if args.command == "benchmark":
             return _benchmark(args)
         if args.command == "params":

@@ -30,7 +30,8 @@ Splits:
 
 A saved file is read with ``torch.load(weights_only=True)``, PyG's data classes allowed: both
 ``InMemoryDataset.save(data_list, path)`` (what PyG's own datasets write) and
-``torch.save(data_list, path)`` work; anything else in the file is refused.
+``torch.save(data_list, path)`` work; anything else in the file is refused
+(:func:`load_graph_file`, also what ``graph-transformers predict --data graphs.pt`` reads).
 """
 from __future__ import annotations
 
@@ -92,42 +93,45 @@ class GraphListInfo:
 
 
 def load_graph_file(path: str | os.PathLike) -> list[Data]:
-    """The graphs of a ``.pt`` file written by ``InMemoryDataset.save(data_list, path)`` or
-    ``torch.save(data_list, path)`` (or one ``Data``), loaded with ``weights_only=True``.
+    """The graphs of a ``.pt`` file, read with ``torch.load(weights_only=True)`` (PyG's ``Data``
+    and its storage classes allowed, nothing else): a ``Data``, a list of ``Data`` (or of
+    ``Data.to_dict()`` dicts), as written by ``torch.save(data_list, path)``, or a PyG
+    ``InMemoryDataset`` file (``InMemoryDataset.save(data_list, path)``, ``processed/*.pt``:
+    ``(data, slices[, Data])``).
 
     Raises:
         DataNotFoundError: the file does not exist.
-        DataError: the file is not a PyG graph file (unreadable, or objects other than tensors
-            and PyG's data classes), or holds no graph.
+        DataError: empty, corrupt, holding other pickled classes (a whole ``Dataset`` object:
+            save ``list(dataset)`` instead), or holding no graphs.
     """
     from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
+    from torch_geometric.data.separate import separate
     from torch_geometric.data.storage import GlobalStorage
+
+    from ..training.checkpoint import load_weights_only
     path = Path(path).expanduser()
     if not path.is_file():
         raise DataNotFoundError(f"graph file not found: {path}")
-    # PyG's data classes that a pickled Data refers to (PyG registers Data itself); added, not
-    # swapped in by a context manager, whose exit would also drop PyG's own registrations
-    torch.serialization.add_safe_globals([GlobalStorage, DataEdgeAttr, DataTensorAttr])
-    try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001 - pickle / zip errors of many kinds
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise DataError(f"{path} is not a readable PyG graph file (save graphs with "
-                        f"InMemoryDataset.save(data_list, path) or torch.save(data_list, "
-                        f"path)): {first}") from None
-    if isinstance(obj, tuple) and len(obj) in (2, 3) and isinstance(obj[0], dict):
-        dataset = InMemoryDataset()  # InMemoryDataset.save's (data dict, slices[, class])
-        dataset.data, dataset.slices = Data.from_dict(obj[0]), obj[1]
-        graphs = [dataset.get(i) for i in range(dataset.len())] if obj[1] else [dataset.data]
+    obj = load_weights_only(path, what="graph file", error=DataError,
+                            allow=(GlobalStorage, DataEdgeAttr, DataTensorAttr),
+                            allowed="tensors, plain containers and torch_geometric Data",
+                            hint="; save a dataset as torch.save(list(dataset), path)")
+    if isinstance(obj, tuple) and len(obj) in (2, 3) and isinstance(obj[1], dict) and \
+            isinstance(obj[0], (dict, Data)):  # InMemoryDataset.save: (data, slices[, cls])
+        data = Data.from_dict(obj[0]) if isinstance(obj[0], dict) else obj[0]
+        slices = obj[1]
+        num = len(next(iter(slices.values()))) - 1 if slices else 0
+        graphs = [separate(cls=Data, batch=data, idx=i, slice_dict=slices, decrement=False)
+                  for i in range(num)]
     elif isinstance(obj, Data):
         graphs = [obj]
-    elif isinstance(obj, (list, tuple)) and all(isinstance(g, Data) for g in obj):
-        graphs = list(obj)
+    elif isinstance(obj, (list, tuple)) and all(isinstance(g, (Data, dict)) for g in obj):
+        graphs = [Data.from_dict(g) if isinstance(g, dict) else g for g in obj]
     else:
-        raise DataError(f"{path} holds a {type(obj).__name__}, not a list of torch_geometric "
-                        "Data objects")
+        raise DataError(f"{path}: holds a {type(obj).__name__}, not graphs (a Data, a list of "
+                        "Data, or a PyG InMemoryDataset file)")
     if not graphs:
-        raise DataError(f"{path} holds no graph")
+        raise DataError(f"{path}: holds no graphs")
     return graphs
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +11,8 @@ from torch_geometric.transforms import BaseTransform, Compose, Constant
 
 from .._optional import require
 from .cache import cache_lock, resolve_cache_dir
-from .molecules import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS  # plain constants, no RDKit import
+# plain constants, no RDKit import
+from .molecules import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, MOLECULENET
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,10 @@ class DatasetSpec:
         loss: ``"auto"`` (L1 / cross-entropy / BCE), ``"mse"`` or ``"weighted_ce"`` (the SBM
             benchmarks' class-weighted cross-entropy).
         load: ``load(split, data_dir, cache_dir, pre_transform, options) -> Dataset``.
+        featurize: ``featurize(smiles) -> Data``, a SMILES string as a graph with this dataset's
+            node and edge features (molecule datasets; ``None`` for the others). Raises
+            ``ValueError`` for a SMILES it cannot use.
+        targets: names of the ``out_dim`` regression targets or binary tasks, where known.
     """
 
     name: str
@@ -49,6 +54,8 @@ class DatasetSpec:
     splits: tuple[str, ...] = ("train", "val", "test")
     loss: str = "auto"
     notes: dict = field(default_factory=dict)
+    featurize: Callable[[str], Any] | None = None
+    targets: tuple[str, ...] | None = None
 
     @property
     def higher_is_better(self) -> bool:
@@ -189,12 +196,36 @@ def _load_tsp(split, data_dir, cache_dir, pre_transform, options):
                pre_transform=pre_transform, num_graphs=options.get("num_graphs"))
 
 
+def _ogb_featurize(smiles: str):
+    """A SMILES string as an OGB-featurized graph (:func:`.molecules.smiles_to_graph`)."""
+    from .molecules import smiles_to_graph
+    return smiles_to_graph(smiles)
+
+
+def _zinc_featurize(smiles: str):
+    """A SMILES string as a ZINC-benchmark graph (28 atom types, :func:`.zinc.smiles_to_graph`)."""
+    require("rdkit", "featurizing SMILES for a ZINC run")
+    from .zinc import smiles_to_graph
+    return smiles_to_graph(smiles)
+
+
 #: OGB's atom / bond vocabulary sizes, one embedding table per column
-_MOL_TYPES = dict(node_types=tuple(ATOM_FEATURE_DIMS), edge_types=tuple(BOND_FEATURE_DIMS))
+_MOL_TYPES = dict(node_types=tuple(ATOM_FEATURE_DIMS), edge_types=tuple(BOND_FEATURE_DIMS),
+                  featurize=_ogb_featurize)
+
+
+def _moleculenet_spec(name: str, key: str, task: str, metric: str, **kwargs) -> DatasetSpec:
+    """The spec of the MoleculeNet benchmark ``key`` (of :data:`.molecules.MOLECULENET`): one
+    output per label column of its file."""
+    targets = MOLECULENET[key].target_columns
+    return DatasetSpec(name, "graph", task, len(targets), metric, _load_moleculenet(key),
+                       targets=targets, **_MOL_TYPES, **kwargs)
+
 
 DATASETS: dict[str, DatasetSpec] = {
     "zinc": DatasetSpec("zinc", "graph", "regression", 1, "mae", _load_zinc,
-                        node_types=28, edge_types=4),
+                        node_types=28, edge_types=4, featurize=_zinc_featurize,
+                        targets=("logP_SA_cycle_normalized",)),
     "csl": DatasetSpec("csl", "graph", "classification", 10, "accuracy", _load_csl,
                        node_types=1),
     "pattern": DatasetSpec("pattern", "node", "classification", 2, "weighted_accuracy",
@@ -211,20 +242,13 @@ DATASETS: dict[str, DatasetSpec] = {
                         _load_planetoid("Cora"), node_dim=1433),
     "citeseer": DatasetSpec("citeseer", "node", "classification", 6, "accuracy",
                             _load_planetoid("CiteSeer"), node_dim=3703),
-    "ogbg-molhiv": DatasetSpec("ogbg-molhiv", "graph", "binary", 1, "roc_auc",
-                               _load_moleculenet("hiv"), **_MOL_TYPES),
-    "tox21": DatasetSpec("tox21", "graph", "binary", 12, "roc_auc", _load_moleculenet("tox21"),
-                         **_MOL_TYPES),
-    "clintox": DatasetSpec("clintox", "graph", "binary", 2, "roc_auc",
-                           _load_moleculenet("clintox"), **_MOL_TYPES),
-    "sider": DatasetSpec("sider", "graph", "binary", 27, "roc_auc", _load_moleculenet("sider"),
-                         **_MOL_TYPES),
-    "esol": DatasetSpec("esol", "graph", "regression", 1, "rmse", _load_moleculenet("esol"),
-                        loss="mse", **_MOL_TYPES),
-    "freesolv": DatasetSpec("freesolv", "graph", "regression", 1, "rmse",
-                            _load_moleculenet("freesolv"), loss="mse", **_MOL_TYPES),
-    "lipo": DatasetSpec("lipo", "graph", "regression", 1, "rmse", _load_moleculenet("lipo"),
-                        loss="mse", **_MOL_TYPES),
+    "ogbg-molhiv": _moleculenet_spec("ogbg-molhiv", "hiv", "binary", "roc_auc"),
+    "tox21": _moleculenet_spec("tox21", "tox21", "binary", "roc_auc"),
+    "clintox": _moleculenet_spec("clintox", "clintox", "binary", "roc_auc"),
+    "sider": _moleculenet_spec("sider", "sider", "binary", "roc_auc"),
+    "esol": _moleculenet_spec("esol", "esol", "regression", "rmse", loss="mse"),
+    "freesolv": _moleculenet_spec("freesolv", "freesolv", "regression", "rmse", loss="mse"),
+    "lipo": _moleculenet_spec("lipo", "lipo", "regression", "rmse", loss="mse"),
     "mnist": DatasetSpec("mnist", "graph", "classification", 10, "accuracy",
                          _load_superpixels("mnist"), node_dim=3, edge_dim=1),
     "cifar10": DatasetSpec("cifar10", "graph", "classification", 10, "accuracy",
@@ -263,14 +287,16 @@ def graph_list_spec(info: Any, name: str = "graph_file",
                        node_dim=info.node_dim, edge_dim=info.edge_dim)
 
 
-def molecule_csv_spec(task: str, num_targets: int) -> DatasetSpec:
+def molecule_csv_spec(task: str, target_columns: Sequence[str]) -> DatasetSpec:
     """The spec of a user's molecule CSV (``data.path`` set): ``task`` ``"classification"`` gives
-    binary tasks scored by ROC-AUC, ``"regression"`` gives RMSE (MSE loss)."""
+    binary tasks scored by ROC-AUC, ``"regression"`` gives RMSE (MSE loss); one output per
+    target column."""
+    targets = tuple(target_columns)
     if task == "regression":
-        return DatasetSpec("molecule_csv", "graph", "regression", num_targets, "rmse",
-                           _load_molecule_csv, loss="mse", **_MOL_TYPES)
-    return DatasetSpec("molecule_csv", "graph", "binary", num_targets, "roc_auc",
-                       _load_molecule_csv, **_MOL_TYPES)
+        return DatasetSpec("molecule_csv", "graph", "regression", len(targets), "rmse",
+                           _load_molecule_csv, loss="mse", targets=targets, **_MOL_TYPES)
+    return DatasetSpec("molecule_csv", "graph", "binary", len(targets), "roc_auc",
+                       _load_molecule_csv, targets=targets, **_MOL_TYPES)
 
 
 def csv_task(task: str | None) -> str:
@@ -287,7 +313,7 @@ def resolve_spec(data_cfg: Any) -> DatasetSpec:
         from .graph_list import graph_file_info
         return graph_list_spec(graph_file_info(path, data_cfg.level, data_cfg.task))
     if path:
-        return molecule_csv_spec(csv_task(data_cfg.task), len(data_cfg.target_columns))
+        return molecule_csv_spec(csv_task(data_cfg.task), data_cfg.target_columns)
     name = str(data_cfg.name)
     if name == "graph_list":
         raise ValueError("this run trained on in-memory graphs: pass them again "

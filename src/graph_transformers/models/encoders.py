@@ -47,33 +47,54 @@ class FeatureEncoder(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """``x`` as described in the class docstring → ``[num_items, hidden_dim]``."""
         if self.categorical:
-            if x.is_floating_point():
-                raise ValueError(f"{self.name} features must be integer category ids for an "
-                                 f"embedding encoder, got dtype {x.dtype}")
-            if x.dim() == 1:
-                x = x.unsqueeze(-1)
-            if x.dim() != 2 or x.size(1) != len(self.embeddings):
-                raise ValueError(f"{self.name} features must have shape [num_items, "
-                                 f"{len(self.embeddings)}], got {tuple(x.shape)}")
-            if x.numel() and checks_enabled(x):  # reads values: CPU or debug mode only
-                lo, hi = x.min(0).values, x.max(0).values
-                for c, size in enumerate(self.num_types):
-                    if lo[c] < 0 or hi[c] >= size:
-                        raise ValueError(f"{self.name} feature column {c} has ids in "
-                                         f"[{int(lo[c])}, {int(hi[c])}], outside [0, {size})")
+            x = check_features(x, self.name, num_types=self.num_types, values=checks_enabled(x))
             out = self.embeddings[0](x[:, 0])
             for c in range(1, x.size(1)):
                 out = out + self.embeddings[c](x[:, c])
             return out
+        x = check_features(x, self.name, in_dim=self.in_dim, values=checks_enabled(x))
+        return self.linear(x.to(self.linear.weight.dtype))
+
+
+def check_features(x: Tensor, name: str, num_types: int | Sequence[int] | None = None,
+                   in_dim: int | None = None, values: bool = True) -> Tensor:
+    """Checks node or edge features against what a :class:`FeatureEncoder` embeds: integer ids
+    ``[num_items]`` or ``[num_items, len(num_types)]`` with column ``c`` in
+    ``[0, num_types[c])`` (categorical), or ``[num_items]`` / ``[num_items, in_dim]`` values
+    without NaN (continuous). Shapes and dtypes are always checked; ``values`` also reads the
+    values (a device sync on an accelerator: pass ``checks_enabled(x)`` in forward code).
+
+    Returns:
+        ``x`` as a 2-D view ``[num_items, num_columns]``.
+
+    Raises:
+        ValueError: naming ``name`` and what does not fit.
+    """
+    if num_types is not None:
+        sizes = [num_types] if isinstance(num_types, int) else list(num_types)
+        if x.is_floating_point():
+            raise ValueError(f"{name} features must be integer category ids for an "
+                             f"embedding encoder, got dtype {x.dtype}")
         if x.dim() == 1:
             x = x.unsqueeze(-1)
-        if x.dim() != 2 or x.size(1) != self.in_dim:
-            raise ValueError(f"{self.name} features must have shape [num_items, {self.in_dim}], "
-                             f"got {tuple(x.shape)}")
-        x = x.to(self.linear.weight.dtype)
-        if checks_enabled(x) and torch.isnan(x).any():
-            raise ValueError(f"{self.name} features contain NaN")
-        return self.linear(x)
+        if x.dim() != 2 or x.size(1) != len(sizes):
+            raise ValueError(f"{name} features must have shape [num_items, {len(sizes)}], got "
+                             f"{tuple(x.shape)}")
+        if x.numel() and values:
+            lo, hi = x.min(0).values, x.max(0).values
+            for c, size in enumerate(sizes):
+                if lo[c] < 0 or hi[c] >= size:
+                    raise ValueError(f"{name} feature column {c} has ids in "
+                                     f"[{int(lo[c])}, {int(hi[c])}], outside [0, {size})")
+        return x
+    if x.dim() == 1:
+        x = x.unsqueeze(-1)
+    if x.dim() != 2 or x.size(1) != in_dim:
+        raise ValueError(f"{name} features must have shape [num_items, {in_dim}], "
+                         f"got {tuple(x.shape)}")
+    if values and x.is_floating_point() and torch.isnan(x).any():
+        raise ValueError(f"{name} features contain NaN")
+    return x
 
 
 class LapPEEncoder(nn.Module):

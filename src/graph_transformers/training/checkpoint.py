@@ -62,30 +62,49 @@ def load_checkpoint(path, map_location=None) -> dict[str, Any]:
             corrupt, not a checkpoint, or holding a pickled object other than tensors and plain
             containers ("refusing to load <file>: it contains <global>").
     """
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint not found: {path}")
-    size = path.stat().st_size
-    if size == 0:
-        raise CheckpointError(f"cannot read checkpoint {path}: the file is empty (0 bytes)")
-    try:
-        state = torch.load(path, map_location=map_location or "cpu", weights_only=True)
-    except pickle.UnpicklingError as err:
-        found = _GLOBAL.search(str(err))
-        if found:
-            raise CheckpointError(f"refusing to load {path}: it contains {found.group(1)} "
-                                  "(only tensors and plain containers are loaded)") from None
-        detail = _DETAIL.search(str(err))
-        why = detail.group(1).strip().splitlines()[0] if detail else _first_line(err)
-        raise CheckpointError(f"cannot read checkpoint {path}: not a PyTorch checkpoint or "
-                              f"corrupt ({why})") from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as err:
-        raise CheckpointError(f"cannot read checkpoint {path} ({size:,} bytes): truncated or "
-                              f"corrupt ({_first_line(err)})") from None
+    state = load_weights_only(path, map_location=map_location)
     if not isinstance(state, dict):
         raise CheckpointError(f"cannot read checkpoint {path}: it holds a "
                               f"{type(state).__name__}, not a checkpoint dictionary")
     return state
+
+
+def load_weights_only(path, map_location=None, what: str = "checkpoint",
+                      error: type[Exception] = CheckpointError, allow: tuple = (),
+                      allowed: str = "tensors and plain containers", hint: str = "") -> Any:
+    """``torch.load(path, weights_only=True)`` (CPU by default) with the classes ``allow`` added
+    to the globals it accepts (``torch.serialization.safe_globals``), and one-line errors.
+
+    Raises:
+        error: (``CheckpointError`` by default) naming the file, as ``what``, and what is wrong
+            with it: missing, empty, truncated or corrupt, not a PyTorch file, or holding a
+            pickled object other than ``allowed`` ("refusing to load <file>: it contains
+            <global>", then ``hint``).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{what} not found: {path}")
+    size = path.stat().st_size
+    if size == 0:
+        raise error(f"cannot read {what} {path}: the file is empty (0 bytes)")
+    # only classes not allowed yet: leaving the context removes the classes it names, which
+    # would drop PyG's own registrations (Data) if they were named again
+    extra = [c for c in allow if c not in torch.serialization.get_safe_globals()]
+    try:
+        with torch.serialization.safe_globals(extra):
+            return torch.load(path, map_location=map_location or "cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        found = _GLOBAL.search(str(err))
+        if found:
+            raise error(f"refusing to load {path}: it contains {found.group(1)} "
+                        f"(only {allowed} are loaded){hint}") from None
+        detail = _DETAIL.search(str(err))
+        why = detail.group(1).strip().splitlines()[0] if detail else _first_line(err)
+        raise error(f"cannot read {what} {path}: not a PyTorch {what} or corrupt "
+                    f"({why})") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as err:
+        raise error(f"cannot read {what} {path} ({size:,} bytes): truncated or corrupt "
+                    f"({_first_line(err)})") from None
 
 
 def _first_line(err: BaseException) -> str:

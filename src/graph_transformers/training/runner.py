@@ -621,7 +621,13 @@ def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
     """
     run = Path(run_dir)
     if not (run / "config.yaml").is_file():
-        raise RunError(f"{run} is not a run directory (no config.yaml)")
+        # seeds (seed_<s>/) and folds (fold_<k>/[seed_<s>/]) keep one run per subdirectory
+        inner = sorted(str(p.parent.relative_to(run)) for p in
+                       [*run.glob("*/config.yaml"), *run.glob("*/*/config.yaml")])
+        more = ", …" if len(inner) > 3 else ""
+        hint = f"; it holds the runs {', '.join(inner[:3])}{more}: pass one of them" \
+            if inner else ""
+        raise RunError(f"{run} is not a run directory (no config.yaml){hint}")
     config = build_config(load_yaml(run / "config.yaml"))
     if data_dir is not None:
         config.data.data_dir = data_dir

@@ -1,0 +1,421 @@
+"""Predictions of a trained run on new inputs: molecules as SMILES strings, or graphs.
+
+:func:`load_run` reads a run directory (config and checkpoint) into a :class:`TrainedRun`, whose
+:meth:`~TrainedRun.predict` featurizes SMILES the way the run's dataset does (OGB atom and bond
+features for MoleculeNet, ogbg-molhiv and molecule CSVs, the 28 atom types of ZINC), applies the
+run's encodings (the pre-transform of ``config.encodings``: LapPE, RWSE, shortest paths, ...) to
+every graph, and runs the model in eval mode without gradients. Every input gives one row of the
+:class:`Predictions`, in input order; an input that cannot be used (an invalid SMILES, a graph
+whose features do not fit the model) keeps its row, with the reason in ``status``.
+
+The command line form is ``graph-transformers predict RUN_DIR --data FILE --out predictions.csv``;
+:func:`read_inputs` reads its ``FILE`` (a SMILES CSV or a ``.pt`` file of graphs).
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import gzip
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Batch, Data
+
+from .data.checks import check_batch
+from .data.graph_list import load_graph_file
+from .data.registry import DatasetSpec, build_pre_transform
+from .errors import DataError
+from .fileio import atomic_writer
+from .models.encoders import check_features
+from .training.config import Config
+
+__all__ = ["Predictions", "TrainedRun", "load_run", "read_inputs", "load_graphs",
+           "read_smiles_csv"]
+
+#: ``status`` of an input that was predicted
+OK = "ok"
+#: columns of :meth:`Predictions.rows` before the prediction columns
+_FIXED = ("index", "smiles", "status", "class")
+
+
+@dataclass(frozen=True, eq=False)
+class Predictions:
+    """What a run predicted for each input, in input order.
+
+    Attributes:
+        task: the run's task: ``"regression"``, ``"classification"`` or ``"binary"``.
+        columns: names of the columns of ``values``: the run's targets (regression) or tasks
+            (binary) where known, else ``pred_0, pred_1, ...``; ``prob_0, prob_1, ...`` for the
+            classes of a classification run.
+        values: ``FloatTensor [num_inputs, len(columns)]`` on the CPU: the predicted values
+            (regression), the class probabilities (classification, softmax of the outputs) or the
+            probability that each task is 1 (binary, sigmoid); ``NaN`` rows for invalid inputs.
+        status: ``"ok"`` or, for an input that could not be predicted, the reason.
+        classes: ``LongTensor [num_inputs]``, the predicted class (classification; ``-1`` for
+            invalid inputs), else ``None``.
+        inputs: the SMILES strings, when the inputs were SMILES (``None`` for a graph input).
+    """
+
+    task: str
+    columns: tuple[str, ...]
+    values: Tensor
+    status: tuple[str, ...]
+    classes: Tensor | None = None
+    inputs: tuple[str | None, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.status)
+
+    @property
+    def ok(self) -> Tensor:
+        """``BoolTensor [num_inputs]``: which inputs were predicted."""
+        return torch.tensor([s == OK for s in self.status], dtype=torch.bool)
+
+    @property
+    def num_invalid(self) -> int:
+        return sum(s != OK for s in self.status)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per input: ``index``, ``smiles`` (SMILES inputs only), ``status``, ``class``
+        (classification only) and one key per column (``None`` for an invalid input)."""
+        out = []
+        values = self.values.tolist()
+        for i, status in enumerate(self.status):
+            row: dict[str, Any] = {"index": i}
+            if self.inputs is not None:
+                row["smiles"] = self.inputs[i]
+            row["status"] = status
+            ok = status == OK
+            if self.classes is not None:
+                row["class"] = int(self.classes[i]) if ok else None
+            row.update((c, v if ok else None) for c, v in zip(self.columns, values[i]))
+            out.append(row)
+        return out
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Writes :meth:`rows` to a CSV file atomically (a crash never leaves half a file); an
+        invalid input's prediction cells are empty. Values are written with float32 precision.
+
+        Raises:
+            OSError: the file cannot be written (nothing is left behind).
+        """
+        path = Path(path)
+        rows = self.rows()
+        header = list(rows[0]) if rows else ["index", "status", *self.columns]
+        with atomic_writer(path, "w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(header)
+            for row in rows:
+                w.writerow(["" if v is None else _cell(v) for v in row.values()])
+        return path
+
+
+def _cell(value: Any) -> Any:
+    """A float with 9 significant digits (float32 round-trips), anything else unchanged."""
+    return f"{value:.9g}" if isinstance(value, float) else value
+
+
+class TrainedRun:
+    """A trained model with what it was trained on: the config, the dataset spec (features,
+    task, targets) and the encodings to compute for new graphs. Made by :func:`load_run`.
+
+    Attributes:
+        config (Config), spec (DatasetSpec), model (``torch.nn.Module``, in eval mode),
+        run_dir (Path or None), checkpoint (str or None), pre_transform (the run's encodings as a
+        PyG transform, or ``None``).
+    """
+
+    def __init__(self, config: Config, spec: DatasetSpec, model: torch.nn.Module,
+                 run_dir: str | Path | None = None, checkpoint: str | None = None) -> None:
+        self.config = config
+        self.spec = spec
+        self.model = model.eval()
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self.checkpoint = checkpoint
+        self.pre_transform = build_pre_transform(config.encodings)
+        self._edge_features = bool(getattr(config.model, "use_edge_features", False))
+
+    def __repr__(self) -> str:
+        where = f"{self.run_dir}, {self.checkpoint}" if self.run_dir else "not from a run"
+        return f"TrainedRun({self.config.model.name} on {self.spec.name}, {where})"
+
+    def to(self, device: torch.device | str) -> TrainedRun:
+        """Moves the model to ``device`` (predictions are computed there); returns ``self``."""
+        self.model.to(device)
+        return self
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Names of the prediction columns (see :attr:`Predictions.columns`)."""
+        n = self.spec.out_dim
+        if self.spec.task == "classification":
+            names = [f"prob_{k}" for k in range(n)]
+        elif self.spec.targets is not None and len(self.spec.targets) == n:
+            names = list(self.spec.targets)
+        else:
+            names = [f"pred_{k}" for k in range(n)]
+        return tuple(f"pred_{c}" if c in _FIXED else c for c in names)
+
+    def featurize(self, smiles: str) -> Data:
+        """A SMILES string as a graph with the features of the run's dataset (no encodings).
+
+        Raises:
+            ValueError: the run's dataset is not molecular (see :attr:`DatasetSpec.featurize`),
+                or RDKit cannot use ``smiles`` (the message names it and says why).
+            MissingDependencyError: RDKit is not installed.
+        """
+        self._require_featurizer()
+        if not isinstance(smiles, str) or not smiles.strip():
+            raise ValueError("empty SMILES")
+        return self.spec.featurize(smiles.strip())
+
+    def _require_featurizer(self) -> None:
+        if self.spec.featurize is None:
+            raise ValueError(
+                f"{self._source()} was trained on {self.spec.name!r}, whose graphs are not "
+                "molecules: it cannot take SMILES; pass graphs with the dataset's features "
+                "(a list of torch_geometric Data, or a .pt file of them) instead")
+
+    def _source(self) -> str:
+        return f"run {self.run_dir}" if self.run_dir is not None else "this model"
+
+    def prepare(self, item: str | Data) -> Data:
+        """One input as the model sees it: a SMILES featurized (:meth:`featurize`) or a copy of a
+        ``Data`` without its label ``y``, its features checked against the run's dataset, then
+        the run's encodings computed. The input is not modified.
+
+        Raises:
+            ValueError: the input cannot be used; the message says why (invalid SMILES, missing
+                or misshapen features, ids out of range, NaN, an empty graph).
+            TypeError: ``item`` is neither a string nor a ``Data``.
+        """
+        if isinstance(item, str):
+            graph = self.featurize(item)
+        elif isinstance(item, Data):
+            graph = copy.copy(item)  # the encodings are set on the copy, never on the input
+            if "y" in graph:
+                del graph.y
+        else:
+            raise TypeError(f"not a SMILES string or a torch_geometric Data: "
+                            f"{type(item).__name__}")
+        spec = self.spec
+        check_batch(graph, need_edge_attr=self._edge_features)
+        check_features(graph.x, "node", num_types=spec.node_types, in_dim=spec.node_dim)
+        if self._edge_features:
+            check_features(graph.edge_attr, "edge", num_types=spec.edge_types,
+                           in_dim=spec.edge_dim)
+        if self.pre_transform is not None:
+            graph = self.pre_transform(graph)
+            check_batch(graph, need_edge_attr=self._edge_features)  # finite encodings
+        return graph
+
+    @torch.no_grad()
+    def predict(self, inputs: Iterable[str | Data] | str | Data, batch_size: int | None = None
+                ) -> Predictions:
+        r"""Predicts every input, in order: SMILES strings (molecular runs), ``Data`` graphs with
+        the features of the run's dataset, or a PyG ``Dataset`` (its labels are ignored).
+
+        Graph-level runs only: a node- or edge-level run (PATTERN, CLUSTER, Cora, TSP) raises
+        a ``ValueError`` (evaluate those with ``graph-transformers evaluate``).
+
+        Args:
+            inputs: a list (any iterable) of SMILES strings and/or ``Data``, a ``Dataset``, or a
+                single string or ``Data``.
+            batch_size: graphs per forward pass (default: the run's ``data.eval_batch_size``, else
+                ``data.batch_size``). Predictions do not depend on it.
+
+        Returns:
+            :class:`Predictions`: ``values`` ``[num_inputs, out_dim]``, ``status`` per input
+            (``"ok"`` or why it could not be predicted: such inputs keep their row).
+
+        Raises:
+            ValueError: a node- or edge-level run; SMILES given to a run whose dataset is not
+                molecular; ``batch_size`` < 1.
+            MissingDependencyError: SMILES given without RDKit installed.
+
+        Example::
+
+            >>> from graph_transformers import load_run
+            >>> run = load_run("runs/esol-gt-lappe")
+            >>> preds = run.predict(["CCO", "c1ccccc1", "not a molecule"])
+            >>> preds.values.shape, preds.status[2]
+            (torch.Size([3, 1]), "invalid SMILES 'not a molecule': SMILES syntax error")
+        """
+        if self.spec.level != "graph":
+            raise ValueError(f"predict takes graph-level runs; {self._source()} is a "
+                             f"{self.spec.level}-level task on {self.spec.name!r} (use "
+                             "graph-transformers evaluate for its splits)")
+        items = _as_list(inputs)
+        if any(isinstance(x, str) for x in items):
+            self._require_featurizer()
+            from ._optional import require
+            require("rdkit", "predicting from SMILES")  # once, not as every row's status
+        bs = batch_size if batch_size is not None else \
+            (self.config.data.eval_batch_size or self.config.data.batch_size)
+        if bs < 1:
+            raise ValueError(f"batch_size must be >= 1, got {bs}")
+        self.model.eval()
+        status: list[str] = [OK] * len(items)
+        outputs: list[Tensor | None] = [None] * len(items)
+        for start in range(0, len(items), bs):
+            graphs, where = [], []
+            for i in range(start, min(start + bs, len(items))):
+                try:
+                    graphs.append(self.prepare(items[i]))
+                    where.append(i)
+                except (ValueError, TypeError, IndexError, RuntimeError) as err:
+                    status[i] = _reason(err)
+            for i, out in zip(where, self._forward(graphs, where, status)):
+                outputs[i] = out
+        return self._collect(outputs, status, items)
+
+    def _forward(self, graphs: list[Data], where: list[int], status: list[str]
+                 ) -> list[Tensor | None]:
+        """Model outputs ``[out_dim]`` per graph (on the CPU): one batch, or graph by graph
+        when the batch fails (a model's own input check), so an error costs only its row."""
+        if not graphs:
+            return []
+        if len(graphs) > 1:
+            try:
+                return list(self._outputs(graphs))
+            except (ValueError, RuntimeError, IndexError):
+                pass  # found below, graph by graph
+        outs: list[Tensor | None] = []
+        for i, g in zip(where, graphs):
+            try:
+                outs.append(self._outputs([g])[0])
+            except (ValueError, RuntimeError, IndexError) as err:
+                status[i] = _reason(err)
+                outs.append(None)
+        return outs
+
+    def _outputs(self, graphs: list[Data]) -> Tensor:
+        from .training.module import split_output
+        device = next((p.device for p in self.model.parameters()), torch.device("cpu"))
+        batch = Batch.from_data_list(graphs).to(device)
+        out = split_output(self.model(batch))[0]
+        out = out.to(torch.promote_types(out.dtype, torch.float32))
+        return out.reshape(len(graphs), self.spec.out_dim).cpu()
+
+    def _collect(self, outputs: list[Tensor | None], status: list[str],
+                 items: Sequence[Any]) -> Predictions:
+        n, dim = len(outputs), self.spec.out_dim
+        dtype = next((o.dtype for o in outputs if o is not None), torch.float32)
+        raw = torch.full((n, dim), float("nan"), dtype=dtype)
+        ok = [i for i, o in enumerate(outputs) if o is not None]
+        if ok:
+            raw[ok] = torch.stack([outputs[i] for i in ok])
+        classes = None
+        if self.spec.task == "classification":
+            values = torch.softmax(raw, dim=-1)
+            classes = torch.full((n,), -1, dtype=torch.long)
+            if ok:
+                classes[ok] = raw[ok].argmax(-1)
+        elif self.spec.task == "binary":
+            values = torch.sigmoid(raw)
+        else:
+            values = raw
+        inputs = None
+        if any(isinstance(x, str) for x in items):
+            inputs = tuple(x if isinstance(x, str) else None for x in items)
+        return Predictions(self.spec.task, self.columns, values, tuple(status), classes, inputs)
+
+
+def _reason(err: BaseException) -> str:
+    """One line for the ``status`` column."""
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
+
+
+def _as_list(inputs: Any) -> list:
+    if isinstance(inputs, (str, Data)):
+        return [inputs]
+    if hasattr(inputs, "__len__") and hasattr(inputs, "__getitem__") and \
+            not isinstance(inputs, (list, tuple)):
+        return [inputs[i] for i in range(len(inputs))]  # a PyG Dataset
+    return list(inputs)
+
+
+def load_run(run_dir: str | Path, checkpoint: str = "best", data_dir: str | None = None
+             ) -> TrainedRun:
+    """Loads a trained run for prediction: its ``config.yaml`` and the model weights of
+    ``checkpoints/<checkpoint>.ckpt`` (read with ``weights_only=True``), on the CPU.
+
+    Args:
+        run_dir: a run directory (one seed: ``seed_<s>/`` of a multi-seed run).
+        checkpoint: ``"best"`` (best validation epoch) or ``"last"``.
+        data_dir: raw-data directory, for datasets whose description is read from the data
+            (``tu:<NAME>``); molecule and registered datasets need none.
+
+    Raises:
+        RunError: ``run_dir`` is not a run directory or has no such checkpoint.
+        CheckpointError: the checkpoint cannot be read or does not fit the config.
+
+    Example::
+
+        >>> import graph_transformers as gt
+        >>> run = gt.load_run("runs/esol-gt-lappe")
+        >>> run.predict(["CCO"]).rows()  # ESOL's target column is logSolubility
+        [{'index': 0, 'smiles': 'CCO', 'status': 'ok', 'logSolubility': ...}]
+    """
+    from .training.runner import load_trained_model
+    config, spec, model = load_trained_model(run_dir, data_dir, checkpoint)
+    return TrainedRun(config, spec, model, run_dir=run_dir, checkpoint=checkpoint)
+
+
+# ------------------------------------------------------------------------------------ input files
+def read_inputs(path: str | Path, smiles_column: str = "smiles") -> list[str] | list[Data]:
+    """The inputs in a file: the SMILES column of a CSV (``.csv`` or ``.csv.gz``,
+    :func:`read_smiles_csv`) or the graphs of a ``.pt`` file (:func:`load_graphs`).
+
+    Raises:
+        FileNotFoundError: no such file.
+        DataError: an unknown file type, or a file that cannot be read (see the two readers).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"input file not found: {path}")
+    name = path.name.lower()
+    if name.endswith((".csv", ".csv.gz")):
+        return read_smiles_csv(path, smiles_column)
+    if name.endswith((".pt", ".pth")):
+        return load_graphs(path)
+    raise DataError(f"{path}: unknown input type; expected a SMILES CSV (.csv, .csv.gz) or a "
+                    ".pt file of torch_geometric graphs")
+
+
+def read_smiles_csv(path: str | Path, smiles_column: str = "smiles") -> list[str]:
+    """The SMILES column of a CSV file with a header line (``.csv``, or ``.csv.gz``), one entry
+    per data row in file order (blank lines skipped, as in training; a blank cell stays, as an
+    invalid input).
+
+    Raises:
+        DataError: an empty file, no ``smiles_column`` in the header (the message lists the
+            columns), no data rows, or a file that is not CSV text.
+    """
+    from .data.molecules import _open_text
+    path = Path(path)
+    try:
+        with _open_text(path) as f:
+            reader = csv.reader(f)
+            header = [h.strip() for h in next(reader, [])]
+            if not header:
+                raise DataError(f"{path}: empty file (expected a CSV header line)")
+            if smiles_column not in header:
+                raise DataError(f"{path}: SMILES column {smiles_column!r} not in the header; "
+                                f"columns: {header} (choose one with --smiles-column)")
+            j = header.index(smiles_column)
+            smiles = [(rec[j] if j < len(rec) else "").strip() for rec in reader
+                      if rec and any(c.strip() for c in rec)]
+    except (UnicodeDecodeError, gzip.BadGzipFile, csv.Error, EOFError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({_reason(err)})") from None
+    if not smiles:
+        raise DataError(f"{path}: no data rows below the header")
+    return smiles
+
+
+load_graphs = load_graph_file  # one reader for graph files: data.graph_list

@@ -102,7 +102,10 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
         if problem is not None:
             log.warning("dataset cache %s: %s; rebuilding it", cached, problem)
             cached.unlink()
-        with torch.serialization.safe_globals(_PYG_CLASSES):
+        # only the classes not yet allowed: leaving the context removes what it added, and PyG
+        # registers Data itself at import
+        allowed = torch.serialization.get_safe_globals()
+        with torch.serialization.safe_globals([c for c in _PYG_CLASSES if c not in allowed]):
             super().__init__(name=name, root=str(ogb_root), transform=transform,
                              pre_transform=pre)
             index = self.get_idx_split()[_OGB_SPLIT[split]]

@@ -126,6 +126,15 @@ def test_pyg_processed_files_from_an_earlier_pyg_run(tmp_path):
     assert all(_same_graphs(splits[s], graphs[s]) for s in graphs)
 
 
+def test_replaced_published_files_are_not_served_from_a_stale_cache(tmp_path):
+    _pattern_raw(tmp_path, _pattern_graphs(seed=1))
+    first = _load(tmp_path)
+    other = generate_pattern((1, 1, 1), num_patterns=3, seed=2)
+    _pattern_raw(tmp_path, other)  # another file under the same name
+    second = _load(tmp_path)
+    assert len(first["train"]) == 6 and _same_graphs(second["train"], other["train"])
+
+
 def test_missing_files_fall_back_to_the_generator_with_one_warning(tmp_path, caplog,
                                                                    _no_network):
     opts = {"num_patterns": 2, "num_graphs_per_pattern": [2, 1, 1]}
@@ -139,7 +148,8 @@ def test_missing_files_fall_back_to_the_generator_with_one_warning(tmp_path, cap
     assert type(splits["train"]).__name__ == "PATTERN" and len(splits["train"]) == 4
     assert splits["val"].provenance == {"val": "generated"}
     record = splits["test"].data_source
-    assert record["source"] == "generated" and record["loader"] == "graph_transformers.data.sbm.PATTERN"
+    assert record["source"] == "generated"
+    assert record["loader"] == "graph_transformers.data.sbm.PATTERN"
     assert "Name or service not known" in record["canonical_unavailable"]
 
 
@@ -218,7 +228,8 @@ def test_unexpected_published_layout_is_a_clear_data_error(tmp_path):
 
     bad = {"x": torch.rand(5, 4), "edge_index": torch.zeros(2, 0, dtype=torch.long),
            "y": torch.zeros(5, dtype=torch.long)}
-    _write_raw(tmp_path / "PATTERN" / "raw", "PATTERN", {s: [bad] for s in ("train", "val", "test")})
+    _write_raw(tmp_path / "PATTERN" / "raw", "PATTERN",
+               {s: [bad] for s in ("train", "val", "test")})
     with pytest.raises(DataError, match=r"PATTERN: node features of shape \[5, 4\] are neither"):
         _load(tmp_path)
 

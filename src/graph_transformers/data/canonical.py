@@ -68,6 +68,7 @@ Every canonical split records ``provenance = {split: "exact"}`` (the published g
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import os.path as osp
@@ -106,7 +107,9 @@ __all__ = [
     "GNNBenchmark",
     "ToBenchmarkFields",
     "canonical_root",
+    "files_tag",
     "locate_ogb",
+    "ogb_folder",
     "read_pyg_processed",
     "with_fields",
 ]
@@ -299,6 +302,13 @@ def read_pyg_processed(path: str | os.PathLike) -> list[Data]:
     return [shell.get(i) for i in range(len(shell))]
 
 
+def files_tag(paths: Sequence[Path]) -> str:
+    """A short hash of the files' names and sizes, part of a processed folder's name, so that
+    different published files (another data directory, a replaced file) never share a cache."""
+    text = ";".join(f"{p.name}:{p.stat().st_size}" for p in sorted(paths))
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
 def _dir_with(dirs: Sequence[Path], names: Sequence[str]) -> Path | None:
     """The first directory of ``dirs`` holding every file of ``names``."""
     for d in dirs:
@@ -435,7 +445,8 @@ class GNNBenchmark(CheckedInMemoryDataset, GNNBenchmarkDataset):
     subclass reads the raw files in place from where :mod:`graph_transformers.data.canonical`
     finds them, converts every graph with :class:`ToBenchmarkFields` before ``pre_transform``,
     and writes the processed splits atomically, checksummed, into
-    ``root/<NAME>/processed/<pre_transform key>/`` (so each set of encodings has its own cache).
+    ``root/<NAME>/processed/<pre_transform key>_<files tag>/`` (so each set of encodings, and
+    each set of published files, has its own cache).
     PyG's processed files from an earlier PyG run (``DATA_DIR/<NAME>/processed/``) are accepted
     in place of the raw files. CSL has no split in PyG: the benchmark's 5 folds select the
     graphs (``fold``, as :class:`~graph_transformers.data.csl.CSL`).
@@ -488,7 +499,8 @@ class GNNBenchmark(CheckedInMemoryDataset, GNNBenchmarkDataset):
         kind, self._found = _locate_benchmark(name, data, base / name / "raw", download)
         self._from_processed = kind == "processed"
         pre = with_fields(name, pre_transform)
-        self._key = pre_transform_key(pre)
+        files = _benchmark_files(name)[3 if self._from_processed else 0]
+        self._key = f"{pre_transform_key(pre)}_{files_tag([self._found / f for f in files])}"
         # PyG has a single CSL file (no split): every split loads it, the fold selects graphs
         super().__init__(str(base), name, "train" if name == "CSL" else split, transform, pre,
                          force_reload=force_reload)
@@ -587,7 +599,7 @@ class CanonicalZINC(CheckedInMemoryDataset, PyGZINC):
     this subclass reads them in place (files in different folders are linked together in
     ``root/ZINC/raw/``), converts with :class:`ToBenchmarkFields` before ``pre_transform`` and
     writes the processed splits atomically, checksummed, into
-    ``root/ZINC/processed/<pre_transform key>/``. PyG's own processed files
+    ``root/ZINC/processed/<pre_transform key>_<files tag>/``. PyG's own processed files
     (``DATA_DIR/ZINC/subset/processed/{train,val,test}.pt``) are accepted instead of the raw
     files.
 
@@ -621,7 +633,8 @@ class CanonicalZINC(CheckedInMemoryDataset, PyGZINC):
         kind, self._found = _locate_zinc(resolve_data_dir(data_dir), base / "download", download)
         self._from_processed = kind == "processed"
         pre = with_fields("ZINC", pre_transform)
-        self._key = pre_transform_key(pre)
+        files = [f"{s}.pt" for s in _SPLITS] if self._from_processed else _ZINC_RAW
+        self._key = f"{pre_transform_key(pre)}_{files_tag([self._found / f for f in files])}"
         super().__init__(str(base), subset=True, split=split, transform=transform,
                          pre_transform=pre, force_reload=force_reload)
         self.split = split
@@ -684,7 +697,7 @@ def _ogb_missing(folder: Path) -> list[str]:
     return missing
 
 
-def _ogb_folder(root: Path, folder: str) -> Path:
+def ogb_folder(root: Path, folder: str) -> Path:
     """The folder OGB's loader reads under ``root`` (it prefers an older ``<folder>_pyg``)."""
     return root / f"{folder}_pyg" if (root / f"{folder}_pyg").is_dir() else root / folder
 
@@ -705,7 +718,7 @@ def locate_ogb(name: str, data_dir: Path | None, download_root: Path, download: 
     roots = ([data_dir] if data_dir is not None else []) + [download_root]
     problems = []
     for r in roots:
-        d = _ogb_folder(r, folder)
+        d = ogb_folder(r, folder)
         missing = _ogb_missing(d)
         if not missing:
             return r
@@ -735,6 +748,6 @@ def locate_ogb(name: str, data_dir: Path | None, download_root: Path, download: 
     found = f" ({'; '.join(problems)})" if problems else ""
     raise DataNotFoundError(
         f"{name}: OGB's published files were not found{found}; {why}. Looked in: "
-        f"{_looked([_ogb_folder(r, folder) for r in roots])}. To use them, unpack OGB's {url} "
+        f"{_looked([ogb_folder(r, folder) for r in roots])}. To use them, unpack OGB's {url} "
         f"as DATA_DIR/{folder}/ (OGB's layout with root=DATA_DIR: RELEASE_v1.txt, raw/, "
         f"split/scaffold/)")

@@ -10,11 +10,11 @@ falls back to :class:`graph_transformers.data.molecules.MoleculeNet` (``hiv``: t
 molecules and label, featurized by this library, with a re-derived scaffold split).
 
 OGB's node and edge features are the columns of :mod:`graph_transformers.data.molecules`
-(:data:`~graph_transformers.data.molecules.ATOM_FEATURE_DIMS` ``[119, 5, 12, 12, 10, 6, 6, 2,
-2]`` = OGB's ``get_atom_feature_dims()``, :data:`~graph_transformers.data.molecules.BOND_FEATURE_DIMS`
-``[5, 6, 2]`` = ``get_bond_feature_dims()``; ``tests/test_canonical.py`` checks this and that
-OGB's ``smiles2graph`` and :func:`~graph_transformers.data.molecules.smiles_to_graph` give the same
-tensors), so the same model config runs on either source.
+(``ATOM_FEATURE_DIMS`` ``[119, 5, 12, 12, 10, 6, 6, 2, 2]`` = OGB's ``get_atom_feature_dims()``,
+``BOND_FEATURE_DIMS`` ``[5, 6, 2]`` = ``get_bond_feature_dims()``; ``tests/test_canonical.py``
+checks this, and that OGB's ``smiles2graph`` and
+:func:`~graph_transformers.data.molecules.smiles_to_graph` give the same tensors), so the same
+model config runs on either source.
 
 OGB 1.3.6 loads its processed file with ``torch.load`` defaults, which since torch 2.6 refuse
 PyG's data classes; the loader is run with exactly those classes allowed
@@ -34,7 +34,8 @@ from torch_geometric.data.data import Data, DataEdgeAttr, DataTensorAttr
 from torch_geometric.data.storage import GlobalStorage
 
 from .cache import cache_file_problem, pre_transform_key, record_cache_file, resolve_data_dir
-from .canonical import OGB_DATASETS, canonical_root, locate_ogb, with_fields
+from .canonical import (OGB_DATASETS, canonical_root, files_tag, locate_ogb, ogb_folder,
+                        with_fields)
 
 __all__ = ["OGBGraphPropPred"]
 
@@ -54,8 +55,8 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
     ``root/ogbg_molhiv/``); every graph is converted by
     :class:`~graph_transformers.data.canonical.ToBenchmarkFields` (``y`` to float32 ``[1, 1]``, the
     binary task's layout) before ``pre_transform``, and the processed file goes to
-    ``root/<folder>/processed/<pre_transform key>/`` with a recorded checksum (a file that fails
-    it is rebuilt).
+    ``root/<folder>/processed/<pre_transform key>_<files tag>/`` with a recorded checksum (a file
+    that fails it is rebuilt).
 
     Each graph: ``x`` ``LongTensor [N, 9]``, ``edge_index`` ``LongTensor [2, E]``,
     ``edge_attr`` ``LongTensor [E, 3]``, ``y`` ``FloatTensor [1, 1]``.
@@ -96,7 +97,10 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
         base = Path(root).expanduser() if root is not None else canonical_root()
         ogb_root = locate_ogb(name, resolve_data_dir(data_dir), base, download)
         pre = with_fields(name, pre_transform)
-        self._processed = base / OGB_DATASETS[name][0] / "processed" / pre_transform_key(pre)
+        folder = ogb_folder(ogb_root, OGB_DATASETS[name][0])
+        tag = files_tag([p for p in (folder / "raw").iterdir() if p.is_file()])
+        self._processed = (base / OGB_DATASETS[name][0] / "processed"
+                           / f"{pre_transform_key(pre)}_{tag}")
         cached = self._processed / "geometric_data_processed.pt"
         problem = cache_file_problem(cached) if cached.exists() else None
         if problem is not None:

@@ -69,6 +69,7 @@ Every canonical split records ``provenance = {split: "exact"}`` (the published g
 from __future__ import annotations
 
 import hashlib
+import http.client
 import logging
 import os
 import os.path as osp
@@ -325,19 +326,18 @@ def _extract(archive: Path, names: Sequence[str], dest: Path) -> None:
         DataNotFoundError: the archive is unreadable or lacks one of ``names``.
     """
     try:
-        with zipfile.ZipFile(archive) as zf:
-            members = {PurePosixPath(m).name: m for m in zf.namelist()
-                       if "__MACOSX" not in m and not m.endswith("/")}
-            missing = [n for n in names if n not in members]
-            if missing:
-                raise DataNotFoundError(f"{archive} holds no {', '.join(missing)}")
-            for n in names:
-                with zf.open(members[n]) as src, atomic_writer(dest / n, "wb") as f:
-                    shutil.copyfileobj(src, f, length=1 << 20)
+        zf = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, OSError) as err:
-        if isinstance(err, DataNotFoundError):
-            raise
         raise DataNotFoundError(f"{archive} is not a readable zip archive: {err}") from None
+    with zf:
+        members = {PurePosixPath(m).name: m for m in zf.namelist()
+                   if "__MACOSX" not in m and not m.endswith("/")}
+        missing = [n for n in names if n not in members]
+        if missing:
+            raise DataNotFoundError(f"{archive} holds no {', '.join(missing)}")
+        for n in names:
+            with zf.open(members[n]) as src, atomic_writer(dest / n, "wb") as f:
+                shutil.copyfileobj(src, f, length=1 << 20)
 
 
 def _download_blocked(download: bool) -> str:
@@ -359,7 +359,7 @@ def _download_archive(url: str, archive_name: str, names: Sequence[str], dest: P
     try:
         fetch_url(url, archive)
         _extract(archive, names, dest)
-    except (OSError, ValueError) as err:  # URLError, timeouts, a bad archive
+    except (OSError, http.client.HTTPException) as err:  # URLError, timeouts, a bad archive
         return f"download of {url} failed: {err}"
     finally:
         archive.unlink(missing_ok=True)
@@ -740,7 +740,7 @@ def locate_ogb(name: str, data_dir: Path | None, download_root: Path, download: 
             if not _ogb_missing(target):
                 return download_root
             why = f"the archive {url} lacks {', '.join(_ogb_missing(target))}"
-        except (OSError, ValueError, zipfile.BadZipFile) as err:
+        except (OSError, http.client.HTTPException, zipfile.BadZipFile) as err:
             why = f"download of {url} failed: {err}"
         finally:
             archive.unlink(missing_ok=True)

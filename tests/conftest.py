@@ -31,5 +31,7 @@ def data_dir() -> Path:
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test gets a fresh processed-data cache (never the user's ~/.cache)."""
+    """Every test gets a fresh processed-data cache (never the user's ~/.cache) and no network:
+    downloads are disabled (tests of the download code unset it and replace the transport)."""
     monkeypatch.setenv("GRAPH_TRANSFORMERS_CACHE", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("GRAPH_TRANSFORMERS_OFFLINE", "1")

@@ -19,7 +19,7 @@ PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 # and imports it; its message is checked in-process below.
 _BLOCK = """
 import sys
-for name in ('rdkit', 'skimage', 'elkai'):
+for name in ('rdkit', 'skimage', 'elkai', 'ogb'):
     sys.modules[name] = None  # `import name` raises ImportError; find_spec returns None
 """
 
@@ -36,7 +36,7 @@ def test_dependencies_are_ranges_and_extras_exist():
     assert {"torch", "torch_geometric", "lightning", "numpy", "scipy"} <= names
     assert not names & {"rdkit", "scikit-image", "elkai", "matplotlib", "tqdm", "tensorboard"}
     extras = PYPROJECT["optional-dependencies"]
-    assert {"chem", "superpixels", "tsp", "analysis", "test", "all"} <= set(extras)
+    assert {"chem", "superpixels", "tsp", "ogb", "analysis", "test", "all"} <= set(extras)
     floor = PYPROJECT["requires-python"].removeprefix(">=")
     assert sys.version_info[:2] >= tuple(map(int, floor.split(".")))
     pins = (REPO / "constraints.txt").read_text()
@@ -64,7 +64,8 @@ print('RC', main(['train', '--config', 'configs/zinc/gt.yaml', '--set', 'trainer
 
 def test_missing_extra_messages(monkeypatch):
     from graph_transformers._optional import MissingDependencyError, require
-    for module, extra in (("matplotlib", "analysis"), ("elkai", "tsp"), ("skimage", "superpixels")):
+    for module, extra in (("matplotlib", "analysis"), ("elkai", "tsp"), ("skimage", "superpixels"),
+                          ("ogb", "ogb")):
         monkeypatch.setitem(sys.modules, module, None)
         with pytest.raises(MissingDependencyError, match=rf"pip install 'graph-transformers\[{extra}\]'"):
             require(module, "this feature")

@@ -10,6 +10,7 @@ import shutil
 import struct
 import tarfile
 import urllib.error
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -320,7 +321,7 @@ def test_download_fails_fast_offline(tmp_path, monkeypatch):
         calls.append((req.full_url, timeout))
         raise urllib.error.URLError("network is unreachable")
 
-    monkeypatch.setattr(S.urllib.request, "urlopen", no_network)
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
     monkeypatch.delenv(S.OFFLINE_ENV, raising=False)
     with pytest.raises(DataNotFoundError) as e:
         S.MNISTSuperpixels(split="test", data_dir=tmp_path / "none", download=True)

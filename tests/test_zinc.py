@@ -10,6 +10,7 @@ import pickle
 import shutil
 import time
 import urllib.error
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -348,7 +349,7 @@ def test_closed_network_fails_fast(tmp_path, monkeypatch):
         raise urllib.error.URLError("Name or service not known")
 
     monkeypatch.delenv(Z.OFFLINE_ENV, raising=False)
-    monkeypatch.setattr(Z.urllib.request, "urlopen", unreachable)
+    monkeypatch.setattr(urllib.request, "urlopen", unreachable)
     with pytest.raises(DataNotFoundError, match="could not download"):
         Z.download_zinc(tmp_path / "dl")
     with pytest.raises(DataNotFoundError, match="download failed"):

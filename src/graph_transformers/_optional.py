@@ -2,9 +2,10 @@
 
 The core (``nn``, ``encodings``, ``models``, ``training``) needs only torch, PyG, numpy, scipy
 and the packages of ``pyproject.toml``'s ``dependencies``. Molecules need RDKit (``[chem]``),
-superpixel graphs scikit-image (``[superpixels]``), TSP tours elkai (``[tsp]``), plots matplotlib
-(``[analysis]``); the optional loggers their own extras (``[tensorboard]``, ``[wandb]``,
-``[mlflow]``); ``[all]`` installs the data and plotting extras.
+superpixel graphs scikit-image (``[superpixels]``), TSP tours elkai (``[tsp]``), OGB's published
+files and evaluator ogb (``[ogb]``), plots matplotlib (``[analysis]``); the optional loggers
+their own extras (``[tensorboard]``, ``[wandb]``, ``[mlflow]``); ``[all]`` installs the data and
+plotting extras.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "rdkit": ("rdkit", "chem"),
     "skimage": ("scikit-image", "superpixels"),
     "elkai": ("elkai", "tsp"),
+    "ogb": ("ogb", "ogb"),
     "matplotlib": ("matplotlib", "analysis"),
     "tensorboard": ("tensorboard", "tensorboard"),
     "wandb": ("wandb", "wandb"),

@@ -16,12 +16,14 @@ import json
 import logging
 import os
 import re
+import shutil
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..fileio import atomic_save, atomic_write_text
+from ..fileio import atomic_save, atomic_write_text, atomic_writer
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +111,31 @@ OFFLINE_ENV = "GRAPH_TRANSFORMERS_OFFLINE"
 def offline() -> bool:
     """Whether ``$GRAPH_TRANSFORMERS_OFFLINE`` forbids downloads."""
     return os.environ.get(OFFLINE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+#: seconds a download waits to connect and for each read before it fails
+DOWNLOAD_TIMEOUT = 15.0
+
+
+def fetch_url(url: str, dest: str | os.PathLike, timeout: float = DOWNLOAD_TIMEOUT) -> Path:
+    """Downloads ``url`` to ``dest`` atomically (a unique temporary file renamed into place).
+
+    Unlike PyG's ``download_url``, every socket operation has a ``timeout`` (connecting and each
+    read), so a closed or stalled network fails within seconds instead of hanging; a slow but
+    working download still finishes.
+
+    Returns:
+        ``dest`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        OSError: unreachable host, HTTP error (``urllib.error.URLError`` / ``HTTPError``), socket
+            timeout, or a write error; nothing is left at ``dest``.
+        http.client.HTTPException: a broken HTTP response.
+    """
+    req = urllib.request.Request(url, headers={"User-Agent": "graph_transformers"})
+    with urllib.request.urlopen(req, timeout=timeout) as r, atomic_writer(dest, "wb") as f:
+        shutil.copyfileobj(r, f, length=1 << 20)
+    return Path(dest)
 
 
 # ----------------------------------------------------------------------------- verified caches

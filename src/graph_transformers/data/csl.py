@@ -13,7 +13,9 @@ regenerates them instead of shipping them: class ``c`` has skip length ``CSL_SKI
 ``y_Kary_Deterministic_Graphs.pt`` of graphdeeplearning/benchmarking-gnns by graph isomorphism),
 and graph ``k`` has the label of original graph ``k`` (labels ``k // 15``). The benchmark's 5-fold
 split files ``CSL_{train,val,test}.index`` ship inside the package, so the fold indices apply
-unchanged. Nothing outside the installed package is needed.
+unchanged. Nothing outside the installed package is needed. Where the published files are in the
+data directory (benchmarking-gnns' ``CSL.zip``, as in ``shared/data/CSL``), the registry reads
+those instead, through PyG (``data.source``, :mod:`graph_transformers.data.canonical`).
 """
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,10 +10,15 @@ from typing import Any
 from torch_geometric.data import Dataset
 from torch_geometric.transforms import BaseTransform, Compose, Constant
 
-from .._optional import require
-from .cache import cache_lock, resolve_cache_dir
+from .._optional import MissingDependencyError, require
+from .cache import DataNotFoundError, cache_lock, resolve_cache_dir, resolve_data_dir
 # plain constants, no RDKit import
 from .molecules import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, MOLECULENET
+
+log = logging.getLogger(__name__)
+
+#: values of ``data.source`` (see :func:`load_splits`)
+SOURCES: tuple[str, ...] = ("auto", "canonical", "generated")
 
 
 @dataclass(frozen=True)
@@ -34,7 +40,17 @@ class DatasetSpec:
         splits: split names.
         loss: ``"auto"`` (L1 / cross-entropy / BCE), ``"mse"`` or ``"weighted_ce"`` (the SBM
             benchmarks' class-weighted cross-entropy).
-        load: ``load(split, data_dir, cache_dir, pre_transform, options) -> Dataset``.
+        load: ``load(split, data_dir, cache_dir, pre_transform, options) -> Dataset``: this
+            library's loader.
+        source: what ``load`` gives: ``"canonical"`` (the published files, read as published:
+            TU, Planetoid, MoleculeNet), ``"generated"`` (generated in code: PATTERN, CLUSTER,
+            CSL, TSP), ``"reconstructed"`` (rebuilt from other published material: ZINC's train
+            split, the superpixel graphs from the images, ogbg-molhiv's re-derived split) or
+            ``"user"`` (a user's CSV or graph file).
+        load_canonical: same signature; reads the published files with the well-kept loader
+            (:mod:`graph_transformers.data.canonical`), raising
+            :class:`~graph_transformers.data.cache.DataNotFoundError` when they cannot be had.
+            ``None`` when ``load`` is the only loader.
         featurize: ``featurize(smiles) -> Data``, a SMILES string as a graph with this dataset's
             node and edge features (molecule datasets; ``None`` for the others). Raises
             ``ValueError`` for a SMILES it cannot use.
@@ -56,6 +72,8 @@ class DatasetSpec:
     notes: dict = field(default_factory=dict)
     featurize: Callable[[str], Any] | None = None
     targets: tuple[str, ...] | None = None
+    source: str = "canonical"
+    load_canonical: Callable[..., Dataset] | None = None
 
     @property
     def higher_is_better(self) -> bool:
@@ -196,6 +214,35 @@ def _load_tsp(split, data_dir, cache_dir, pre_transform, options):
                pre_transform=pre_transform, num_graphs=options.get("num_graphs"))
 
 
+def _canonical_benchmark(name: str) -> Callable[..., Dataset]:
+    """PyG's ``GNNBenchmarkDataset`` on the published files of ``name``."""
+    def load(split, data_dir, cache_dir, pre_transform, options):
+        from .canonical import GNNBenchmark, canonical_root
+        return GNNBenchmark(name, split=split, data_dir=data_dir, root=canonical_root(cache_dir),
+                            pre_transform=pre_transform, fold=options.get("fold", 0))
+    return load
+
+
+def _canonical_zinc(split, data_dir, cache_dir, pre_transform, options):
+    from .canonical import CanonicalZINC, canonical_root
+    return CanonicalZINC(split, data_dir=data_dir, root=canonical_root(cache_dir),
+                         pre_transform=pre_transform)
+
+
+def _canonical_ogb(name: str) -> Callable[..., Dataset]:
+    """OGB's ``PygGraphPropPredDataset`` on the published files of ``name``."""
+    def load(split, data_dir, cache_dir, pre_transform, options):
+        from .canonical import canonical_root, locate_ogb
+        root = canonical_root(cache_dir)
+        # the files first: without them, that is what the message must say (not the package)
+        locate_ogb(name, resolve_data_dir(data_dir), root, download=True)
+        require("ogb.graphproppred", f"reading the published {name} files")
+        from .ogb_mol import OGBGraphPropPred
+        return OGBGraphPropPred(name, split, data_dir=data_dir, root=root,
+                                pre_transform=pre_transform)
+    return load
+
+
 def _ogb_featurize(smiles: str):
     """A SMILES string as an OGB-featurized graph (:func:`.molecules.smiles_to_graph`)."""
     from .molecules import smiles_to_graph
@@ -225,13 +272,17 @@ def _moleculenet_spec(name: str, key: str, task: str, metric: str, **kwargs) -> 
 DATASETS: dict[str, DatasetSpec] = {
     "zinc": DatasetSpec("zinc", "graph", "regression", 1, "mae", _load_zinc,
                         node_types=28, edge_types=4, featurize=_zinc_featurize,
-                        targets=("logP_SA_cycle_normalized",)),
+                        targets=("logP_SA_cycle_normalized",), source="reconstructed",
+                        load_canonical=_canonical_zinc),
     "csl": DatasetSpec("csl", "graph", "classification", 10, "accuracy", _load_csl,
-                       node_types=1),
+                       node_types=1, source="generated",
+                       load_canonical=_canonical_benchmark("CSL")),
     "pattern": DatasetSpec("pattern", "node", "classification", 2, "weighted_accuracy",
-                           _load_pattern, node_types=3, loss="weighted_ce"),
+                           _load_pattern, node_types=3, loss="weighted_ce", source="generated",
+                           load_canonical=_canonical_benchmark("PATTERN")),
     "cluster": DatasetSpec("cluster", "node", "classification", 6, "weighted_accuracy",
-                           _load_cluster, node_types=7, loss="weighted_ce"),
+                           _load_cluster, node_types=7, loss="weighted_ce", source="generated",
+                           load_canonical=_canonical_benchmark("CLUSTER")),
     "mutag": DatasetSpec("mutag", "graph", "classification", 2, "accuracy", _load_tu("MUTAG"),
                          node_dim=7, edge_dim=4),
     "enzymes": DatasetSpec("enzymes", "graph", "classification", 6, "accuracy",
@@ -242,7 +293,9 @@ DATASETS: dict[str, DatasetSpec] = {
                         _load_planetoid("Cora"), node_dim=1433),
     "citeseer": DatasetSpec("citeseer", "node", "classification", 6, "accuracy",
                             _load_planetoid("CiteSeer"), node_dim=3703),
-    "ogbg-molhiv": _moleculenet_spec("ogbg-molhiv", "hiv", "binary", "roc_auc"),
+    "ogbg-molhiv": _moleculenet_spec("ogbg-molhiv", "hiv", "binary", "roc_auc",
+                                     source="reconstructed",
+                                     load_canonical=_canonical_ogb("ogbg-molhiv")),
     "tox21": _moleculenet_spec("tox21", "tox21", "binary", "roc_auc"),
     "clintox": _moleculenet_spec("clintox", "clintox", "binary", "roc_auc"),
     "sider": _moleculenet_spec("sider", "sider", "binary", "roc_auc"),
@@ -250,13 +303,16 @@ DATASETS: dict[str, DatasetSpec] = {
     "freesolv": _moleculenet_spec("freesolv", "freesolv", "regression", "rmse", loss="mse"),
     "lipo": _moleculenet_spec("lipo", "lipo", "regression", "rmse", loss="mse"),
     "mnist": DatasetSpec("mnist", "graph", "classification", 10, "accuracy",
-                         _load_superpixels("mnist"), node_dim=3, edge_dim=1),
+                         _load_superpixels("mnist"), node_dim=3, edge_dim=1,
+                         source="reconstructed", load_canonical=_canonical_benchmark("MNIST")),
     "cifar10": DatasetSpec("cifar10", "graph", "classification", 10, "accuracy",
-                           _load_superpixels("cifar10"), node_dim=5, edge_dim=1),
+                           _load_superpixels("cifar10"), node_dim=5, edge_dim=1,
+                           source="reconstructed",
+                           load_canonical=_canonical_benchmark("CIFAR10")),
     "synthetic_large": DatasetSpec("synthetic_large", "node", "classification", 10, "accuracy",
-                                   _load_synthetic_large, node_dim=32),
+                                   _load_synthetic_large, node_dim=32, source="generated"),
     "tsp": DatasetSpec("tsp", "edge", "classification", 2, "f1", _load_tsp, node_dim=2,
-                       edge_dim=1),
+                       edge_dim=1, source="generated", load_canonical=_canonical_benchmark("TSP")),
 }
 
 
@@ -284,7 +340,7 @@ def graph_list_spec(info: Any, name: str = "graph_file",
     """The spec of a user's graphs from what :func:`~.graph_list.infer_info` read off them."""
     return DatasetSpec(name, info.level, info.task, info.out_dim, info.metric, load,
                        node_types=info.node_types, edge_types=info.edge_types,
-                       node_dim=info.node_dim, edge_dim=info.edge_dim)
+                       node_dim=info.node_dim, edge_dim=info.edge_dim, source="user")
 
 
 def molecule_csv_spec(task: str, target_columns: Sequence[str]) -> DatasetSpec:
@@ -294,9 +350,10 @@ def molecule_csv_spec(task: str, target_columns: Sequence[str]) -> DatasetSpec:
     targets = tuple(target_columns)
     if task == "regression":
         return DatasetSpec("molecule_csv", "graph", "regression", len(targets), "rmse",
-                           _load_molecule_csv, loss="mse", targets=targets, **_MOL_TYPES)
+                           _load_molecule_csv, loss="mse", targets=targets, source="user",
+                           **_MOL_TYPES)
     return DatasetSpec("molecule_csv", "graph", "binary", len(targets), "roc_auc",
-                       _load_molecule_csv, targets=targets, **_MOL_TYPES)
+                       _load_molecule_csv, targets=targets, source="user", **_MOL_TYPES)
 
 
 def csv_task(task: str | None) -> str:
@@ -358,7 +415,25 @@ def build_pre_transform(encodings: Any) -> BaseTransform | None:
 
 def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
     """Loads every split of the dataset a config names, with its encodings precomputed, under
-    :func:`~graph_transformers.data.cache.cache_lock` (concurrent processes build it once)."""
+    :func:`~graph_transformers.data.cache.cache_lock` (concurrent processes build it once).
+
+    ``data.source`` (:data:`SOURCES`) picks where the graphs come from, for a dataset with a
+    published form (``spec.load_canonical``): ``auto`` reads the published files with the
+    well-kept loader when they can be had (local, or a download that succeeds) and otherwise
+    falls back to this library's generator / reconstruction with one WARNING naming what was
+    missing and how to get it; ``canonical`` requires the published files; ``generated`` always
+    uses the generator. Every split then carries ``data_source`` (the record ``metrics.json``
+    stores: what was asked for, what was used, the loader and files, why the published files
+    were not used) and a per-split ``provenance`` (``"exact"`` for published graphs, else the
+    dataset's own record, or ``spec.source``).
+
+    Raises:
+        ValueError: an unknown ``data.source``; ``generated`` for a dataset that has no generator
+            (it is read from its published files); ``canonical`` for one that has no published
+            form; a ``data.options`` key the dataset class does not take.
+        DataNotFoundError: ``canonical`` and the published files cannot be had, or the chosen
+            loader's files are missing (the message says where it looked and how to get them).
+    """
     spec = resolve_spec(data_cfg)
     pre = build_pre_transform(encodings)
     options = {"fold": data_cfg.fold, "seed": data_cfg.seed, **data_cfg.options}
@@ -372,9 +447,64 @@ def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
     try:
         # one process builds a missing cache, concurrent ones (DDP ranks) wait and read it
         with cache_lock(spec.name, data_cfg.cache_dir):
-            return {s: spec.load(s, data_cfg.data_dir, data_cfg.cache_dir, pre, options)
-                    for s in spec.splits}
+            splits, record = _load_by_source(spec, data_cfg, pre, options)
     except TypeError as err:  # an option the dataset class does not take
         if "unexpected keyword" in str(err):
             raise ValueError(f"data.options: {err}") from None
         raise
+    for split, ds in splits.items():
+        ds.data_source = record
+        prov = getattr(ds, "provenance", None)
+        if not prov:  # a dataset that keeps no record of its own
+            kind = record["source"]
+            ds.provenance = {split: "exact" if kind == "canonical" else kind}
+    return splits
+
+
+def _load_by_source(spec: DatasetSpec, data_cfg: Any, pre: BaseTransform | None,
+                    options: dict) -> tuple[dict[str, Dataset], dict[str, Any]]:
+    """The splits and the ``data_source`` record, following ``data.source`` (see
+    :func:`load_splits`)."""
+    requested = str(getattr(data_cfg, "source", "auto"))
+    if requested not in SOURCES:
+        raise ValueError(f"data.source must be one of {SOURCES}, got {requested!r}")
+    if requested == "generated" and spec.load_canonical is None and spec.source == "canonical":
+        raise ValueError(f"data.source: generated, but {spec.name} has no generator: it is read "
+                         "from its published files (use data.source: auto or canonical)")
+    if requested == "canonical" and spec.load_canonical is None and spec.source in (
+            "generated", "reconstructed"):
+        raise ValueError(f"data.source: canonical, but {spec.name} has no published files: it "
+                         f"is {spec.source} in code (use data.source: auto or generated)")
+
+    def load_all(load: Callable[..., Dataset]) -> dict[str, Dataset]:
+        return {s: load(s, data_cfg.data_dir, data_cfg.cache_dir, pre, options)
+                for s in spec.splits}
+
+    record: dict[str, Any] = {"requested": requested}
+    if spec.load_canonical is not None and requested != "generated":
+        try:
+            splits = load_all(spec.load_canonical)
+        except (DataNotFoundError, MissingDependencyError) as err:
+            if requested == "canonical":
+                raise type(err)(f"data.source: canonical: {err}") from None
+            log.warning(
+                "%s: using the %s version (data.source: auto), not the published benchmark "
+                "files: %s. Results are then not comparable graph by graph with published ones; "
+                "set data.source: generated to choose this version explicitly.", spec.name,
+                spec.source, err)
+            record["canonical_unavailable"] = str(err)
+        else:
+            info = dict(getattr(splits[spec.splits[0]], "canonical_info", {}))
+            record.update(source="canonical", **info)
+            ignored = sorted(set(options) - {"fold", "seed"})
+            if ignored:
+                log.warning("%s: data.options %s apply to the %s version only; the published "
+                            "files are used as they are", spec.name, ignored, spec.source)
+            log.info("%s: published benchmark files via %s (%s)", spec.name,
+                     info.get("loader", "?"), info.get("files", "?"))
+            return splits, record
+    splits = load_all(spec.load)
+    first = splits[spec.splits[0]]
+    record.update(source=spec.source, loader=f"{type(first).__module__}.{type(first).__name__}")
+    return splits, record
+

@@ -95,11 +95,9 @@ import math
 import multiprocessing
 import os
 import pickle
-import shutil
 import struct
 import tarfile
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -117,6 +115,7 @@ from .cache import (
     offline,
     DATA_ENV,
     DataNotFoundError,
+    fetch_url,
     pre_transform_key,
     resolve_cache_dir,
     resolve_data_dir,
@@ -759,10 +758,8 @@ def _md5(path: Path) -> str:
 def _fetch(url: str, dest: Path, md5: str, timeout: float) -> None:
     """Download ``url`` to ``dest`` (via ``dest.part``) and check its md5."""
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")  # unique per process
-    req = urllib.request.Request(url, headers={"User-Agent": "graph_transformers"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r, open(tmp, "wb") as f:
-            shutil.copyfileobj(r, f, length=1 << 20)
+        fetch_url(url, tmp, timeout)
         got = _md5(tmp)
         if got != md5:
             raise ValueError(f"{url}: md5 {got} != expected {md5}")

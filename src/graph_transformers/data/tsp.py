@@ -5,6 +5,8 @@ arXiv:2003.00982) and is used by the Graph Transformer paper (Dwivedi & Bresson,
 original files (``TSP.pkl``, ``tsp50-500_{train,val,test}.txt``) are not available, so this module
 regenerates the dataset with the procedure and parameters of graphdeeplearning/benchmarking-gnns
 ``data/TSP/generate_TSP.py`` and ``data/TSP.py`` (see ``shared/data/README.md``, section 7).
+Where the published files can be had (PyG's ``TSP_v2.pt``), the registry reads those instead
+(``data.source``, :mod:`graph_transformers.data.canonical`).
 
 **Instances.** A graph has ``n ~ randint(50, 501)`` nodes (50..500 inclusive) with coordinates
 drawn uniformly from the unit square. Its label is an (optimal or near-optimal, see below)

@@ -39,9 +39,7 @@ import json
 import logging
 import os
 import pickle
-import shutil
 import time
-import urllib.request
 import zipfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -57,6 +55,7 @@ from .cache import (
     offline,
     DATA_ENV,
     DataNotFoundError,
+    fetch_url,
     pre_transform_key,
     resolve_cache_dir,
     resolve_data_dir,
@@ -678,12 +677,7 @@ def load_zinc_graphs(data_dir: str | os.PathLike, split: str) -> list[Data]:
     return _load_split([_zinc_dir(data_dir)], split)[0]
 
 
-def _fetch(url: str, dest: Path, timeout: float) -> None:
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")  # unique per process
-    req = urllib.request.Request(url, headers={"User-Agent": "graph_transformers"})
-    with urllib.request.urlopen(req, timeout=timeout) as r, open(tmp, "wb") as f:
-        shutil.copyfileobj(r, f, length=1 << 20)
-    tmp.replace(dest)
+_fetch = fetch_url  # module-level name, so tests can replace the transport
 
 
 def download_zinc(dest_dir: str | os.PathLike, timeout: float = 15.0) -> Path:

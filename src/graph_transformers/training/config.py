@@ -279,6 +279,12 @@ class DataConfig(_Section):
     fold: Annotated[int, Field(ge=0)] = 0
     #: generation seed of generated datasets (CSL permutations, PATTERN/CLUSTER graphs)
     seed: Annotated[int, Field(ge=0)] = 0
+    #: where a benchmark with published files gets its graphs (docs/datasets.md): ``auto`` = the
+    #: published files read by the well-kept loader (PyG / OGB) when they can be had (local or
+    #: downloaded), else this library's generator / reconstruction, with a WARNING naming what
+    #: was missing; ``canonical`` = the published files or an error; ``generated`` = always the
+    #: generator. ``metrics.json`` records the outcome under ``data_source``.
+    source: Literal["auto", "canonical", "generated"] = "auto"
     #: extra keyword arguments of the dataset class (e.g. ``max_images`` for superpixels,
     #: ``max_rows`` for MoleculeNet, ``num_graphs`` for generated sets)
     options: dict[str, Any] = Field(default_factory=dict)

@@ -131,6 +131,32 @@ class MultitaskROCAUC(torchmetrics.Metric):
         return torch.tensor(sum(per_task) / len(per_task))
 
 
+class OGBEvaluatorROCAUC(MultitaskROCAUC):
+    """:class:`MultitaskROCAUC` computed by OGB's own ``ogb.graphproppred.Evaluator(name)``
+    (scikit-learn's ``roc_auc_score`` per task, the same rules), for a dataset read from OGB's
+    published files (:class:`graph_transformers.data.ogb_mol.OGBGraphPropPred`), so the reported
+    number is the one OGB's leaderboard computes. Where no task has both classes it returns NaN
+    and warns, as :class:`MultitaskROCAUC` (OGB's evaluator would raise).
+
+    Raises:
+        MissingDependencyError: ``ogb`` is not installed (the ``[ogb]`` extra).
+    """
+
+    def __init__(self, name: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        from .._optional import require
+        self.evaluator = require("ogb.graphproppred", f"OGB's evaluator for {name}").Evaluator(name)
+
+    def compute(self) -> Tensor:
+        preds = torchmetrics.utilities.dim_zero_cat(self.preds)
+        target = torchmetrics.utilities.dim_zero_cat(self.target)
+        if all(math.isnan(v) for v in roc_auc_per_task(target, preds)):
+            return super().compute()  # undefined: NaN with one warning
+        result = self.evaluator.eval({"y_true": target.double().cpu().numpy(),
+                                      "y_pred": preds.double().cpu().numpy()})
+        return torch.tensor(float(result["rocauc"]))
+
+
 def _as_2d(y_true: Any, y_pred: Any, who: str) -> tuple[Tensor, Tensor]:
     t = torch.as_tensor(y_true).detach().to("cpu", torch.float64)
     p = torch.as_tensor(y_pred).detach().to("cpu", torch.float64)

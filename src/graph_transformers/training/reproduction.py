@@ -126,11 +126,16 @@ def _test_value(metrics: dict[str, Any], metric: str, epoch: str) -> tuple[float
 
 
 def _provenance(metrics: dict[str, Any]) -> str:
+    """Where a run's graphs came from: the per-split record (``train: reconstructed; val, test:
+    exact``), else the ``data_source`` record (``canonical`` reads as ``exact``), else
+    ``exact`` (runs written before either was recorded)."""
     how: dict[str, list[str]] = {}
     for split, what in (metrics.get("provenance") or {}).items():
-        how.setdefault(str(what), []).append(split)
+        if split in ("train", "val", "test") and isinstance(what, str):
+            how.setdefault(what, []).append(split)
     if not how:
-        return "exact"
+        source = (metrics.get("data_source") or {}).get("source", "canonical")
+        return "exact" if source == "canonical" else str(source)
     return "; ".join(f"{', '.join(splits)}: {what}" for what, splits in how.items())
 
 

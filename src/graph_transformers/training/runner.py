@@ -205,13 +205,16 @@ def _monitor(spec: DatasetSpec, config: Config) -> tuple[str, str]:
 
 def make_task(config: Config, spec: DatasetSpec, train_set) -> Task:
     """The :class:`Task` of a run: the dataset's loss and metric with the config's protocol
-    (global class weights counted on ``train_set``, split-level weighted accuracy)."""
+    (global class weights counted on ``train_set``, split-level weighted accuracy), and OGB's
+    evaluator when ``train_set`` was read from OGB's files (``ogb_evaluator``)."""
     counts = None
     if config.protocol.class_weights == "global" and spec.loss == "weighted_ce":
         labels = torch.cat([d.y.view(-1) for d in train_set])
         counts = torch.bincount(labels.long(), minlength=spec.out_dim)
         log.info("class weights from the training split's class sizes %s", counts.tolist())
-    return Task(spec, class_counts=counts, weighted_accuracy=config.protocol.weighted_accuracy)
+    # a dataset read from OGB's files is scored by OGB's Evaluator
+    return Task(spec, class_counts=counts, weighted_accuracy=config.protocol.weighted_accuracy,
+                evaluator=getattr(train_set, "ogb_evaluator", None))
 
 
 def graph_list_splits(config: Config, dataset) -> tuple[DatasetSpec, dict]:
@@ -310,9 +313,7 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
     if not trains_on_cpu(config.trainer.accelerator):  # per batch, value checks run on CPU only
         for s, ds in splits.items():
             validate_dataset(ds, f"{spec.name} {s} split")
-    provenance = {}
-    for s, ds in splits.items():
-        provenance.update(getattr(ds, "provenance", {}) or {})
+    provenance = collect_provenance(splits)
     _log_provenance(spec.name, provenance)
     loaders = make_loaders(config, splits)
     model = make_model(config, spec, splits["train"])
@@ -418,6 +419,15 @@ def _epoch_of(path: Path) -> int | str:
         return "?"
 
 
+def collect_provenance(splits: dict) -> dict:
+    """The splits' ``provenance`` records merged into one (``{"train": "reconstructed", "val":
+    "exact", ...}``, or a file-backed dataset's record), for ``metrics.json``."""
+    provenance: dict = {}
+    for ds in splits.values():
+        provenance.update(getattr(ds, "provenance", {}) or {})
+    return provenance
+
+
 def _log_provenance(dataset: str, provenance: dict) -> None:
     """One INFO line on where the data came from (the full record goes to ``metrics.json``)."""
     if not provenance:
@@ -473,6 +483,8 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
         "stopped_by": stopped_by,
         "device": device_name(),
         "provenance": provenance,
+        # where the graphs came from (data.source): published files or generated, and why
+        "data_source": getattr(next(iter(splits.values())), "data_source", None),
         "metric": spec.metric,
         **{s: r for s, r in results.items()},
     }
@@ -501,9 +513,7 @@ def finalize_interrupted(run_dir: str | Path, dataset=None) -> dict[str, Any]:
     spec, splits = resolve_data(config, dataset)
     with open(log_path) as f:
         rows = list(csv.DictReader(f))
-    provenance = {}
-    for ds in splits.values():
-        provenance.update(getattr(ds, "provenance", {}) or {})
+    provenance = collect_provenance(splits)
     model = make_model(config, spec, splits["train"])
     return finish_run(config, spec, model, splits, run, best, epochs=len(rows),
                       wall_time_s=float(rows[-1]["elapsed_s"]) if rows else 0.0,

@@ -17,6 +17,9 @@ model output plus its batch into ``(prediction, target)`` pairs for the loss and
   over nodes).
 - ``weighted_accuracy``: ``"batch_mean"`` (each batch scored, scores averaged: benchmarking GNNs)
   or ``"split"`` (the whole split scored at once: the official EGT code).
+- ``evaluator``: an OGB dataset name (``"ogbg-molhiv"``) to compute ROC-AUC with OGB's own
+  ``Evaluator`` (:class:`~graph_transformers.training.metrics.OGBEvaluatorROCAUC`), as for a
+  dataset read from OGB's published files.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from ..data.registry import DatasetSpec
-from .metrics import BatchMeanWeightedAccuracy, MultitaskROCAUC
+from .metrics import BatchMeanWeightedAccuracy, MultitaskROCAUC, OGBEvaluatorROCAUC
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,8 @@ class Task:
     #: training-split class sizes ``[out_dim]`` for global class weights (``None``: per batch)
     class_counts: Tensor | None = field(default=None, compare=False)
     weighted_accuracy: str = "batch_mean"
+    #: OGB dataset whose ``Evaluator`` computes ROC-AUC (``None``: this library's computation)
+    evaluator: str | None = None
 
     def __post_init__(self) -> None:
         if self.weighted_accuracy not in ("batch_mean", "split"):
@@ -131,6 +136,8 @@ class Task:
             metric = BatchMeanWeightedAccuracy(n, **kwargs)
         elif m == "f1":
             metric = torchmetrics.classification.BinaryF1Score(**kwargs)
+        elif m == "roc_auc" and self.evaluator is not None:
+            metric = OGBEvaluatorROCAUC(self.evaluator, **kwargs)
         elif m == "roc_auc":
             metric = MultitaskROCAUC(**kwargs)
         else:

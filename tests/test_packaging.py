@@ -3,6 +3,7 @@ installs beside the user's own torch."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -91,3 +92,23 @@ def test_wheel_installs_beside_the_installed_torch(tmp_path):
                    timeout=600)
     to_install = {i["metadata"]["name"].lower() for i in json.loads(report.read_text())["install"]}
     assert to_install == {"graph-transformers"}, to_install
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("GT_OTHER_TORCH_VENV"),
+                    reason="$GT_OTHER_TORCH_VENV not set: point it at a venv holding a torch "
+                           "other than the pinned one (tests/packaging/install_beside_torch.sh)")
+def test_wheel_and_sdist_install_beside_another_torch(tmp_path):
+    """Wheel and sdist install into a venv whose torch differs from ours, and leave it alone."""
+    venv = Path(os.environ["GT_OTHER_TORCH_VENV"])
+    version = subprocess.run([str(venv / "bin" / "python"), "-c",
+                              "import torch; print(torch.__version__.split('+')[0])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    out = tmp_path / "record.json"
+    proc = subprocess.run(["bash", str(REPO / "tests" / "packaging" / "install_beside_torch.sh"),
+                           str(venv), version, str(out)], capture_output=True, text=True,
+                          timeout=1800, env={**os.environ, "BUILD_PYTHON": sys.executable})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    record = json.loads(out.read_text())
+    assert record["torch_unchanged"]
+    assert {r["torch"] for r in record["installs"].values()} == {record["torch_before"]}

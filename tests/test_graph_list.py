@@ -53,6 +53,12 @@ def test_in_memory_graphs_train_and_evaluate(tmp_path):
     assert again["test"]["accuracy"] == pytest.approx(saved["test"]["accuracy"])
     with pytest.raises(ValueError, match="in-memory graphs"):
         evaluate_run(tmp_path / "run")
+    # predictions from the trained run: the graphs give the task back
+    run = gtr.load_run(tmp_path / "run", dataset=graphs)
+    preds = run.predict(graphs[:7])
+    assert list(preds.status) == ["ok"] * 7 and tuple(preds.values.shape) == (7, 2)
+    with pytest.raises(ValueError, match="in-memory graphs"):
+        gtr.load_run(tmp_path / "run")
 
 
 @pytest.mark.parametrize("writer", ["in_memory_dataset", "torch_save"])

@@ -340,8 +340,8 @@ def _as_list(inputs: Any) -> list:
     return list(inputs)
 
 
-def load_run(run_dir: str | Path, checkpoint: str = "best", data_dir: str | None = None
-             ) -> TrainedRun:
+def load_run(run_dir: str | Path, checkpoint: str = "best", data_dir: str | None = None,
+             dataset: Any = None) -> TrainedRun:
     """Loads a trained run for prediction: its ``config.yaml`` and the model weights of
     ``checkpoints/<checkpoint>.ckpt`` (read with ``weights_only=True``), on the CPU.
 
@@ -350,6 +350,9 @@ def load_run(run_dir: str | Path, checkpoint: str = "best", data_dir: str | None
         checkpoint: ``"best"`` (best validation epoch) or ``"last"``.
         data_dir: raw-data directory, for datasets whose description is read from the data
             (``tu:<NAME>``); molecule and registered datasets need none.
+        dataset: the in-memory graphs a run of ``graph_transformers.train(config,
+            dataset=graphs)`` trained on (``data.name: graph_list``), from which its task and
+            feature vocabularies are read again.
 
     Raises:
         RunError: ``run_dir`` is not a run directory or has no such checkpoint.
@@ -363,7 +366,7 @@ def load_run(run_dir: str | Path, checkpoint: str = "best", data_dir: str | None
         [{'index': 0, 'smiles': 'CCO', 'status': 'ok', 'logSolubility': ...}]
     """
     from .training.runner import load_trained_model
-    config, spec, model = load_trained_model(run_dir, data_dir, checkpoint)
+    config, spec, model = load_trained_model(run_dir, data_dir, checkpoint, dataset)
     return TrainedRun(config, spec, model, run_dir=run_dir, checkpoint=checkpoint)
 
 

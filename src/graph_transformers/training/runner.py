@@ -237,6 +237,15 @@ def graph_list_splits(config: Config, dataset) -> tuple[DatasetSpec, dict]:
     return graph_list_spec(info, "graph_list"), splits
 
 
+def graph_list_spec_of(config: Config, dataset) -> DatasetSpec:
+    """The spec of a user's in-memory graphs alone (what :func:`graph_list_splits` returns first,
+    without splitting them or computing encodings)."""
+    from ..data.graph_list import infer_info
+    from ..data.registry import graph_list_spec
+    return graph_list_spec(infer_info(list(dataset), config.data.level, config.data.task),
+                           "graph_list")
+
+
 def resolve_data(config: Config, dataset=None) -> tuple[DatasetSpec, dict]:
     """The dataset spec and splits of a run: ``dataset`` (a user's in-memory graphs) when
     given, else the dataset ``config.data`` names (:func:`~..data.registry.load_splits`)."""
@@ -641,7 +650,8 @@ def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
     config = build_config(load_yaml(run / "config.yaml"))
     if data_dir is not None:
         config.data.data_dir = data_dir
-    spec = resolve_data(config, dataset)[0] if dataset is not None else resolve_spec(config.data)
+    spec = graph_list_spec_of(config, dataset) if dataset is not None else \
+        resolve_spec(config.data)
     model = make_model(config, spec)
     path = run / "checkpoints" / f"{checkpoint}.ckpt"
     if not path.is_file():

@@ -137,3 +137,37 @@ def test_undefined_roc_auc_is_nan_with_one_warning_not_an_exception(caplog):
     assert sum("ROC-AUC is undefined" in r.message for r in caplog.records) == 1
     metric.update(torch.tensor([[0.1]]), torch.tensor([[0.0]]))
     assert float(metric.compute()) == pytest.approx(1.0)
+
+
+def test_weighted_accuracy_tensor_equals_the_benchmark_form():
+    from graph_transformers.training.metrics import weighted_accuracy, weighted_accuracy_tensor
+    g = torch.Generator().manual_seed(0)
+    cases = [(torch.randint(0, 6, (50,), generator=g), torch.randint(0, 6, (50,), generator=g)),
+             (torch.tensor([0, 0, 2, 2, 1]), torch.tensor([0, 2, 2, 2, 2])),  # 1 predicted only
+             (torch.tensor([3, 3, 0]), torch.tensor([3, 0, 0]))]  # classes 1, 2, 4, 5 absent
+    for pred, target in cases:
+        got = weighted_accuracy_tensor(pred, target, 6)
+        assert got.dtype == torch.float64 and got.dim() == 0
+        assert float(got) == pytest.approx(weighted_accuracy(pred, target, 6), abs=1e-6)
+    scores = torch.randn(50, 6, generator=g)
+    assert float(weighted_accuracy_tensor(scores, cases[0][1], 6)) == pytest.approx(
+        weighted_accuracy(scores, cases[0][1], 6), abs=1e-6)
+
+
+def test_masked_node_counts_and_weighted_accuracy_read_nothing_on_the_host():
+    """On the meta device any host read raises: the per-step count of masked nodes and the SBM
+    benchmarks' weighted accuracy stay on the device. (Selecting the masked nodes themselves is
+    boolean indexing, which still syncs: see Task.select.)"""
+    from graph_transformers.training.metrics import BatchMeanWeightedAccuracy
+    spec = DatasetSpec("t", "node", "classification", 3, "weighted_accuracy", lambda *a: None,
+                       loss="weighted_ce")
+    task = Task(spec)
+    batch = Data(x=torch.zeros(6, 1), y=torch.tensor([0, 1, 2, 1, 0, 2]),
+                 node_mask=torch.tensor([True, True, False, True, True, False]))
+    batch = batch.to("meta")
+    out = torch.randn(6, 3, device="meta")
+    n = task.count(batch)
+    assert isinstance(n, torch.Tensor) and n.device.type == "meta"
+    metric = BatchMeanWeightedAccuracy(3).to("meta")
+    metric.update(out, batch.y)  # an SBM batch: every node counts
+    assert metric.total.device.type == "meta"

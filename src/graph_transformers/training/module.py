@@ -153,6 +153,6 @@ def evaluate(model: nn.Module, spec: DatasetSpec, loader, device: torch.device |
         count += n
         metrics.update(*task.metric_inputs(out, batch))
     result = {k: float(v) for k, v in metrics.compute().items()}
-    result["loss"] = (float(total) if total is not None else 0.0) / max(count, 1)
+    result["loss"] = (float(total) if total is not None else 0.0) / max(float(count), 1.0)
     model.train(was_training)
     return result

@@ -57,19 +57,24 @@ class Task:
     def metric(self) -> str:
         return self.spec.metric
 
-    def count(self, batch) -> int:
-        """Items the loss averages over in ``batch`` (graphs, nodes or edges)."""
+    def count(self, batch) -> int | Tensor:
+        """Items the loss averages over in ``batch`` (graphs, nodes or edges): an ``int``, or,
+        where a ``node_mask`` / ``edge_mask`` selects them, a 0-dim tensor on the batch's device
+        (counted there, without a host sync; Lightning's ``log(batch_size=...)`` and
+        :func:`~.module.evaluate` accumulate it as a tensor)."""
         if self.spec.level == "graph":
             return int(batch.num_graphs)
         mask = getattr(batch, f"{self.spec.level}_mask", None)
         if mask is not None:
-            return int(mask.sum())
+            return mask.sum()
         if self.spec.level == "edge":
             return int(batch.edge_index.size(1))
         return int(batch.num_nodes)
 
     def select(self, out: Tensor, batch) -> tuple[Tensor, Tensor]:
-        """``(output, target)`` of the items that count, shaped for the loss."""
+        """``(output, target)`` of the items that count, shaped for the loss. A ``node_mask`` /
+        ``edge_mask`` selects by boolean indexing, the one host sync left in a training step
+        (transductive single-graph tasks only)."""
         y = batch.y
         if self.spec.level in ("node", "edge"):
             mask = getattr(batch, f"{self.spec.level}_mask", None)

@@ -265,11 +265,14 @@ class GRPEAttention(nn.Module):
 
     # ------------------------------------------------------------------ forward
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
-                batch: Tensor | None = None, *, encodings: GRPEEncodings,
+                batch: Tensor | None = None, *, encodings: GRPEEncodings | None = None,
                 topology: Tensor | None = None, edge_ids: Tensor | None = None,
                 need_weights: bool = False) -> LayerOutput:
         """PyG-native entry point; see the class docstring."""
         dense = densify(self, x, edge_index, batch, self.hidden_dim)
+        if encodings is None:
+            raise ValueError(f"{type(self).__name__}.forward needs encodings=GRPEEncodings(...) "
+                             "(the P and E tables, usually shared by all layers)")
         topo, edge = pyg_relations(dense, edge_index, edge_attr, topology, edge_ids, encodings)
         out = self.forward_dense(dense.to_dense(x), topo, edge, encodings, dense.mask,
                                  need_weights)
@@ -424,11 +427,14 @@ class GRPELayer(nn.Module):
                 m.reset_parameters()
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
-                batch: Tensor | None = None, *, encodings: GRPEEncodings,
+                batch: Tensor | None = None, *, encodings: GRPEEncodings | None = None,
                 topology: Tensor | None = None, edge_ids: Tensor | None = None,
                 need_weights: bool = False) -> LayerOutput:
         """PyG-native entry point; see :class:`GRPEAttention`."""
         dense = densify(self, x, edge_index, batch, self.attn.hidden_dim)
+        if encodings is None:
+            raise ValueError(f"{type(self).__name__}.forward needs encodings=GRPEEncodings(...) "
+                             "(the P and E tables, usually shared by all layers)")
         topo, edge = pyg_relations(dense, edge_index, edge_attr, topology, edge_ids, encodings)
         out = self.forward_dense(dense.to_dense(x), topo, edge, encodings, dense.mask,
                                  need_weights)

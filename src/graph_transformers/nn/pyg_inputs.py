@@ -23,8 +23,9 @@ from ..data.dense import DenseBatch
 
 
 class LayerOutput(NamedTuple):
-    """Output of :class:`~graph_transformers.nn.GRPELayer`, :class:`~graph_transformers.nn.GRPEAttention`
-    and :class:`~graph_transformers.nn.GraphormerLayer` (both entry points).
+    """Output of :class:`~graph_transformers.nn.GRPELayer`,
+    :class:`~graph_transformers.nn.GRPEAttention` and :class:`~graph_transformers.nn.GraphormerLayer`
+    (both entry points).
 
     Attributes:
         x: ``[num_nodes, d]`` (``forward``) or ``[B, N, d]`` (``forward_dense``).

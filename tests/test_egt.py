@@ -98,7 +98,7 @@ def test_layer_matches_naive_equations(variant):
     for g, n in enumerate(sizes):
         allowed[g, :n, :n] = _random_adj(n, 0.4, gen)
     attn_mask = allowed | torch.eye(N, dtype=torch.bool) if variant == "constrained" else None
-    out_h, out_e = layer(h, e, mask, attn_mask)
+    out_h, out_e, _ = layer.forward_dense(h, e, mask, attn_mask)
     for g, n in enumerate(sizes):
         ref_h, ref_e = naive_egt_layer(layer, h[g, :n], e[g, :n, :n],
                                        allowed[g, :n, :n] if attn_mask is not None else None)
@@ -114,7 +114,7 @@ def test_degree_scalers_match_naive(num_virtual):
     h = torch.randn(2, 6, 8, dtype=torch.double)
     e = torch.randn(2, 6, 6, 4, dtype=torch.double)
     mask = torch.arange(6).unsqueeze(0) < torch.tensor(sizes).unsqueeze(1)
-    out_h, out_e = layer(h, e, mask, num_virtual=num_virtual)
+    out_h, out_e, _ = layer.forward_dense(h, e, mask, num_virtual=num_virtual)
     for g, n in enumerate(sizes):
         ref_h, ref_e = naive_egt_layer(layer, h[g, :n], e[g, :n, :n], num_virtual=num_virtual)
         torch.testing.assert_close(out_h[g, :n], ref_h)
@@ -130,7 +130,7 @@ def test_scores_are_clipped_before_the_bias():
     e = torch.randn(1, 4, 4, 4, dtype=torch.double)
     mask = torch.ones(1, 4, dtype=torch.bool)
     ref_h, ref_e = naive_egt_layer(layer, h[0], e[0])
-    out_h, out_e = layer(h, e, mask)
+    out_h, out_e, _ = layer.forward_dense(h, e, mask)
     torch.testing.assert_close(out_h[0], ref_h)
     torch.testing.assert_close(out_e[0], ref_e)
 
@@ -140,7 +140,8 @@ def test_layer_rejects_bad_shapes():
     with pytest.raises(ValueError, match="divisible"):
         EGTLayer(10, 4, 3)
     with pytest.raises(ValueError, match=r"e must have shape"):
-        layer(torch.randn(2, 3, 8), torch.randn(2, 3, 4, 4), torch.ones(2, 3, dtype=torch.bool))
+        layer.forward_dense(torch.randn(2, 3, 8), torch.randn(2, 3, 4, 4),
+                            torch.ones(2, 3, dtype=torch.bool))
 
 
 # ----------------------------------------------------------------------------- network

@@ -68,12 +68,12 @@ def test_attention_matches_naive(switches, num_edge):
     enc = GRPEEncodings(9, num_edge, 16).double()
     x, topo, edge, mask = _inputs(E=num_edge)
     ref = naive_grpe_attention(att, x, topo, edge, enc, mask, *switches)
-    out = att(x, topo, edge, enc, mask)
+    out = att.forward_dense(x, topo, edge, enc, mask).x
     real = mask.unsqueeze(-1).expand_as(out)
     torch.testing.assert_close(out[real], ref[real], rtol=1e-10, atol=1e-10)
     att.attention_impl = "materialized"
-    torch.testing.assert_close(att(x, topo, edge, enc, mask)[real], ref[real], rtol=1e-10,
-                               atol=1e-10)
+    torch.testing.assert_close(att.forward_dense(x, topo, edge, enc, mask).x[real], ref[real],
+                               rtol=1e-10, atol=1e-10)
     assert (9 * num_edge <= FUSE_LIMIT) == (num_edge == 7)
 
 
@@ -87,7 +87,7 @@ def test_gradients_match_materialized():
         att.attention_impl = impl
         for p in list(att.parameters()) + list(enc.parameters()):
             p.grad = None
-        (att(x, topo, edge, enc, mask)[mask] ** 2).sum().backward()
+        (att.forward_dense(x, topo, edge, enc, mask).x[mask] ** 2).sum().backward()
         grads.append([p.grad.clone() for p in list(att.parameters()) + list(enc.parameters())])
     for a, b in zip(*grads):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10)
@@ -98,11 +98,11 @@ def test_each_table9_switch_changes_output():
     enc = GRPEEncodings(9, 7, 16).double()
     x, topo, edge, mask = _inputs()
     full = GRPEAttention(16, 4).double()
-    ref = full(x, topo, edge, enc, mask)
+    ref = full.forward_dense(x, topo, edge, enc, mask).x
     for switches in [(False, True, True), (True, False, True), (True, True, False)]:
         att = GRPEAttention(16, 4, 0.0, *switches).double()
         att.load_state_dict(full.state_dict())
-        out = att(x, topo, edge, enc, mask)
+        out = att.forward_dense(x, topo, edge, enc, mask).x
         assert (out - ref)[mask].abs().max() > 1e-3, switches
 
 
@@ -110,7 +110,7 @@ def test_attention_weights_rows_sum_to_one_and_ignore_padding():
     att = GRPEAttention(16, 4).double()
     enc = GRPEEncodings(9, 7, 16).double()
     x, topo, edge, mask = _inputs()
-    _, w = att(x, topo, edge, enc, mask, need_weights=True)
+    _, w = att.forward_dense(x, topo, edge, enc, mask, need_weights=True)
     assert w.shape == (3, 4, 7, 7)
     torch.testing.assert_close(w.sum(-1), torch.ones(3, 4, 7, dtype=torch.float64))
     assert (w[1, :, :, 5:] == 0).all() and (w[2, :, :, 3:] == 0).all()
@@ -122,8 +122,9 @@ def test_layer_permutation_equivariant():
     enc = GRPEEncodings(9, 7, 16).double()
     x, topo, edge, _ = (t[:1] for t in _inputs())
     perm = torch.randperm(7)
-    out = layer(x, topo, edge, enc)
-    out_p = layer(x[:, perm], topo[:, perm][:, :, perm], edge[:, perm][:, :, perm], enc)
+    out = layer.forward_dense(x, topo, edge, enc).x
+    out_p = layer.forward_dense(x[:, perm], topo[:, perm][:, :, perm],
+                                edge[:, perm][:, :, perm], enc).x
     torch.testing.assert_close(out_p, out[:, perm])
 
 

@@ -1,4 +1,4 @@
-"""The dense view of a PyG batch, shared by every global-attention model (EGT, GRPE, Graphormer).
+r"""The dense view of a PyG batch, shared by every global-attention model (EGT, GRPE, Graphormer).
 
 A PyG ``Batch`` stores graphs as one big sparse graph (``x [num_nodes, ·]``, ``edge_index [2,
 num_edges]``, ``batch [num_nodes]``). Dense attention wants per-graph blocks instead: node tensors
@@ -7,9 +7,18 @@ num_edges]``, ``batch [num_nodes]``). Dense attention wants per-graph blocks ins
 batch, no Python loop over graphs or node pairs) and builds the pair tensors the papers use:
 adjacency with self-loops, edge features scattered onto pairs, and hop distances.
 
-Pair convention: ``pairs[b, i, j]`` describes the edge ``j -> i`` (``edge_index[0] = j`` source,
-``edge_index[1] = i`` target), so row ``i`` of a pair matrix is what node ``i`` receives, the same
-orientation as an attention matrix whose rows are queries.
+Pair convention (dst-major): ``pairs[b, i, j]`` describes the edge ``j -> i`` (``edge_index[0] = j``
+source, ``edge_index[1] = i`` target), so row ``i`` of a pair matrix is what node ``i`` receives,
+the same orientation as an attention matrix whose rows are queries ``i`` and columns keys ``j``:
+
+.. math::
+    \mathrm{pairs}[b, i, j] = e_{j \to i}, \qquad
+    \mathrm{pairs} = \texttt{to\_dense\_adj}(\ldots)^\top_{(1, 2)}.
+
+PyG's ``to_dense_adj`` is source-major (``adj[b, src, dst]``): convert its output with
+``to_dense_adj(edge_index, batch, edge_attr).transpose(1, 2)`` before passing it to a layer's
+``forward_dense``. The layers' PyG-native ``forward`` (``x [num_nodes, d]``, ``edge_index``,
+``edge_attr``, ``batch``) densifies through this class and cannot get the orientation wrong.
 """
 from __future__ import annotations
 
@@ -118,7 +127,33 @@ def host_num_nodes(data) -> Tensor:
 
 @dataclass
 class DenseBatch:
-    """Index maps between a PyG batch and its padded dense view.
+    r"""Index maps between a PyG batch and its padded dense view (exported as
+    ``graph_transformers.nn.DenseBatch``).
+
+    Shapes: node tensors ``[num_nodes, *]`` ↔ ``[B, N, *]`` (:meth:`to_dense`, :meth:`to_sparse`);
+    per-edge values ``[num_edges, *]`` ↔ pair tensors ``[B, N, N, *]`` (:meth:`scatter_edges`,
+    :meth:`gather_edges`); per-graph pair values flattened row-major ``[Σ_b n_b², *]`` ↔
+    ``[B, N, N, *]`` (:meth:`place_pairs`, :meth:`flatten_pairs`). ``N`` is the largest graph.
+
+    Orientation (dst-major): ``pairs[b, i, j]`` is the value of the edge ``j → i`` of
+    ``edge_index`` (``edge_index[0] = j``, ``edge_index[1] = i``): row ``i`` is query ``i`` of
+    attention, column ``j`` its key. PyG's ``to_dense_adj`` is the transpose (``adj[b, src,
+    dst]``): ``to_dense_adj(edge_index, batch, edge_attr).transpose(1, 2)`` equals
+    ``dense.scatter_edges(edge_attr)`` (for graphs without duplicate edges).
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.data import Batch, Data
+        >>> from torch_geometric.utils import to_dense_adj
+        >>> from graph_transformers.nn import DenseBatch
+        >>> g = Data(edge_index=torch.tensor([[0, 1], [1, 2]]), num_nodes=3)  # 0 → 1 → 2
+        >>> batch = Batch.from_data_list([g, g])
+        >>> dense = DenseBatch.from_batch(batch)
+        >>> pairs = dense.scatter_edges(torch.ones(4))
+        >>> pairs[0, 1, 0].item(), pairs[0, 0, 1].item()  # row 1 receives from 0
+        (1.0, 0.0)
+        >>> bool((pairs == to_dense_adj(batch.edge_index, batch.batch).transpose(1, 2)).all())
+        True
 
     Attributes:
         batch: ``[num_nodes]`` graph id of each node.
@@ -192,6 +227,35 @@ class DenseBatch:
         mask = torch.arange(n_max, device=device).unsqueeze(0) < num_nodes.unsqueeze(1)
         return cls(batch=batch, pos=pos, num_nodes=num_nodes, mask=mask, edge_index=edge_index,
                    edge_batch=edge_batch, host_sizes=sizes)
+
+    @classmethod
+    def from_edge_index(cls, edge_index: Tensor, batch: Tensor | None = None,
+                        num_nodes: int | None = None, num_graphs: int | None = None,
+                        max_num_nodes: int | None = None) -> "DenseBatch":
+        """The view of PyG-native tensors (what a layer's ``forward`` receives), as
+        :meth:`from_batch`.
+
+        Args:
+            edge_index: ``[2, num_edges]`` (source, target).
+            batch: ``[num_nodes]`` sorted graph ids; ``None`` = one graph.
+            num_nodes: total nodes (required when some node has no edge and ``batch`` is
+                ``None``; read off ``batch`` otherwise).
+            num_graphs: graphs in the batch (default: ``batch.max() + 1``, a device sync).
+            max_num_nodes: pad to this ``N``.
+
+        Raises:
+            ValueError: as :meth:`from_batch`.
+        """
+        from types import SimpleNamespace
+        if num_nodes is None:
+            if batch is not None:
+                num_nodes = batch.numel()
+            else:
+                num_nodes = int(edge_index.max()) + 1 if edge_index.numel() else 0
+        data = SimpleNamespace(edge_index=edge_index, num_nodes=num_nodes, batch=batch)
+        if num_graphs is not None:
+            data.num_graphs = num_graphs
+        return cls.from_batch(data, max_num_nodes=max_num_nodes)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -282,22 +346,40 @@ class DenseBatch:
             ValueError: when ``values`` does not have ``Σ n_b²`` rows (a dataset processed
                 without the pair encoding, or with other graphs).
         """
+        graph, i, j = self._pair_index(values.size(0), values.device)
+        B, N = self.num_graphs, self.max_num_nodes
+        out = values.new_full((B, N, N) + tuple(values.shape[1:]), fill)
+        out[graph, i, j] = values
+        return out
+
+    def flatten_pairs(self, pairs: Tensor) -> Tensor:
+        """Pair tensor ``[B, N, N, *]`` → ``[Σ_b n_b², *]``, each graph's real pairs flattened
+        row-major (``k = i · n_b + j``), graph after graph: the inverse of :meth:`place_pairs`,
+        and the layout PyG batching concatenates (as the ``spd`` of
+        :class:`~graph_transformers.encodings.AddShortestPaths`)."""
+        if pairs.shape[:3] != (self.num_graphs, self.max_num_nodes, self.max_num_nodes):
+            raise ValueError(f"pair tensor must be [B, N, N, *] = [{self.num_graphs}, "
+                             f"{self.max_num_nodes}, {self.max_num_nodes}, *], got "
+                             f"{tuple(pairs.shape)}")
+        graph, i, j = self._pair_index(None, pairs.device)
+        return pairs[graph, i, j]
+
+    def _pair_index(self, rows: int | None, device) -> tuple[Tensor, Tensor, Tensor]:
+        """``(graph, i, j)`` of the ``Σ n_b²`` real pairs in flattened order; checks ``rows``."""
         sizes = self.num_nodes * self.num_nodes
         host = self.host_sizes if self.host_sizes is not None else self.num_nodes.cpu()
         total = int((host * host).sum())
-        if values.size(0) != total:
-            raise ValueError(f"pair tensor has {values.size(0)} rows, but the batch's graphs have "
+        if rows is not None and rows != total:
+            raise ValueError(f"pair tensor has {rows} rows, but the batch's graphs have "
                              f"Σ n² = {total} node pairs; was the dataset processed with this "
                              "pair encoding?")
-        B, N = self.num_graphs, self.max_num_nodes
-        device = values.device
+        B = self.num_graphs
+        sizes = sizes.to(device)
         graph = torch.repeat_interleave(torch.arange(B, device=device), sizes, output_size=total)
         start = torch.cumsum(sizes, 0) - sizes
         k = torch.arange(total, device=device) - start[graph]
-        n = self.num_nodes[graph]
-        out = values.new_full((B, N, N) + tuple(values.shape[1:]), fill)
-        out[graph, torch.div(k, n, rounding_mode="floor"), k % n] = values
-        return out
+        n = self.num_nodes.to(device)[graph]
+        return graph, torch.div(k, n, rounding_mode="floor"), k % n
 
     def shortest_paths(self, max_hops: int | None = None) -> Tensor:
         """Hop distances between all pairs, by a vectorized breadth-first search on the dense

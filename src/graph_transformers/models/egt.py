@@ -255,11 +255,11 @@ class EGT(nn.Module):
         e0 = e
         attentions = []
         for layer in self.layers:
-            out = layer(h, e, mask, attn_mask, return_attention=return_attention,
-                        num_virtual=self.num_virtual_nodes)
-            h, e = out[0], out[1]
+            out = layer.forward_dense(h, e, mask, attn_mask, return_attention=return_attention,
+                                      num_virtual=self.num_virtual_nodes)
+            h, e = out.h, out.e
             if return_attention:
-                attentions.append(out[2])
+                attentions.append(out.attention)
         h = self.final_norm_h(h)
         if self.edge_output:
             e = self.final_norm_e(e)

@@ -124,9 +124,8 @@ class Graphormer(nn.Module):
                 # CUDA's memory-efficient SDPA kernel reads it in place (docs/gpu.md)
                 bg = aligned_bias(bg, dtype=attention_dtype(x))
             for layer, w in zip(self.layers, weights or [None] * len(self.layers)):
-                xg = layer(xg, bg, need_weights)
+                xg, wg = layer.forward_dense(xg, bg, need_weights)
                 if need_weights:
-                    xg, wg = xg
                     w[idx, :, :n + 1, :n + 1] = wg
             out = out.index_put((idx,), nn.functional.pad(xg, (0, 0, 0, N1 - n - 1)))
         return self.final_norm(out), rel, weights

@@ -12,12 +12,12 @@ from torch_geometric.data import Batch
 from ..data.checks import check_batch, checks_enabled
 from ..data.dense import DenseBatch, check_dense_budget
 from ..encodings.spd import PAIR_NO_EDGE, PAIR_SELF, num_spd_ids
-from ..nn.grpe import GRPEEncodings, GRPELayer
+from ..nn.grpe import EDGE_NONE, EDGE_OFFSET, EDGE_SELF, EDGE_VIRTUAL, GRPEEncodings, GRPELayer
 from .encoders import FeatureEncoder
 from .heads import MLPReadout
 
-#: pair-edge ids shared by GRPE and Graphormer; edge types start at :data:`EDGE_OFFSET`
-EDGE_NONE, EDGE_SELF, EDGE_VIRTUAL, EDGE_OFFSET = 0, 1, 2, 3
+# the pair-edge ids EDGE_NONE, EDGE_SELF, EDGE_VIRTUAL, EDGE_OFFSET (shared by GRPE and Graphormer)
+# are defined with the layer (nn.grpe), whose PyG-native forward builds them too
 
 
 @dataclass
@@ -270,9 +270,8 @@ class GRPE(nn.Module):
         weights = []
         for i, layer in enumerate(self.layers):
             enc = self.encodings[0 if self.share_encodings else i]
-            x = layer(x, topology, edge, enc, mask, need_weights)
+            x, w = layer.forward_dense(x, topology, edge, enc, mask, need_weights)
             if need_weights:
-                x, w = x
                 weights.append(w)
         return x, weights
 

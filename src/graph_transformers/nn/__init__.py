@@ -1,6 +1,14 @@
-"""Layers: plain ``torch.nn.Module``s usable in any PyG model."""
+"""Layers: plain ``torch.nn.Module``s usable in any PyG model.
+
+The global-attention layers (:class:`EGTLayer`, :class:`GRPELayer`, :class:`GRPEAttention`,
+:class:`GraphormerLayer`) take PyG-native inputs in ``forward`` (``x [num_nodes, d]``,
+``edge_index``, ``edge_attr``, ``batch``) and densify them with :class:`DenseBatch`; their
+``forward_dense`` takes padded tensors with pairs oriented dst-major (``pairs[b, i, j]`` = the edge
+``j → i``; PyG's ``to_dense_adj(...).transpose(1, 2)``).
+"""
+from ..data.dense import DenseBatch
 from .attention import FullAttention, clamped_edge_softmax, sparse_attention
-from .egt import EGTLayer
+from .egt import EGTDenseOutput, EGTLayer, EGTOutput
 from .gps import GPSLayer
 from .gt import GraphTransformerLayer
 from .graphormer import GraphormerLayer
@@ -8,8 +16,10 @@ from .grpe import GRPEAttention, GRPEEncodings, GRPELayer
 from .linear_attention import PerformerAttention, linear_attention
 from .mpnn import GatedGCNConv, LocalMPNN, MPNNBlock
 from .norm import BatchNorm, make_norm
+from .pyg_inputs import LayerOutput
 
-__all__ = ["BatchNorm", "EGTLayer", "FullAttention", "GPSLayer", "GRPEAttention", "GRPEEncodings", "GRPELayer",
-           "GatedGCNConv", "GraphTransformerLayer", "GraphormerLayer", "LocalMPNN", "MPNNBlock",
+__all__ = ["BatchNorm", "DenseBatch", "EGTDenseOutput", "EGTLayer", "EGTOutput", "FullAttention",
+           "GPSLayer", "GRPEAttention", "GRPEEncodings", "GRPELayer", "GatedGCNConv",
+           "GraphTransformerLayer", "GraphormerLayer", "LayerOutput", "LocalMPNN", "MPNNBlock",
            "PerformerAttention", "clamped_edge_softmax", "linear_attention", "make_norm",
            "sparse_attention"]

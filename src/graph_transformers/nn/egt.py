@@ -1,11 +1,44 @@
 """The Edge-augmented Graph Transformer layer (Hussain, Zaki & Subramanian, EGT, KDD 2022)."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import acc_dtype
+from .pyg_inputs import densify, pairs_input
+
+
+class EGTOutput(NamedTuple):
+    """What :meth:`EGTLayer.forward` (PyG-native) returns.
+
+    Attributes:
+        x: ``[num_nodes, d_h]`` updated node channels.
+        edge_attr: ``[num_edges, d_e]`` updated edge channels at the edges of ``edge_index``
+            (pair ``(i, j)`` of the edge ``j → i``).
+        pair_attr: ``[Σ_b n_b², d_e]`` updated edge channels of *all* node pairs, each graph's
+            ``[n_b, n_b, d_e]`` flattened row-major (``k = i · n_b + j``, pair ``j → i``), graph
+            after graph; pass it as ``pair_attr`` to the next layer. Equal to the input pairs when
+            the layer has no edge output (EGT-Simple, ``edge_output=False``).
+        attention: ``[B, H, N, N]`` gated attention weights ``Ã`` over the padded view, with
+            ``return_attention=True``; else ``None``.
+    """
+
+    x: Tensor
+    edge_attr: Tensor
+    pair_attr: Tensor
+    attention: Tensor | None = None
+
+
+class EGTDenseOutput(NamedTuple):
+    """What :meth:`EGTLayer.forward_dense` returns: ``h [B, N, d_h]``, ``e [B, N, N, d_e]`` and,
+    with ``return_attention=True``, ``attention`` ``Ã [B, H, N, N]`` (else ``None``)."""
+
+    h: Tensor
+    e: Tensor
+    attention: Tensor | None = None
 
 
 class FeedForward(nn.Module):
@@ -80,11 +113,45 @@ class EGTLayer(nn.Module):
             centrality scalers" of the KDD version and the official code; virtual-node rows keep
             scale 1).
 
-    Shapes:
-        ``h [B, N, d_h]``, ``e [B, N, N, d_e]`` (``e[b, i, j]``: the pair whose row ``i`` is the
-        query), ``mask [B, N]`` bool (real nodes), ``attn_mask [B, N, N]`` bool or ``None`` (pairs
-        that may attend; must include the diagonal) → ``(h [B, N, d_h], e [B, N, N, d_e])``.
-        With ``return_attention=True`` also ``Ã [B, H, N, N]``.
+    Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`):
+
+    * ``forward(x, edge_index, edge_attr=None, batch=None, *, pair_attr=None, non_edge=0.0,
+      constrained=False, return_attention=False)`` → :class:`EGTOutput`: PyG-native. ``x
+      [num_nodes, d_h]``; the input edge channels are either ``edge_attr [num_edges, d_e]`` on the
+      edges ``j → i`` of ``edge_index`` with every other pair (diagonal included) set to
+      ``non_edge`` (a scalar or a ``[d_e]`` vector, e.g. a learned masking vector; add self-loops
+      to ``edge_index`` to give the diagonal its own value), or ``pair_attr [Σ_b n_b², d_e]``, all
+      pairs of each graph flattened row-major (``k = i · n_b + j``; what the previous layer's
+      :class:`EGTOutput` returns). ``edge_attr=None`` and ``pair_attr=None``: all-zero edge
+      channels. ``constrained=True`` is EGT-Constrained: attention over ``N(i) ∪ {i}`` of
+      ``edge_index``. Densified internally by :class:`~graph_transformers.nn.DenseBatch` (one
+      host sync for the graph sizes); virtual nodes are a model feature (dense path).
+    * ``forward_dense(h, e, mask, attn_mask=None, return_attention=False, num_virtual=0)`` →
+      :class:`EGTDenseOutput`: padded tensors, for models that densify once per batch.
+      ``h [B, N, d_h]``, ``e [B, N, N, d_e]`` oriented dst-major: ``e[b, i, j]`` is the pair
+      ``j → i``, row ``i`` the query (from PyG's ``to_dense_adj``: ``.transpose(1, 2)``);
+      ``mask [B, N]`` bool (real nodes); ``attn_mask [B, N, N]`` bool or ``None`` (pairs that
+      may attend; must include the diagonal); ``num_virtual``: rows of leading virtual nodes
+      (unscaled by ``scale_degree``).
+
+    Raises:
+        ValueError: at construction for ``node_dim`` not divisible by ``num_heads`` or
+            ``scale_degree`` without gates; in ``forward`` for dense tensors (naming
+            ``forward_dense``), mismatched ``edge_attr`` / ``pair_attr`` rows or both given; in
+            ``forward_dense`` for mismatched shapes.
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.data import Batch, Data
+        >>> from graph_transformers.nn import EGTLayer
+        >>> g = Data(x=torch.randn(4, 16), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
+        ...          edge_attr=torch.randn(3, 8))                      # directed path 0→1→2→3
+        >>> batch = Batch.from_data_list([g, g])
+        >>> layer = EGTLayer(node_dim=16, edge_dim=8, num_heads=4)
+        >>> out = layer(batch.x, batch.edge_index, batch.edge_attr, batch.batch)
+        >>> out.x.shape, out.edge_attr.shape, out.pair_attr.shape  # pairs: 2 graphs × 4²
+        (torch.Size([8, 16]), torch.Size([6, 8]), torch.Size([32, 8]))
+        >>> out2 = layer(out.x, batch.edge_index, batch=batch.batch, pair_attr=out.pair_attr)
     """
 
     def __init__(self, node_dim: int, edge_dim: int, num_heads: int, edge_update: bool = True,
@@ -126,8 +193,43 @@ class EGTLayer(nn.Module):
     def _drop(self, x: Tensor, p: float) -> Tensor:
         return F.dropout(x, p, True) if p and self.training else x
 
-    def forward(self, h: Tensor, e: Tensor, mask: Tensor, attn_mask: Tensor | None = None,
-                return_attention: bool = False, num_virtual: int = 0):
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
+                batch: Tensor | None = None, *, pair_attr: Tensor | None = None,
+                non_edge: Tensor | float = 0.0, constrained: bool = False,
+                return_attention: bool = False) -> EGTOutput:
+        """PyG-native entry point; see the class docstring."""
+        dense = densify(self, x, edge_index, batch, self.node_dim)
+        if pair_attr is not None:
+            if edge_attr is not None:
+                raise ValueError("give the input edge channels as edge_attr (edges only) or "
+                                 "pair_attr (all pairs), not both")
+            if pair_attr.dim() != 2 or pair_attr.size(1) != self.edge_dim:
+                raise ValueError(f"pair_attr must be [Σ n², {self.edge_dim}], got "
+                                 f"{tuple(pair_attr.shape)}")
+            e = pairs_input(dense, pair_attr, "pair_attr")
+        else:
+            num_edges = edge_index.size(1)
+            if edge_attr is None:
+                edge_attr = x.new_zeros(num_edges, self.edge_dim)
+            if edge_attr.shape != (num_edges, self.edge_dim):
+                raise ValueError(f"edge_attr must be [num_edges={num_edges}, {self.edge_dim}], "
+                                 f"got {tuple(edge_attr.shape)}")
+            e = dense.scatter_edges(edge_attr, fill=non_edge)
+        attn_mask = None
+        if constrained:  # N(i) ∪ {i}; the diagonal is kept at padding too
+            eye = torch.eye(dense.max_num_nodes, dtype=torch.bool, device=x.device)
+            attn_mask = dense.adjacency(self_loops=True) | eye
+        out = self.forward_dense(dense.to_dense(x), e, dense.mask, attn_mask,
+                                 return_attention=return_attention)
+        return EGTOutput(dense.to_sparse(out.h), dense.gather_edges(out.e),
+                         dense.flatten_pairs(out.e), out.attention)
+
+    def forward_dense(self, h: Tensor, e: Tensor, mask: Tensor, attn_mask: Tensor | None = None,
+                      return_attention: bool = False, num_virtual: int = 0) -> EGTDenseOutput:
+        """Dense entry point (pairs dst-major, ``e[b, i, j]`` = ``j → i``); see the class
+        docstring."""
+        if h.dim() != 3 or h.size(-1) != self.node_dim:
+            raise ValueError(f"h must be [B, N, {self.node_dim}], got {tuple(h.shape)}")
         B, N, _ = h.shape
         H, dk = self.num_heads, self.head_dim
         if e.shape[:3] != (B, N, N) or e.size(-1) != self.edge_dim:
@@ -166,7 +268,7 @@ class EGTLayer(nn.Module):
         if self.edge_output:
             e = e + self.out_e(h_hat.permute(0, 2, 3, 1))
             e = e + self.ffn_e(self.ffn_norm_e(e))
-        return (h, e, attn) if return_attention else (h, e)
+        return EGTDenseOutput(h, e, attn if return_attention else None)
 
     def extra_repr(self) -> str:
         return (f"node_dim={self.node_dim}, edge_dim={self.edge_dim}, "
@@ -188,4 +290,4 @@ def pair_bytes(num_layers: int, edge_dim: int, num_heads: int, edge_update: bool
     return 4.0 * (num_layers * per_layer + 2 * edge_dim)
 
 
-__all__ = ["EGTLayer", "FeedForward", "pair_bytes"]
+__all__ = ["EGTDenseOutput", "EGTLayer", "EGTOutput", "FeedForward", "pair_bytes"]

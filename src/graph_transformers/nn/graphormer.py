@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from .attention import acc_dtype, sdpa
 from .grpe import ByteDropout
+from .pyg_inputs import LayerOutput, densify, pairs_input
 
 
 class GraphormerLayer(nn.Module):
@@ -30,17 +31,45 @@ class GraphormerLayer(nn.Module):
         dropout: on the attention and FFN outputs.
         attention_dropout: on the attention weights.
 
-    Forward:
-        x: ``[B, N, d]``.
-        bias: ``[B, H, N, N]`` float added to the scaled scores; ``-inf`` masks a key (padding).
-            Every row needs at least one finite entry.
-        need_weights: also return the attention weights ``[B, H, N, N]``.
+    Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`), both returning a
+    :class:`~graph_transformers.nn.LayerOutput` ``(x, attention)``:
 
-    Returns:
-        ``[B, N, d]`` (and the weights).
+    * ``forward(x, edge_index, edge_attr=None, batch=None, *, pair_bias=None,
+      need_weights=False)``: PyG-native. ``x [num_nodes, d]``; the bias ``b_ij`` of the scores
+      is the sum of ``edge_attr [num_edges, H]`` (a per-head bias on the pairs ``(i, j)`` of the
+      edges ``j → i``, e.g. an edge encoding ``nn.Embedding(num_types, H)(edge_type)``; ``0`` on
+      other pairs) and ``pair_bias [Σ_b n_b², H]`` (a bias on every pair of each graph, flattened
+      row-major ``k = i · n_b + j``, the layout of
+      :class:`~graph_transformers.encodings.AddShortestPaths`' ``spd``, e.g. the spatial encoding
+      ``nn.Embedding(L + 3, H)(batch.spd.long())``); neither given: plain attention over each
+      graph. The layer builds nothing else (no distances, no graph token: those are
+      :class:`~graph_transformers.models.Graphormer`'s). Returns ``x [num_nodes, d]``.
+    * ``forward_dense(x, bias, need_weights=False)``: ``x [B, N, d]``; ``bias [B, H, N, N]``
+      float added to the scaled scores, dst-major (``bias[b, h, i, j]``: query ``i``, key ``j``,
+      the pair ``j → i``; from PyG's ``to_dense_adj``: ``.transpose(1, 2)``); ``-inf`` masks a key
+      (padding). Every row needs at least one finite entry. Returns ``x [B, N, d]``.
+
+    ``attention``: ``[B, H, N, N]`` weights over the padded view with ``need_weights=True``, else
+    ``None``.
 
     Raises:
-        ValueError: on mismatched shapes.
+        ValueError: on mismatched shapes; in ``forward`` for dense tensors (naming
+            ``forward_dense``).
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.data import Batch, Data
+        >>> from graph_transformers.encodings import AddShortestPaths
+        >>> from graph_transformers.nn import GraphormerLayer
+        >>> spd = AddShortestPaths(max_distance=5)
+        >>> g = spd(Data(x=torch.randn(4, 16), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]])))
+        >>> batch = Batch.from_data_list([g, g])
+        >>> spatial = torch.nn.Embedding(5 + 3, 4)                 # b_ψ(i,j), one per head
+        >>> layer = GraphormerLayer(hidden_dim=16, num_heads=4)
+        >>> out = layer(batch.x, batch.edge_index, batch=batch.batch,
+        ...             pair_bias=spatial(batch.spd.long()))
+        >>> out.x.shape
+        torch.Size([8, 16])
     """
 
     def __init__(self, hidden_dim: int, num_heads: int, ffn_dim: int | None = None,
@@ -66,7 +95,30 @@ class GraphormerLayer(nn.Module):
         for m in (self.attn_norm, self.qkv, self.out, self.ffn_norm, self.ffn[0], self.ffn[2]):
             m.reset_parameters()
 
-    def forward(self, x: Tensor, bias: Tensor, need_weights: bool = False):
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
+                batch: Tensor | None = None, *, pair_bias: Tensor | None = None,
+                need_weights: bool = False) -> LayerOutput:
+        """PyG-native entry point; see the class docstring."""
+        dense = densify(self, x, edge_index, batch, self.hidden_dim)
+        H = self.num_heads
+        B, N = dense.num_graphs, dense.max_num_nodes
+        bias = x.new_zeros(B, N, N, H)
+        if edge_attr is not None:
+            if edge_attr.shape != (edge_index.size(1), H):
+                raise ValueError(f"edge_attr is a per-head bias: [num_edges={edge_index.size(1)}, "
+                                 f"num_heads={H}], got {tuple(edge_attr.shape)}")
+            bias = bias + dense.scatter_edges(edge_attr.to(x.dtype))
+        if pair_bias is not None:
+            if pair_bias.dim() != 2 or pair_bias.size(1) != H:
+                raise ValueError(f"pair_bias must be [Σ n², num_heads={H}], got "
+                                 f"{tuple(pair_bias.shape)}")
+            bias = bias + pairs_input(dense, pair_bias.to(x.dtype), "pair_bias")
+        bias = bias.permute(0, 3, 1, 2).masked_fill(~dense.mask.view(B, 1, 1, N), float("-inf"))
+        out = self.forward_dense(dense.to_dense(x), bias, need_weights)
+        return LayerOutput(dense.to_sparse(out.x), out.attention)
+
+    def forward_dense(self, x: Tensor, bias: Tensor, need_weights: bool = False) -> LayerOutput:
+        """Dense entry point (``bias`` dst-major); see the class docstring."""
         if x.dim() != 3 or x.size(-1) != self.hidden_dim:
             raise ValueError(f"x must be [B, N, {self.hidden_dim}], got {tuple(x.shape)}")
         B, N, _ = x.shape
@@ -90,4 +142,4 @@ class GraphormerLayer(nn.Module):
         y = self.out(z.transpose(1, 2).reshape(B, N, self.hidden_dim))
         x = x + self.dropout(y)
         x = x + self.dropout(self.ffn(self.ffn_norm(x)))
-        return (x, weights) if need_weights else x
+        return LayerOutput(x, weights)

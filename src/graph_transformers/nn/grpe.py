@@ -26,11 +26,64 @@ import sys
 import torch
 from torch import Tensor, nn
 
+from ..data.checks import checks_enabled
+from ..data.dense import UNREACHABLE, DenseBatch
 from .attention import acc_dtype
+from .pyg_inputs import LayerOutput, densify, pairs_input
 
 _LITTLE_ENDIAN = sys.byteorder == "little"
 #: fuse topology and edge relations when the product of their vocabularies is at most this
 FUSE_LIMIT = 256
+#: pair-edge ids (shared with GRPE and Graphormer models); edge types start at ``EDGE_OFFSET``
+EDGE_NONE, EDGE_SELF, EDGE_VIRTUAL, EDGE_OFFSET = 0, 1, 2, 3
+
+
+def pyg_relations(dense: DenseBatch, edge_index: Tensor, edge_attr: Tensor | None,
+                  topology: Tensor | None, edge_ids: Tensor | None, enc: "GRPEEncodings"
+                  ) -> tuple[Tensor, Tensor]:
+    """Dense ``(topology [B, N, N], edge [B, N, N])`` ids for the PyG-native ``forward`` of
+    :class:`GRPEAttention` / :class:`GRPELayer` (see :class:`GRPEAttention` for what is built)."""
+    if topology is not None:
+        if topology.dim() != 1:
+            raise ValueError(f"topology ids must be [Σ n²] (flattened per graph, as "
+                             f"AddShortestPaths' spd), got {tuple(topology.shape)}")
+        topo = pairs_input(dense, topology.long(), "topology", fill=0)
+    else:
+        L = enc.num_topology - 3
+        if L < 0:
+            raise ValueError(f"building topology ids needs encodings with at least 3 topology "
+                             f"ids (0 … L, far, unreachable), got {enc.num_topology}")
+        topo = dense.shortest_paths(max_hops=L)  # L + 1 for longer paths, -1 unreachable
+        topo = torch.where(topo == UNREACHABLE, torch.full_like(topo, L + 2), topo)
+        topo = topo.masked_fill(~dense.pair_mask, 0)
+    if edge_ids is not None:
+        if edge_attr is not None:
+            raise ValueError("give edge types as edge_attr (edges only) or edge_ids (all pairs), "
+                             "not both")
+        if edge_ids.dim() != 1:
+            raise ValueError(f"edge_ids must be [Σ n²] (flattened per graph), got "
+                             f"{tuple(edge_ids.shape)}")
+        edge = pairs_input(dense, edge_ids.long(), "edge_ids", fill=EDGE_NONE)
+    else:
+        num_edges = edge_index.size(1)
+        if edge_attr is None:
+            types = edge_index.new_zeros(num_edges)
+        else:
+            if edge_attr.dim() == 2 and edge_attr.size(1) == 1:
+                edge_attr = edge_attr.view(-1)
+            if edge_attr.shape != (num_edges,) or edge_attr.is_floating_point():
+                raise ValueError(f"edge_attr must be integer edge types [num_edges={num_edges}], "
+                                 f"got {tuple(edge_attr.shape)} {edge_attr.dtype}")
+            types = edge_attr.long()
+        edge = dense.scatter_edges(types + EDGE_OFFSET, fill=EDGE_NONE)
+        idx = torch.arange(dense.max_num_nodes, device=edge.device)
+        diag = edge[:, idx, idx]
+        edge[:, idx, idx] = torch.where(dense.mask, torch.full_like(diag, EDGE_SELF), diag)
+    for name, ids, size in (("topology", topo, enc.num_topology), ("edge", edge, enc.num_edge)):
+        if ids.numel() and checks_enabled(ids) and (int(ids.min()) < 0 or int(ids.max()) >= size):
+            raise ValueError(f"{name} ids span [{int(ids.min())}, {int(ids.max())}], outside the "
+                             f"encodings' {size} {name} ids")
+    return topo, edge
 
 
 class GRPEEncodings(nn.Module):
@@ -128,21 +181,33 @@ class GRPEAttention(nn.Module):
         attention_impl: ``"gather"`` (the paper's complexity trick) or ``"materialized"`` (naive
             ``[B, N, N, d]`` pair tensors, for benchmarking).
 
-    Forward:
-        x: ``[B, N, d]``.
-        topology: ``[B, N, N]`` long ids ``ψ(i, j)`` in ``[0, T_ψ)``.
-        edge: ``[B, N, N]`` long ids ``e_ij`` in ``[0, T_e)``.
-        encodings: the :class:`GRPEEncodings` (its ``d`` must be ``hidden_dim``).
-        mask: ``[B, N]`` bool, ``True`` at real nodes (keys at padding get no attention);
-            ``None`` = all real.
-        need_weights: also return the attention weights ``[B, H, N, N]`` (after softmax, before
-            dropout).
+    Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`), both returning a
+    :class:`~graph_transformers.nn.LayerOutput` ``(x, attention)``; ``attention`` is
+    ``[B, H, N, N]`` (after softmax, before dropout) with ``need_weights=True``, else ``None``:
 
-    Returns:
-        ``[B, N, d]`` (and the weights). Rows at padding are finite but meaningless.
+    * ``forward(x, edge_index, edge_attr=None, batch=None, *, encodings, topology=None,
+      edge_ids=None, need_weights=False)``: PyG-native, ``x [num_nodes, d]`` → ``[num_nodes, d]``.
+      ``encodings``: the :class:`GRPEEncodings` (``d`` = ``hidden_dim``).
+      ``topology``: ``[Σ_b n_b²]`` ids ``ψ(i, j)``, each graph's pairs flattened row-major
+      (``k = i · n_b + j``, pair ``j → i``): pass ``batch.spd`` of
+      :class:`~graph_transformers.encodings.AddShortestPaths`; ``None``: built from
+      ``edge_index`` in the same layout (hops along edge directions ``j → … → i``, ``0 … L``,
+      far ``L + 1``, unreachable ``L + 2``, with ``L = encodings.num_topology - 3``; a BFS with
+      one device sync per hop). ``edge_ids``: ``[Σ_b n_b²]`` ids ``e_ij`` in ``[0, T_e)`` in the
+      same layout; ``None``: built from ``edge_index`` and ``edge_attr`` (integer edge types
+      ``[num_edges]``; ``None`` = one type): :data:`EDGE_OFFSET` ``+ type`` on the pair of each
+      edge ``j → i``, :data:`EDGE_SELF` on the diagonal, :data:`EDGE_NONE` elsewhere (``T_e``
+      must exceed ``EDGE_OFFSET + max type``). No virtual node (a model feature).
+    * ``forward_dense(x, topology, edge, encodings, mask=None, need_weights=False)``:
+      ``x [B, N, d]``; ``topology``, ``edge``: ``[B, N, N]`` long ids in ``[0, T_ψ)`` /
+      ``[0, T_e)``, dst-major (``[b, i, j]``: the pair ``j → i``, row ``i`` the query; from
+      PyG's ``to_dense_adj``: ``.transpose(1, 2)``); ``mask``: ``[B, N]`` bool, ``True`` at real
+      nodes (keys at padding get no attention), ``None`` = all real. Returns ``[B, N, d]``; rows
+      at padding are finite but meaningless.
 
     Raises:
-        ValueError: on mismatched shapes.
+        ValueError: on mismatched shapes; in ``forward`` for dense tensors (naming
+            ``forward_dense``), ids outside the encodings (checked on CPU / in debug mode).
     """
 
     def __init__(self, hidden_dim: int, num_heads: int, attention_dropout: float = 0.0,
@@ -199,8 +264,23 @@ class GRPEAttention(nn.Module):
         return rel
 
     # ------------------------------------------------------------------ forward
-    def forward(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
-                mask: Tensor | None = None, need_weights: bool = False):
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
+                batch: Tensor | None = None, *, encodings: GRPEEncodings | None = None,
+                topology: Tensor | None = None, edge_ids: Tensor | None = None,
+                need_weights: bool = False) -> LayerOutput:
+        """PyG-native entry point; see the class docstring."""
+        dense = densify(self, x, edge_index, batch, self.hidden_dim)
+        if encodings is None:
+            raise ValueError(f"{type(self).__name__}.forward needs encodings=GRPEEncodings(...) "
+                             "(the P and E tables, usually shared by all layers)")
+        topo, edge = pyg_relations(dense, edge_index, edge_attr, topology, edge_ids, encodings)
+        out = self.forward_dense(dense.to_dense(x), topo, edge, encodings, dense.mask,
+                                 need_weights)
+        return LayerOutput(dense.to_sparse(out.x), out.attention)
+
+    def forward_dense(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
+                      mask: Tensor | None = None, need_weights: bool = False) -> LayerOutput:
+        """Dense entry point (ids dst-major); see the class docstring."""
         if x.dim() != 3 or x.size(-1) != self.hidden_dim:
             raise ValueError(f"x must be [B, N, {self.hidden_dim}], got {tuple(x.shape)}")
         B, N, _ = x.shape
@@ -263,7 +343,7 @@ class GRPEAttention(nn.Module):
         if drop_scale is not None:
             z = z * drop_scale
         out = self.out(z.permute(1, 2, 0, 3).reshape(B, N, H * dk))
-        return (out, attn.transpose(0, 1)) if need_weights else out
+        return LayerOutput(out, attn.transpose(0, 1) if need_weights else None)
 
     def _materialized(self, q, k, v, relations, mask, need_weights):
         """The naive form: tables gathered into ``[B, N, N, H, d_k]`` pair tensors."""
@@ -298,7 +378,30 @@ class GRPELayer(nn.Module):
         ffn_dim: FFN width (Table 1: equal to ``hidden_dim``).
         dropout: on the attention and FFN outputs.
 
-    Forward: as :class:`GRPEAttention` (``x [B, N, d]`` → ``[B, N, d]``).
+    Entry points: as :class:`GRPEAttention` — ``forward(x, edge_index, edge_attr=None,
+    batch=None, *, encodings, topology=None, edge_ids=None, need_weights=False)`` (PyG-native,
+    ``x [num_nodes, d]``) and ``forward_dense(x, topology, edge, encodings, mask=None,
+    need_weights=False)`` (``x [B, N, d]``, ids ``[B, N, N]`` dst-major), both returning a
+    :class:`~graph_transformers.nn.LayerOutput`.
+
+    Raises:
+        ValueError: as :class:`GRPEAttention`.
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.data import Batch, Data
+        >>> from graph_transformers.encodings import AddShortestPaths
+        >>> from graph_transformers.nn import GRPEEncodings, GRPELayer
+        >>> spd = AddShortestPaths(max_distance=5)              # batch.spd: ids 0 … 7
+        >>> g = spd(Data(x=torch.randn(4, 16), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
+        ...              edge_attr=torch.tensor([0, 1, 1])))    # directed path, 2 bond types
+        >>> batch = Batch.from_data_list([g, g])
+        >>> enc = GRPEEncodings(num_topology=5 + 3, num_edge=3 + 2, hidden_dim=16)
+        >>> layer = GRPELayer(hidden_dim=16, num_heads=4)
+        >>> out = layer(batch.x, batch.edge_index, batch.edge_attr, batch.batch, encodings=enc,
+        ...             topology=batch.spd)
+        >>> out.x.shape
+        torch.Size([8, 16])
     """
 
     def __init__(self, hidden_dim: int, num_heads: int, ffn_dim: int | None = None,
@@ -323,11 +426,25 @@ class GRPELayer(nn.Module):
             if hasattr(m, "reset_parameters"):
                 m.reset_parameters()
 
-    def forward(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
-                mask: Tensor | None = None, need_weights: bool = False):
-        y = self.attn(self.attn_norm(x), topology, edge, encodings, mask, need_weights)
-        if need_weights:
-            y, w = y
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
+                batch: Tensor | None = None, *, encodings: GRPEEncodings | None = None,
+                topology: Tensor | None = None, edge_ids: Tensor | None = None,
+                need_weights: bool = False) -> LayerOutput:
+        """PyG-native entry point; see :class:`GRPEAttention`."""
+        dense = densify(self, x, edge_index, batch, self.attn.hidden_dim)
+        if encodings is None:
+            raise ValueError(f"{type(self).__name__}.forward needs encodings=GRPEEncodings(...) "
+                             "(the P and E tables, usually shared by all layers)")
+        topo, edge = pyg_relations(dense, edge_index, edge_attr, topology, edge_ids, encodings)
+        out = self.forward_dense(dense.to_dense(x), topo, edge, encodings, dense.mask,
+                                 need_weights)
+        return LayerOutput(dense.to_sparse(out.x), out.attention)
+
+    def forward_dense(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
+                      mask: Tensor | None = None, need_weights: bool = False) -> LayerOutput:
+        """Dense entry point (ids dst-major); see :class:`GRPEAttention`."""
+        y, w = self.attn.forward_dense(self.attn_norm(x), topology, edge, encodings, mask,
+                                       need_weights)
         x = x + self.dropout(y)
         x = x + self.dropout(self.ffn(self.ffn_norm(x)))
-        return (x, w) if need_weights else x
+        return LayerOutput(x, w)

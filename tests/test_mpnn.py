@@ -182,3 +182,124 @@ def test_pna_without_degrees_runs_only_after_loading_a_checkpoint(zinc_batch):
         bare(batch)
     bare.load_state_dict(trained.state_dict())
     torch.testing.assert_close(bare(batch), trained(batch))
+
+
+# ----------------------------------------------------------------- the benchmark's own layers
+# (issue 10: why our GCN/GIN beat benchmarking-gnns' published ZINC numbers)
+
+def _tiny_graph():
+    """A 5-node graph (both directions of 0-1, 1-2, 1-3, 3-4) and a node 5 without edges."""
+    und = [(0, 1), (1, 2), (1, 3), (3, 4)]
+    ei = torch.tensor([[a for a, b in und] + [b for a, b in und],
+                       [b for a, b in und] + [a for a, b in und]])
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    return x, ei
+
+
+def test_gcn_norms_match_hand_computation():
+    from graph_transformers.nn.mpnn import LocalMPNN
+    x, ei = _tiny_graph()
+    nbrs = {i: ei[0, ei[1] == i].tolist() for i in range(6)}
+    deg = {i: len(v) for i, v in nbrs.items()}
+    torch.manual_seed(0)
+    for norm in ("sym", "sym_no_self_loops", "mean"):
+        conv = LocalMPNN("gcn", 4, gcn_norm=norm).double()
+        with torch.no_grad():  # a non-zero bias, so that it is checked too
+            for name, p in conv.named_parameters():
+                if name.endswith("bias"):
+                    p.copy_(torch.arange(4, dtype=torch.float64))
+        out, _ = conv(x, ei)
+        lin, b = conv.conv.lin.weight, conv.conv.bias
+        wx = x @ lin.T
+        for i in range(6):
+            if norm == "mean":  # benchmark: W · mean_j h_j + b; no neighbours → b
+                want = (wx[nbrs[i]].mean(0) if nbrs[i] else torch.zeros(4, dtype=x.dtype)) + b
+            elif norm == "sym_no_self_loops":  # Σ_j W h_j / sqrt(d_i d_j) + b
+                want = sum((wx[j] / (deg[i] * deg[j]) ** 0.5 for j in nbrs[i]),
+                           torch.zeros(4, dtype=x.dtype)) + b
+            else:  # Kipf & Welling: self-loop, d̂ = d + 1
+                want = sum((wx[j] / ((deg[i] + 1) * (deg[j] + 1)) ** 0.5
+                            for j in nbrs[i] + [i]), torch.zeros(4, dtype=x.dtype)) + b
+            torch.testing.assert_close(out[i], want)
+
+
+def test_mean_gcn_is_blind_to_degree_and_sym_gcn_is_not():
+    """On a star with equal features the benchmark's mean layer gives the centre and the leaves
+    the same output; PyG's GCNConv does not (the degree enters its weights)."""
+    from graph_transformers.nn.mpnn import LocalMPNN
+    ei = torch.tensor([[0, 0, 0, 1, 2, 3], [1, 2, 3, 0, 0, 0]])
+    x = torch.ones(4, 3)
+    torch.manual_seed(0)
+    out_mean, _ = LocalMPNN("gcn", 3, gcn_norm="mean")(x, ei)
+    out_sym, _ = LocalMPNN("gcn", 3, gcn_norm="sym")(x, ei)
+    torch.testing.assert_close(out_mean[0], out_mean[1])
+    assert not torch.allclose(out_sym[0], out_sym[1])
+
+
+def test_gat_without_self_loops_attends_over_neighbours_only():
+    from graph_transformers.nn.mpnn import LocalMPNN
+    x, ei = _tiny_graph()
+    x = x.float()
+    torch.manual_seed(0)
+    with_self = LocalMPNN("gat", 8, num_heads=2)
+    without = LocalMPNN("gat", 8, num_heads=2, gat_self_loops=False)
+    without.load_state_dict(with_self.state_dict())
+    a, _ = with_self(x.repeat(1, 2), ei)
+    b, _ = without(x.repeat(1, 2), ei)
+    # node 5 has no neighbours: without self-loops it receives nothing (bias only)
+    torch.testing.assert_close(b[5], without.conv.bias)
+    assert not torch.allclose(a[5], with_self.conv.bias)
+    # a leaf (node 0, one neighbour) takes its single neighbour's projection: attention weight 1
+    lin = without.conv.lin if hasattr(without.conv, "lin") else without.conv.lin_src
+    torch.testing.assert_close(b[0], lin(x.repeat(1, 2)[1]) + without.conv.bias)
+
+
+def test_layer_sum_head_matches_hand_computation():
+    """The benchmark GIN's head: Σ_l Linear_l(sum-pool(h^l)) over the embedding and each layer."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    graphs = [Data(x=torch.randint(0, 5, (n,), generator=g),
+                   edge_index=torch.randint(0, n, (2, 2 * n), generator=g)) for n in (4, 7, 5)]
+    batch = Batch.from_data_list(graphs)
+    model = build_model("gin", hidden_dim=8, num_layers=3, out_dim=2, num_node_types=5,
+                        readout="sum", head="layer_sum").eval()
+    hs = model.encode_layers(batch)
+    assert len(hs) == 4 and len(model.head) == 4
+    want = torch.zeros(3, 2)
+    for lin, h in zip(model.head, hs):
+        for k in range(3):
+            want[k] += lin(h[batch.batch == k].sum(0))
+    torch.testing.assert_close(model(batch), want)
+    with pytest.raises(ValueError, match="graph tasks"):
+        build_model("gin", hidden_dim=8, num_layers=2, out_dim=2, num_node_types=5,
+                    task="node", head="layer_sum")
+
+
+def test_benchmark_zinc_configs_have_the_benchmarks_parameter_counts():
+    """The counts benchmarking-gnns' ZINC_100k configs give with its code (no DGL needed):
+    GCN, d = 145: Embedding(28, d) + 4 × (Linear(d, d) + BatchNorm(d)) + MLP d → 72 → 36 → 1;
+    GIN, d = 110: Embedding(28, d) + 4 × (ε + Linear(d, d) + BatchNorm(d) + Linear(d, d) +
+    BatchNorm(d)) + 5 × Linear(d, 1)."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1] / "configs" / "zinc"
+    d = 145
+    gcn = 28 * d + 4 * (d * d + d + 2 * d) + (d * 72 + 72) + (72 * 36 + 36) + (36 + 1)
+    d = 110
+    gin = 28 * d + 4 * (1 + 2 * (d * d + d) + 2 * 2 * d) + 5 * (d + 1)
+    assert (gcn, gin) == (103_077, 103_079)
+    for stem, want in (("gcn_100k_benchmark", gcn), ("gin_100k_benchmark", gin)):
+        cfg = load_config(root / f"{stem}.yaml")
+        assert count_parameters(make_model(cfg, get_spec("zinc"))) == want, stem
+    cfg = load_config(root / "gcn_100k_benchmark.yaml")
+    assert cfg.model.gcn_norm == "mean" and cfg.reference.value == pytest.approx(0.459)
+    cfg = load_config(root / "gin_100k_benchmark.yaml")
+    assert (cfg.model.head, cfg.model.readout, cfg.model.hidden_dim) == ("layer_sum", "sum", 110)
+
+
+def test_benchmark_options_are_validated():
+    with pytest.raises(ConfigError, match="gcn_norm applies to gcn only"):
+        build_config({"model": {"name": "gin", "gcn_norm": "mean"}})
+    with pytest.raises(ConfigError, match="gat_self_loops applies to gat only"):
+        build_config({"model": {"name": "gcn", "gat_self_loops": False}})
+    with pytest.raises(ConfigError, match="model.gcn_norm"):
+        build_config({"model": {"name": "gcn", "gcn_norm": "rw"}})

@@ -6,7 +6,8 @@ conventions of Dwivedi et al., "Benchmarking Graph Neural Networks" (JMLR 2023),
 - ``num_layers`` :class:`~graph_transformers.nn.MPNNBlock` s: convolution, BatchNorm,
   ReLU (ELU for GAT), dropout, residual;
 - graph task: mean readout then the 3-layer MLP head (``d → d/2 → d/4 → out``); node task: the
-  MLP on each node; edge task: the MLP on ``[h_i ∥ h_j]``.
+  MLP on each node; edge task: the MLP on ``[h_i ∥ h_j]``. The benchmark's GIN has another head
+  (``head="layer_sum"``, graph task only): one linear prediction per layer, pooled, summed.
 
 The convolutions are PyG's (GatedGCN is written here; see :mod:`graph_transformers.nn.mpnn`).
 On graphs without edge features GatedGCN starts its edge stream from one learned vector per edge,
@@ -48,6 +49,15 @@ class MPNN(nn.Module):
         in_feat_dropout: dropout on the input embeddings.
         readout: ``"mean"`` (the benchmark's), ``"sum"`` or ``"max"``.
         mlp_layers: hidden layers of the head.
+        head: ``"mlp"`` (the MLP above, on the last layer's pooled output) or ``"layer_sum"``
+            (graph task only): ``Σ_{l=0..L} Linear_l(pool(h^l))`` over the input embedding and
+            every layer's output, ``pool`` the ``readout``, with no hidden layer
+            (``mlp_layers`` is unused). This is the head of benchmarking-gnns'
+            ``nets/molecules_graph_regression/gin_net.py`` (``linears_prediction`` over
+            ``hidden_rep``), which follows Xu et al. (2019), eq. 4.2, and produced the paper's
+            GIN rows; on ZINC it is used with ``readout="sum"``.
+        gcn_norm, gat_self_loops: :class:`~graph_transformers.nn.mpnn.LocalMPNN` (``"mean"`` and
+            ``False`` are the benchmark's GCN and GAT layers).
         deg: PNA's training in-degree histogram; pna_towers: PNA towers.
 
     Forward: a PyG ``Batch`` (``x``, ``edge_index``, ``batch``, optional ``edge_attr`` and
@@ -68,7 +78,8 @@ class MPNN(nn.Module):
                  pe_dim: int = 8, sign_flip: str = "batch", norm: str = "batch",
                  residual: bool = True, dropout: float = 0.0, in_feat_dropout: float = 0.0,
                  readout: str = "mean", mlp_layers: int = 2, deg: Tensor | None = None,
-                 pna_towers: int = 5, conv: str | None = None) -> None:
+                 pna_towers: int = 5, conv: str | None = None, head: str = "mlp",
+                 gcn_norm: str = "sym", gat_self_loops: bool = True) -> None:
         super().__init__()
         conv = conv or self.conv
         if conv not in CONVS:
@@ -77,6 +88,12 @@ class MPNN(nn.Module):
             raise ValueError(f"task must be 'graph', 'node' or 'edge', got {task!r}")
         if pe not in (None, "lap", "rwse"):
             raise ValueError(f"pe must be 'lap', 'rwse' or None, got {pe!r}")
+        if head not in ("mlp", "layer_sum"):
+            raise ValueError(f"head must be 'mlp' or 'layer_sum', got {head!r}")
+        if head == "layer_sum" and task != "graph":
+            raise ValueError("head='layer_sum' (the benchmark GIN's per-layer predictions) is for "
+                             f"graph tasks; this one is a {task} task")
+        self.head_kind = head
         self.kind = conv
         self.task = task
         self.pe = pe
@@ -98,10 +115,15 @@ class MPNN(nn.Module):
         conv_edges = use_edge_features or conv == "gatedgcn"
         self.layers = nn.ModuleList(
             MPNNBlock(conv, hidden_dim, conv_edges, num_heads=num_heads, deg=deg,
-                      pna_towers=pna_towers, norm=norm, residual=residual, dropout=dropout)
+                      pna_towers=pna_towers, norm=norm, residual=residual, dropout=dropout,
+                      gcn_norm=gcn_norm, gat_self_loops=gat_self_loops)
             for _ in range(num_layers))
-        self.head = MLPReadout(2 * hidden_dim if task == "edge" else hidden_dim, out_dim,
-                               mlp_layers)
+        if head == "layer_sum":
+            self.head: nn.Module = nn.ModuleList(nn.Linear(hidden_dim, out_dim)
+                                                 for _ in range(num_layers + 1))
+        else:
+            self.head = MLPReadout(2 * hidden_dim if task == "edge" else hidden_dim, out_dim,
+                                   mlp_layers)
         self.reset_parameters()
 
     @staticmethod
@@ -118,6 +140,11 @@ class MPNN(nn.Module):
 
     def encode(self, data: Batch) -> Tensor:
         """Node embeddings after the last layer, ``[num_nodes, hidden_dim]``."""
+        return self.encode_layers(data)[-1]
+
+    def encode_layers(self, data: Batch) -> list[Tensor]:
+        """Node embeddings after the input embedding and after each layer: ``num_layers + 1``
+        tensors ``[num_nodes, hidden_dim]``."""
         check_batch(data, need_edge_attr=self.use_edge_features)
         h = self.node_encoder(data.x)
         if self.pe is not None:
@@ -136,11 +163,21 @@ class MPNN(nn.Module):
             e = self.edge_constant.expand(data.edge_index.size(1), -1)
         else:
             e = None
+        hs = [h]
         for layer in self.layers:
             h, e = layer(h, data.edge_index, e)
-        return h
+            hs.append(h)
+        return hs
 
     def forward(self, data: Batch) -> Tensor:
+        if self.head_kind == "layer_sum":
+            hs = self.encode_layers(data)
+            batch = getattr(data, "batch", None)
+            if batch is None:
+                batch = hs[0].new_zeros(hs[0].size(0), dtype=torch.long)
+            n = getattr(data, "num_graphs", 1)
+            return sum(lin(graph_readout(h, batch, self.readout, n))
+                       for lin, h in zip(self.head, hs))
         h = self.encode(data)
         if self.task == "node":
             return self.head(h)

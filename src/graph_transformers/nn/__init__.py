@@ -14,12 +14,13 @@ from .gt import GraphTransformerLayer
 from .graphormer import GraphormerLayer
 from .grpe import GRPEAttention, GRPEEncodings, GRPELayer
 from .linear_attention import PerformerAttention, linear_attention
-from .mpnn import GatedGCNConv, LocalMPNN, MPNNBlock
+from .mpnn import GatedGCNConv, LocalMPNN, MeanGraphConv, MPNNBlock
 from .norm import BatchNorm, make_norm
 from .pyg_inputs import LayerOutput
 
 __all__ = ["BatchNorm", "DenseBatch", "EGTDenseOutput", "EGTLayer", "EGTOutput", "FullAttention",
            "GPSLayer", "GRPEAttention", "GRPEEncodings", "GRPELayer", "GatedGCNConv",
            "GraphTransformerLayer", "GraphormerLayer", "LayerOutput", "LocalMPNN", "MPNNBlock",
+           "MeanGraphConv",
            "PerformerAttention", "clamped_edge_softmax", "linear_attention", "make_norm",
            "sparse_attention"]

@@ -26,6 +26,51 @@ EDGE_CONVS = ("gatedgcn", "gine", "pna", "gat")
 #: PNA's aggregators and scalers on ZINC / the SBM sets (Corso et al. 2020, benchmark config)
 PNA_AGGREGATORS = ("mean", "min", "max", "std")
 PNA_SCALERS = ("identity", "amplification", "attenuation")
+#: GCN neighbourhood normalizations (``gcn_norm``): see :class:`LocalMPNN`
+GCN_NORMS = ("sym", "sym_no_self_loops", "mean")
+
+
+class MeanGraphConv(MessagePassing):
+    r"""The GCN layer of benchmarking-gnns as its ZINC numbers were produced: a linear map of the
+    mean of the neighbours' features, without a self-loop and without degree normalization,
+
+    .. math::
+        h'_i = W \frac{1}{|\mathcal N(i)|} \sum_{j \in \mathcal N(i)} h_j + b.
+
+    This is ``layers/gcn_layer.py`` of github.com/graphdeeplearning/benchmarking-gnns with its
+    default ``dgl_builtin=False`` (a copy-source message, a mean reducer, then ``Linear``), the
+    default from the first release (March 2020) until the "update framework" commit 1068260
+    (May 2022), which switched to DGL's ``GraphConv``. The paper's ≈100k ZINC row (GCN test MAE
+    0.459 ± 0.006, 4 seeds) was published in 2020 and cited by EGT in 2021, before that switch,
+    so it was trained with this layer. The node's own features reach the next layer only through
+    the block's residual.
+
+    A node without in-neighbours gets ``b`` (the mean of no messages is 0, as DGL's built-in
+    ``fn.mean``); the 2020 code, with a Python reducer, left such a node's input unaggregated.
+    ZINC molecules have no isolated atoms, so the two agree there.
+
+    Shapes: ``x [num_nodes, in_dim]``, ``edge_index [2, num_edges]`` → ``[num_nodes, out_dim]``.
+    """
+
+    def __init__(self, in_dim: int, out_dim: int) -> None:
+        super().__init__(aggr="mean")
+        self.lin = nn.Linear(in_dim, out_dim, bias=False)
+        self.bias = nn.Parameter(torch.empty(out_dim))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # nn.Linear's own initialization (the benchmark's layer is an nn.Linear)
+        full = nn.Linear(self.lin.in_features, self.lin.out_features)
+        with torch.no_grad():
+            self.lin.weight.copy_(full.weight)
+            self.bias.copy_(full.bias)
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        # W·mean(h_j) = mean(W·h_j): project first, then average
+        return self.propagate(edge_index, x=self.lin(x), size=(x.size(0), x.size(0))) + self.bias
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.lin.in_features}, {self.lin.out_features})"
 
 
 class GatedGCNConv(MessagePassing):
@@ -107,9 +152,10 @@ class LocalMPNN(nn.Module):
     ``(x, edge_index, edge_attr) → (x_out, e_hat)``.
 
     Args:
-        kind: ``"gcn"`` (Kipf & Welling 2017, eq. 2; ``GCNConv`` with self-loops and symmetric
-            normalization), ``"gat"`` (Veličković et al. 2018, eqs. 3-5; ``GATConv`` with
-            ``num_heads`` heads of ``hidden_dim / num_heads`` channels, concatenated), ``"gatedgcn"``
+        kind: ``"gcn"`` (Kipf & Welling 2017, eq. 2; by default ``GCNConv`` with self-loops and
+            symmetric normalization; see ``gcn_norm``), ``"gat"`` (Veličković et al. 2018,
+            eqs. 3-5; ``GATConv`` with ``num_heads`` heads of ``hidden_dim / num_heads``
+            channels, concatenated), ``"gatedgcn"``
             (:class:`GatedGCNConv`), ``"gin"`` (Xu et al. 2019, eq. 4.1; ``GINConv`` with a
             learnable ``ε``), ``"gine"`` (Hu et al. 2020, GIN with edge features added to the
             messages; ``GINEConv``), ``"pna"`` (Corso et al. 2020, eq. 8; ``PNAConv``).
@@ -123,6 +169,16 @@ class LocalMPNN(nn.Module):
         pna_towers: PNA towers (``hidden_dim`` must be divisible by it).
         gin_mlp_norm: BatchNorm inside GIN/GINE's MLP (the benchmark's GIN has it; GraphGPS's
             GINE does not).
+        gcn_norm: GCN's neighbourhood weighting. ``"sym"`` (default): PyG's ``GCNConv``,
+            ``Σ_{j ∈ N(i) ∪ {i}} W h_j / sqrt(d̂_i d̂_j)`` with ``d̂ = degree + 1``.
+            ``"sym_no_self_loops"``: the same without the self-loop, ``d`` the plain degree
+            (``GCNConv(add_self_loops=False)``; DGL's ``GraphConv(norm="both")``, which
+            benchmarking-gnns' ``layers/gcn_layer.py`` uses since May 2022). ``"mean"``:
+            :class:`MeanGraphConv`, the benchmark's layer when its published GCN numbers were
+            produced.
+        gat_self_loops: GAT attends over the node itself as well as its neighbours (PyG's
+            default). DGL's ``GATConv``, which benchmarking-gnns' ``layers/gat_layer.py`` wraps,
+            attends over the in-neighbours only (``False``).
 
     ``e_hat`` is GatedGCN's ``[num_edges, d]`` edge update and ``None`` for the other kinds.
 
@@ -135,7 +191,8 @@ class LocalMPNN(nn.Module):
     def __init__(self, kind: str, hidden_dim: int, use_edge_features: bool = False,
                  num_heads: int = 8, deg: Tensor | None = None, pna_towers: int = 5,
                  pna_aggregators: Sequence[str] = PNA_AGGREGATORS,
-                 pna_scalers: Sequence[str] = PNA_SCALERS, gin_mlp_norm: bool = True) -> None:
+                 pna_scalers: Sequence[str] = PNA_SCALERS, gin_mlp_norm: bool = True,
+                 gcn_norm: str = "sym", gat_self_loops: bool = True) -> None:
         super().__init__()
         if kind not in CONVS:
             raise ValueError(f"unknown MPNN {kind!r}; expected one of {CONVS}")
@@ -145,17 +202,21 @@ class LocalMPNN(nn.Module):
         if not use_edge_features and kind in ("gatedgcn", "gine"):
             raise ValueError(f"{kind} needs edge features (use_edge_features=true); for graphs "
                              "without them use gin or gcn")
+        if gcn_norm not in GCN_NORMS:
+            raise ValueError(f"unknown gcn_norm {gcn_norm!r}; expected one of {GCN_NORMS}")
         self.kind = kind
         self.hidden_dim = hidden_dim
         self.use_edge_features = use_edge_features
         d = hidden_dim
         if kind == "gcn":
-            self.conv: nn.Module = GCNConv(d, d)
+            self.conv: nn.Module = (MeanGraphConv(d, d) if gcn_norm == "mean" else
+                                    GCNConv(d, d, add_self_loops=gcn_norm == "sym"))
         elif kind == "gat":
             if d % num_heads:
                 raise ValueError(f"GAT: hidden_dim={d} is not divisible by num_heads={num_heads}")
             self.conv = GATConv(d, d // num_heads, heads=num_heads,
-                                edge_dim=d if use_edge_features else None)
+                                edge_dim=d if use_edge_features else None,
+                                add_self_loops=gat_self_loops)
         elif kind == "gatedgcn":
             self.conv = GatedGCNConv(d)
         elif kind == "gin":
@@ -209,7 +270,8 @@ class MPNNBlock(nn.Module):
     stream gets its own Norm, ReLU, dropout and residual (their eq. 24).
 
     Args:
-        kind, hidden_dim, use_edge_features, num_heads, deg, pna_towers: :class:`LocalMPNN`.
+        kind, hidden_dim, use_edge_features, num_heads, deg, pna_towers, gcn_norm,
+            gat_self_loops: :class:`LocalMPNN`.
         norm: ``"batch"`` (the benchmark's), ``"layer"`` or ``"none"``.
         residual: add the input to the output (both streams).
         dropout: dropout after the activation.
@@ -220,10 +282,12 @@ class MPNNBlock(nn.Module):
 
     def __init__(self, kind: str, hidden_dim: int, use_edge_features: bool = False,
                  num_heads: int = 8, deg: Tensor | None = None, pna_towers: int = 5,
-                 norm: str = "batch", residual: bool = True, dropout: float = 0.0) -> None:
+                 norm: str = "batch", residual: bool = True, dropout: float = 0.0,
+                 gcn_norm: str = "sym", gat_self_loops: bool = True) -> None:
         super().__init__()
         self.conv = LocalMPNN(kind, hidden_dim, use_edge_features, num_heads=num_heads, deg=deg,
-                              pna_towers=pna_towers)
+                              pna_towers=pna_towers, gcn_norm=gcn_norm,
+                              gat_self_loops=gat_self_loops)
         self.norm = make_norm(norm, hidden_dim)
         self.act = nn.ELU() if kind == "gat" else nn.ReLU()
         self.norm_e = make_norm(norm, hidden_dim) if kind == "gatedgcn" else None

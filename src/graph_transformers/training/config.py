@@ -238,9 +238,20 @@ class MPNNModelConfig(_ModelSection):
     readout: Literal["mean", "sum", "max"] = "mean"
     mlp_layers: Annotated[int, Field(ge=0)] = 2
     pna_towers: PositiveInt = 5
+    #: ``mlp`` on the last layer, or the benchmark GIN's per-layer linear predictions summed
+    head: Literal["mlp", "layer_sum"] = "mlp"
+    #: GCN only: ``sym`` (PyG GCNConv), ``sym_no_self_loops`` or ``mean`` (the benchmark's layer)
+    gcn_norm: Literal["sym", "sym_no_self_loops", "mean"] = "sym"
+    #: GAT only: attend over the node itself too (PyG); the benchmark's DGL GATConv does not
+    gat_self_loops: bool = True
 
     @model_validator(mode="after")
     def _check(self) -> "MPNNModelConfig":
+        if self.gcn_norm != "sym" and self.name != "gcn":
+            raise ValueError(f"model.gcn_norm applies to gcn only (model.name={self.name!r})")
+        if not self.gat_self_loops and self.name != "gat":
+            raise ValueError(f"model.gat_self_loops applies to gat only "
+                             f"(model.name={self.name!r})")
         if self.name == "gat" and self.hidden_dim % self.num_heads:
             raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
                              f"model.num_heads={self.num_heads} (GAT)")

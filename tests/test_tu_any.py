@@ -63,7 +63,7 @@ def test_any_tu_dataset_trains_with_folds_and_featureless_sets_get_a_constant(tm
     out = tmp_path / "run"
     config = Path(__file__).resolve().parents[1] / "src/graph_transformers/configs/csl_gt.yaml"
     assert main(["train", "--config", str(config), "--out", str(out), "--folds", "2", "--set",
-                 "data.name=tu:TOYPLAIN",
+                 "data.name=tu:TOYPLAIN", "data.source=auto",
                  f"data.data_dir={tmp_path / 'data'}", f"data.cache_dir={tmp_path / 'cache'}",
                  "model.pe=null", "encodings.lap_pe=null", "model.num_layers=1",
                  "model.hidden_dim=8", "model.num_heads=2", "trainer.max_epochs=1",
@@ -73,6 +73,7 @@ def test_any_tu_dataset_trains_with_folds_and_featureless_sets_get_a_constant(tm
     assert 0.0 <= metrics["test"]["accuracy"] <= 1.0
     capsys.readouterr()
     assert main(["train", "--config", str(config), "--set", "data.name=tu:NOSUCHSET",
+                 "data.source=auto",
                  f"data.data_dir={tmp_path}",
                  f"data.cache_dir={tmp_path / 'cache'}"]) == 2
     assert "NOSUCHSET" in capsys.readouterr().err
@@ -83,7 +84,7 @@ def test_benchmark_folds_pool_folds_in_the_table(tmp_path, offline):
     config = Path(__file__).resolve().parents[1] / "src/graph_transformers/configs/csl_gt.yaml"
     out = tmp_path / "bench"
     assert main(["benchmark", "--config", str(config), "--folds", "2", "--seeds", "1", "--out",
-                 str(out), "--set", "data.name=tu:TOYCYCLES",
+                 str(out), "--set", "data.name=tu:TOYCYCLES", "data.source=auto",
                  f"data.data_dir={tmp_path / 'data'}", f"data.cache_dir={tmp_path / 'cache'}",
                  "model.pe=null", "encodings.lap_pe=null", "model.num_layers=1",
                  "model.hidden_dim=8", "model.num_heads=2", "trainer.max_epochs=1",

@@ -128,3 +128,19 @@ def test_global_attention_spreads_over_hops(name):
     else:
         assert np.all(total < 1.0) and np.all(total > 0.0)
     assert np.all(w[:, 2:5].sum(1) > 0)  # weight beyond the neighbours
+
+
+def test_plots_leave_the_matplotlib_backend_alone(tmp_path):
+    """Library functions do not switch the caller's global backend (issue 14)."""
+    import matplotlib
+    import numpy as np
+
+    from graph_transformers.analysis import plot_hop_weights
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")
+    try:
+        plot_hop_weights(np.random.rand(2, 6), 3, tmp_path / "hops.png")
+        assert matplotlib.get_backend() == "svg"
+        assert (tmp_path / "hops.png").stat().st_size > 0
+    finally:
+        matplotlib.use(before)

@@ -444,3 +444,18 @@ def test_cached_reconstruction_upgraded_when_exact_train_appears(train_root, tmp
         pickle.dump([_pyg_mol(val[0])] * (max(train_idx) + 1), f)
     tr = Z.ZINC(root=cache, split="train", data_dir=data, download=False)
     assert tr.provenance == {"train": "exact"}
+
+
+def test_smiles_parsing_leaves_rdkit_logging_as_the_caller_set_it():
+    """zinc's parser silences RDKit only inside its own scope (issue 14)."""
+    pytest.importorskip("rdkit")
+    from rdkit import RDLogger, rdBase
+
+    from graph_transformers.data.zinc import _parse
+    RDLogger.DisableLog("rdApp.*")
+    try:
+        before = rdBase.LogStatus()
+        _parse("CCO")
+        assert rdBase.LogStatus() == before
+    finally:
+        RDLogger.EnableLog("rdApp.*")

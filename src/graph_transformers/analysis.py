@@ -78,13 +78,12 @@ def _normalize(a: np.ndarray) -> np.ndarray:
 def plot_attention_maps(samples: list[dict[str, Any]], path: str | Path) -> None:
     """One row per sample graph: adjacency, distance matrix, then each layer's head-averaged
     attention normalized to ``[0, 1]`` (EGT Figs. 3a, 4a)."""
-    matplotlib = require("matplotlib", "attention plots")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    require("matplotlib", "attention plots")
+    from matplotlib.figure import Figure  # object-oriented: no global backend switch
     layers = len(samples[0]["attention"])
     cols = layers + 2
-    fig, axes = plt.subplots(len(samples), cols, figsize=(1.9 * cols, 2.0 * len(samples)),
-                             squeeze=False)
+    fig = Figure(figsize=(1.9 * cols, 2.0 * len(samples)))
+    axes = fig.subplots(len(samples), cols, squeeze=False)
     for r, s in enumerate(samples):
         panels = [("adjacency", np.asarray(s["adjacency"]), "Greys"),
                   ("distance", np.asarray(s["distance"], dtype=float), "viridis")]
@@ -100,19 +99,18 @@ def plot_attention_maps(samples: list[dict[str, Any]], path: str | Path) -> None
         axes[r, 0].set_ylabel(f"graph {s['index']} ({s['num_nodes']} nodes)", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def plot_hop_weights(weights: np.ndarray, max_hops: int, path: str | Path,
                      title: str = "") -> None:
     """Attention weight per hop distance, one line per layer (EGT Fig. 3 c-e)."""
     matplotlib = require("matplotlib", "attention plots")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # object-oriented: no global backend switch
     labels = [str(d) for d in range(max_hops + 1)] + [f">{max_hops}", "∞"]
     keep = [k for k in range(weights.shape[1]) if k <= max_hops or weights[:, k].max() > 0]
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
-    cmap = plt.get_cmap("viridis")
+    fig = Figure(figsize=(6.5, 3.6))
+    ax = fig.subplots()
+    cmap = matplotlib.colormaps["viridis"]
     for ell, row in enumerate(weights):
         ax.plot(range(len(keep)), row[keep], marker="o", ms=3,
                 color=cmap(ell / max(1, len(weights) - 1)), label=f"layer {ell + 1}")
@@ -124,7 +122,6 @@ def plot_hop_weights(weights: np.ndarray, max_hops: int, path: str | Path,
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def analyze_run(run_dir: str | Path, out_dir: str | Path | None = None, split: str = "val",

@@ -155,13 +155,13 @@ def atom_token(atom: Any) -> str:
 
 
 def _parse(smiles: str):
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
+    blocker = rdBase.BlockLogs()  # scoped: RDKit's logging is left as the caller had it
     try:
         mol = Chem.MolFromSmiles(smiles)
     finally:
-        RDLogger.EnableLog("rdApp.*")
+        del blocker
     if mol is None:
         raise ValueError(f"ZINC: cannot parse SMILES {smiles!r}")
     return mol

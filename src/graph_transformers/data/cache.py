@@ -300,3 +300,32 @@ class CheckedInMemoryDataset(_InMemoryDataset):
         n = type(self).__dict__.get("num_classes", getattr(type(self), "num_classes", None))
         validate_graph_storage(self._data, self.slices, f"dataset cache {path}",
                                n if isinstance(n, int) and not isinstance(n, bool) else None)
+
+
+class FileBackedDataset(CheckedInMemoryDataset):
+    """A :class:`CheckedInMemoryDataset` built from one user file ``self.path``, read in place
+    (never copied), its processed files ``data.pt`` + ``meta.json`` under
+    ``root/processed/<self._key>/`` (the key names the file's hash, settings and pre-transform).
+    Subclasses set ``path``, ``_key`` and ``_missing`` (what the missing file is, for the
+    error) before ``__init__`` of this class runs."""
+
+    _missing = "file"
+
+    @property
+    def raw_dir(self) -> str:
+        return str(self.path.parent)  # read in place, never copied
+
+    @property
+    def raw_file_names(self) -> list[str]:
+        return [self.path.name]
+
+    @property
+    def processed_dir(self) -> str:
+        return os.path.join(self.root, "processed", self._key)
+
+    @property
+    def processed_file_names(self) -> list[str]:
+        return ["data.pt", "meta.json"]
+
+    def download(self) -> None:  # pragma: no cover - the file's existence is checked earlier
+        raise DataNotFoundError(f"{self._missing} not found: {self.path}")

@@ -50,7 +50,7 @@ import torch
 from torch_geometric.data import Data, InMemoryDataset
 
 from ..errors import DataError
-from .cache import (CheckedInMemoryDataset, DataNotFoundError, pre_transform_key,
+from .cache import (DataNotFoundError, FileBackedDataset, pre_transform_key,
                     resolve_cache_dir, sha256_of, write_cache_json)
 from .tu import stratified_kfold
 
@@ -476,7 +476,7 @@ def graph_file_info(path: str | os.PathLike, level: str | None = None,
     return _file_info(str(p.resolve()), (st.st_size, st.st_mtime_ns), level, task)
 
 
-class GraphFile(CheckedInMemoryDataset):
+class GraphFile(FileBackedDataset):
     r"""One split of a user's graph file (``.pt``, see :func:`load_graph_file`), with the
     encodings computed once and cached in
     ``root/processed/<sha256 of file>_<settings hash>_<pre_transform key>/``; editing the file,
@@ -496,6 +496,8 @@ class GraphFile(CheckedInMemoryDataset):
         DataNotFoundError: ``path`` does not exist.
         DataError: see :func:`load_graph_file`, :func:`infer_info` and :func:`make_split`.
     """
+
+    _missing = "graph file"
 
     def __init__(self, root: str | os.PathLike | None = None, split: str = "train",
                  path: str | os.PathLike | None = None, level: str | None = None,
@@ -533,25 +535,6 @@ class GraphFile(CheckedInMemoryDataset):
         else:
             self.data, self.slices = self.collate([self.get(i) for i in ids])
             self._data_list = None
-
-    @property
-    def raw_dir(self) -> str:
-        return str(self.path.parent)  # read in place
-
-    @property
-    def raw_file_names(self) -> list[str]:
-        return [self.path.name]
-
-    @property
-    def processed_dir(self) -> str:
-        return os.path.join(self.root, "processed", self._key)
-
-    @property
-    def processed_file_names(self) -> list[str]:
-        return ["data.pt", "meta.json"]
-
-    def download(self) -> None:  # pragma: no cover - the file's existence is checked earlier
-        raise DataNotFoundError(f"graph file not found: {self.path}")
 
     def process(self) -> None:
         graphs = load_graph_file(self.path)

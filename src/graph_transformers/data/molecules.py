@@ -41,7 +41,7 @@ from torch_geometric.data import Data, InMemoryDataset
 from .._optional import require
 from ..errors import DataError
 from .cache import (
-    CheckedInMemoryDataset,
+    FileBackedDataset,
     write_cache_json,
     DATA_ENV,
     DataNotFoundError,
@@ -477,7 +477,7 @@ def _format_lines(skipped: Sequence[dict]) -> str:
     return lines + (", ..." if len(skipped) > _MAX_LOGGED_ROWS else "")
 
 
-class MoleculeCSV(CheckedInMemoryDataset):
+class MoleculeCSV(FileBackedDataset):
     r"""Molecular graph property prediction from a CSV file of SMILES and labels (``.csv`` or
     ``.csv.gz``), featurized like OGB (:func:`mol_to_graph`) and split by scaffold
     (:func:`scaffold_split`).
@@ -531,6 +531,8 @@ class MoleculeCSV(CheckedInMemoryDataset):
             number (or not 0 / 1 for classification; the message gives line and column), bad
             ``frac``, or no valid molecule at all.
     """
+
+    _missing = "CSV file"
 
     def __init__(
         self,
@@ -624,26 +626,6 @@ class MoleculeCSV(CheckedInMemoryDataset):
                             name, self.path, split, len(meta["smiles"]), self.frac)
                 self.data, self.slices = Data(), {}
             self._data_list = None
-
-    # -- PyG hooks ------------------------------------------------------------------------
-    @property
-    def raw_dir(self) -> str:
-        return str(self.path.parent)  # read in place, never copied
-
-    @property
-    def raw_file_names(self) -> list[str]:
-        return [self.path.name]
-
-    @property
-    def processed_dir(self) -> str:
-        return os.path.join(self.root, "processed", self._key)
-
-    @property
-    def processed_file_names(self) -> list[str]:
-        return ["data.pt", "meta.json"]
-
-    def download(self) -> None:  # pragma: no cover - the file's existence is checked earlier
-        raise DataNotFoundError(f"{type(self).__name__}: CSV file not found: {self.path}")
 
     # -- task description -----------------------------------------------------------------
     @property

@@ -168,6 +168,22 @@ def _heads(table: Tensor, num_heads: int) -> Tensor:
     return table.view(t, num_heads, -1).transpose(0, 1)
 
 
+def _pyg_forward(module: nn.Module, hidden_dim: int, x: Tensor, edge_index: Tensor,
+                 edge_attr: Tensor | None, batch: Tensor | None,
+                 encodings: GRPEEncodings | None, topology: Tensor | None,
+                 edge_ids: Tensor | None, need_weights: bool) -> LayerOutput:
+    """The PyG-native call of :class:`GRPEAttention` and :class:`GRPELayer`: densify, build (or
+    take) the relation ids, run ``module.forward_dense``, and return the node rows."""
+    dense = densify(module, x, edge_index, batch, hidden_dim)
+    if encodings is None:
+        raise ValueError(f"{type(module).__name__}.forward needs encodings=GRPEEncodings(...) "
+                         "(the P and E tables, usually shared by all layers)")
+    topo, edge = pyg_relations(dense, edge_index, edge_attr, topology, edge_ids, encodings)
+    out = module.forward_dense(dense.to_dense(x), topo, edge, encodings, dense.mask,
+                               need_weights)
+    return LayerOutput(dense.to_sparse(out.x), out.attention)
+
+
 class GRPEAttention(nn.Module):
     """Multi-head GRPE self-attention over a padded dense batch (eqs. 6-9).
 
@@ -269,14 +285,8 @@ class GRPEAttention(nn.Module):
                 topology: Tensor | None = None, edge_ids: Tensor | None = None,
                 need_weights: bool = False) -> LayerOutput:
         """PyG-native entry point; see the class docstring."""
-        dense = densify(self, x, edge_index, batch, self.hidden_dim)
-        if encodings is None:
-            raise ValueError(f"{type(self).__name__}.forward needs encodings=GRPEEncodings(...) "
-                             "(the P and E tables, usually shared by all layers)")
-        topo, edge = pyg_relations(dense, edge_index, edge_attr, topology, edge_ids, encodings)
-        out = self.forward_dense(dense.to_dense(x), topo, edge, encodings, dense.mask,
-                                 need_weights)
-        return LayerOutput(dense.to_sparse(out.x), out.attention)
+        return _pyg_forward(self, self.hidden_dim, x, edge_index, edge_attr, batch, encodings,
+                            topology, edge_ids, need_weights)
 
     def forward_dense(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
                       mask: Tensor | None = None, need_weights: bool = False) -> LayerOutput:
@@ -431,14 +441,8 @@ class GRPELayer(nn.Module):
                 topology: Tensor | None = None, edge_ids: Tensor | None = None,
                 need_weights: bool = False) -> LayerOutput:
         """PyG-native entry point; see :class:`GRPEAttention`."""
-        dense = densify(self, x, edge_index, batch, self.attn.hidden_dim)
-        if encodings is None:
-            raise ValueError(f"{type(self).__name__}.forward needs encodings=GRPEEncodings(...) "
-                             "(the P and E tables, usually shared by all layers)")
-        topo, edge = pyg_relations(dense, edge_index, edge_attr, topology, edge_ids, encodings)
-        out = self.forward_dense(dense.to_dense(x), topo, edge, encodings, dense.mask,
-                                 need_weights)
-        return LayerOutput(dense.to_sparse(out.x), out.attention)
+        return _pyg_forward(self, self.attn.hidden_dim, x, edge_index, edge_attr, batch,
+                            encodings, topology, edge_ids, need_weights)
 
     def forward_dense(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
                       mask: Tensor | None = None, need_weights: bool = False) -> LayerOutput:

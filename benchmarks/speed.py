@@ -156,10 +156,9 @@ def measured_batches(config, train, batching: str, batch_size: int, n: int) -> l
 
 def step_loss(model: nn.Module, batch, precision: str) -> Tensor:
     """L1 loss of one batch plus the model's auxiliary loss (EGT's distance objective)."""
+    from graph_transformers.training.module import split_output
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
-        out = model(batch)
-        aux = getattr(out, "aux_loss", None)
-        pred = out.prediction if hasattr(out, "prediction") else out
+        pred, aux = split_output(model(batch))
         loss = (pred.float().view(-1) - batch.y.view(-1)).abs().mean()
         if aux is not None:
             loss = loss + aux.float()

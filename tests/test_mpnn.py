@@ -106,7 +106,7 @@ def test_baselines_without_edge_features_on_node_task():
     ei = torch.randint(0, n, (2, 60), generator=g)
     data = Batch.from_data_list([Data(x=torch.randint(0, 3, (n,), generator=g), edge_index=ei)])
     for name in ("gcn", "gat", "gatedgcn", "gin"):
-        model = build_model(name, hidden_dim=16, num_layers=2, out_dim=2, task="node",
+        model = build_model(name, hidden_dim=16, num_layers=2, out_dim=2, level="node",
                             num_node_types=3, num_heads=4)
         assert model(data).shape == (n, 2)
 
@@ -272,7 +272,7 @@ def test_layer_sum_head_matches_hand_computation():
     torch.testing.assert_close(model(batch), want)
     with pytest.raises(ValueError, match="graph tasks"):
         build_model("gin", hidden_dim=8, num_layers=2, out_dim=2, num_node_types=5,
-                    task="node", head="layer_sum")
+                    level="node", head="layer_sum")
 
 
 def test_benchmark_zinc_configs_have_the_benchmarks_parameter_counts():

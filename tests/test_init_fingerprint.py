@@ -125,3 +125,16 @@ def test_every_exported_layer_and_model_is_covered():
             assert f"nn.{name}" in covered, name
     for name, cls in models.MODELS.items():
         assert f"models.{cls.__name__}" in covered, name
+
+
+def test_layer_reset_draws_each_sub_module_once():
+    """Layers reset each child once (PyG's ``reset``): a GPS layer's full attention keeps its
+    Xavier weights and zero biases (a reset of every descendant used to redraw them as plain
+    ``nn.Linear`` after the attention's own reset)."""
+    from graph_transformers.nn import GPSLayer
+    layer = GPSLayer(16, 4)
+    with torch.no_grad():
+        layer.attention.qkv.bias.fill_(1.0)
+    layer.reset_parameters()
+    assert torch.equal(layer.attention.qkv.bias, torch.zeros(48))
+    assert torch.equal(layer.attention.out.bias, torch.zeros(16))

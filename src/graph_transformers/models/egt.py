@@ -16,6 +16,7 @@ from ..encodings.svd import random_svd_sign_flip
 from ..nn.egt import EGTLayer, pair_bytes
 from .encoders import FeatureEncoder
 from .heads import MLPReadout
+from ..nn.reset import reset_descendants
 
 #: EGT variant name → layer options (appendix C-D); "egt" is the full model
 VARIANTS = {
@@ -165,9 +166,7 @@ class EGT(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
         for p in (self.no_edge, self.virtual_h, self.virtual_e):
             if p is not None:
                 nn.init.normal_(p, std=p.size(-1) ** -0.5)

@@ -19,6 +19,7 @@ from ..nn.gps import GPSLayer
 from ..nn.norm import make_norm
 from .encoders import FeatureEncoder, LapPEEncoder, RWSEEncoder
 from .heads import MLPReadout, graph_readout
+from ..nn.reset import reset_descendants
 
 
 class GPS(nn.Module):
@@ -107,9 +108,7 @@ class GPS(nn.Module):
         return mpnn == "pna"
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
 
     def _inputs(self, data: Batch) -> tuple[Tensor, Tensor | None, Tensor | None]:
         check_batch(data, need_edge_attr=self.use_edge_features)

@@ -14,6 +14,7 @@ from ..nn.graphormer import GraphormerLayer
 from .encoders import FeatureEncoder
 from .grpe import PairRelationBuilder, size_groups
 from .heads import MLPReadout
+from ..nn.reset import reset_descendants
 
 
 class Graphormer(nn.Module):
@@ -90,9 +91,7 @@ class Graphormer(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
         nn.init.normal_(self.graph_token, std=0.02)
         for emb in (self.spatial_bias, self.edge_bias):
             if emb is not None:

@@ -15,6 +15,7 @@ from ..encodings.spd import PAIR_NO_EDGE, PAIR_SELF, num_spd_ids
 from ..nn.grpe import EDGE_NONE, EDGE_OFFSET, EDGE_SELF, EDGE_VIRTUAL, GRPEEncodings, GRPELayer
 from .encoders import FeatureEncoder
 from .heads import MLPReadout
+from ..nn.reset import reset_descendants
 
 # the pair-edge ids EDGE_NONE, EDGE_SELF, EDGE_VIRTUAL, EDGE_OFFSET (shared by GRPE and Graphormer)
 # are defined with the layer (nn.grpe), whose PyG-native forward builds them too
@@ -234,9 +235,7 @@ class GRPE(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
         nn.init.normal_(self.virtual_node)
 
     def _encode(self, data: Batch, return_attention_weights: bool = False):

@@ -14,6 +14,7 @@ from ..nn.gt import GraphTransformerLayer
 from .encoders import FeatureEncoder, LapPEEncoder
 from .heads import MLPReadout, graph_readout
 from .utils import full_graph_edge_index
+from ..nn.reset import reset_descendants
 
 
 class GraphTransformer(nn.Module):
@@ -89,9 +90,7 @@ class GraphTransformer(nn.Module):
                                mlp_layers)
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
 
     def encode(self, data: Batch, return_attention_weights: bool = False):
         """Node embeddings after the last layer, ``[num_nodes, hidden_dim]`` (and, on request,

@@ -25,6 +25,7 @@ from ..data.checks import check_batch
 from ..nn.mpnn import CONVS, MPNNBlock
 from .encoders import FeatureEncoder, LapPEEncoder, RWSEEncoder
 from .heads import MLPReadout, graph_readout
+from ..nn.reset import reset_descendants
 
 
 class MPNN(nn.Module):
@@ -132,9 +133,7 @@ class MPNN(nn.Module):
         return False
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
         if self.edge_constant is not None:
             nn.init.normal_(self.edge_constant, std=1.0)
 

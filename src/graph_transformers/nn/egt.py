@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from .attention import acc_dtype
 from .pyg_inputs import densify, pairs_input
+from .reset import reset_children
 
 
 class EGTOutput(NamedTuple):
@@ -52,8 +53,7 @@ class FeedForward(nn.Module):
         self.dropout = dropout
 
     def reset_parameters(self) -> None:
-        self.lin1.reset_parameters()
-        self.lin2.reset_parameters()
+        reset_children(self)
 
     def forward(self, x: Tensor) -> Tensor:
         """``x [*, dim]`` → ``[*, dim]``."""
@@ -186,9 +186,7 @@ class EGTLayer(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for m in self.children():
-            if hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_children(self)
 
     def _drop(self, x: Tensor, p: float) -> Tensor:
         return F.dropout(x, p, True) if p and self.training else x

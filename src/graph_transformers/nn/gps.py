@@ -27,6 +27,7 @@ from .attention import DEFAULT_ATTENTION_BUDGET_GB, FullAttention
 from .linear_attention import PerformerAttention
 from .mpnn import CONVS, LocalMPNN
 from .norm import make_norm
+from .reset import reset_children
 
 #: global attention kinds
 ATTENTIONS = ("full", "performer", "none")
@@ -113,9 +114,7 @@ class GPSLayer(nn.Module):
 
     def reset_parameters(self) -> None:
         """Re-initializes every sub-module (PyTorch/PyG defaults; attention: Xavier)."""
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_children(self)
 
     def _dense(self, xn: Tensor, batch: Tensor | None, dense: DenseBatch | None = None
                ) -> tuple[Tensor, Tensor]:

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from .attention import acc_dtype, sdpa
 from .grpe import ByteDropout
 from .pyg_inputs import LayerOutput, densify, pairs_input
+from .reset import reset_children
 
 
 class GraphormerLayer(nn.Module):
@@ -92,8 +93,7 @@ class GraphormerLayer(nn.Module):
         self.dropout = ByteDropout(dropout)
 
     def reset_parameters(self) -> None:
-        for m in (self.attn_norm, self.qkv, self.out, self.ffn_norm, self.ffn[0], self.ffn[2]):
-            m.reset_parameters()
+        reset_children(self)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, pair_bias: Tensor | None = None,

@@ -30,6 +30,7 @@ from ..data.checks import checks_enabled
 from ..data.dense import UNREACHABLE, DenseBatch
 from .attention import acc_dtype
 from .pyg_inputs import LayerOutput, densify, pairs_input
+from .reset import reset_children
 
 _LITTLE_ENDIAN = sys.byteorder == "little"
 #: fuse topology and edge relations when the product of their vocabularies is at most this
@@ -249,8 +250,7 @@ class GRPEAttention(nn.Module):
         self.attn_dropout = attn_dropout
 
     def reset_parameters(self) -> None:
-        for lin in (self.qkv, self.out):
-            lin.reset_parameters()
+        reset_children(self)
 
     # ------------------------------------------------------------------ relations
     def _relations(self, topology: Tensor, edge: Tensor, enc: GRPEEncodings
@@ -429,12 +429,7 @@ class GRPELayer(nn.Module):
         self.dropout = ByteDropout(dropout)
 
     def reset_parameters(self) -> None:
-        self.attn_norm.reset_parameters()
-        self.attn.reset_parameters()
-        self.ffn_norm.reset_parameters()
-        for m in self.ffn:
-            if hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_children(self)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, encodings: GRPEEncodings | None = None,

@@ -18,6 +18,7 @@ from torch_geometric.nn import GATConv, GCNConv, GINConv, GINEConv, MessagePassi
 
 from .attention import acc_dtype
 from .norm import make_norm
+from .reset import reset_children, reset_descendants
 
 #: convolution names (config ``mpnn`` / model names)
 CONVS = ("gcn", "gat", "gatedgcn", "gin", "gine", "pna")
@@ -109,8 +110,7 @@ class GatedGCNConv(MessagePassing):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for lin in (self.A, self.B, self.C, self.D, self.E):
-            lin.reset_parameters()
+        reset_children(self)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None
                 ) -> tuple[Tensor, Tensor]:
@@ -295,9 +295,7 @@ class MPNNBlock(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None
                 ) -> tuple[Tensor, Tensor | None]:

@@ -247,7 +247,7 @@ def test_virtual_nodes_feed_the_graph_head():
     data.svd_pe = data.svd_pe.double()
     model = _model(num_virtual_nodes=2)
     assert model.head.mlp[0].in_features == 2 * 16
-    out = model(data)
+    out = model(data).out
     assert out.shape == (1, 3)
     with pytest.raises(ValueError, match="virtual nodes"):
         _model(level="node", num_virtual_nodes=1)
@@ -423,3 +423,14 @@ def test_egt_trains_on_zinc(data_dir):
             total += float(loss) * batch.num_graphs
         losses.append(total / len(train))
     assert losses[-1] < 0.88 * losses[0], losses
+
+
+@pytest.mark.parametrize("case", [dict(), dict(distance_objective=True, distance_weight=0.5)])
+def test_forward_returns_one_type(case):
+    """Issue 14: EGT returns a ModelOutput whatever its options (aux_loss None without the
+    distance objective), so callers never test the type."""
+    data = Batch.from_data_list([_graph(5, torch.Generator().manual_seed(0))])
+    data.svd_pe = data.svd_pe.double()
+    out = _model(**case)(data)
+    assert type(out) is ModelOutput and out.out.shape == (1, 3)
+    assert (out.aux_loss is None) == (not case)

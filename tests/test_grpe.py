@@ -257,7 +257,7 @@ def test_model_errors():
         _model(memory_budget_gb=1e-6)(Batch.from_data_list(_graphs()))
     with pytest.raises(ValueError, match="continuous"):
         GRPE(16, 2, 4, 1, num_node_types=3, num_edge_features=2, num_edge_types=None)
-    with pytest.raises(ValueError, match="task"):
+    with pytest.raises(ValueError, match="level"):
         GRPE(16, 2, 4, 1, level="edge", num_node_types=3)
 
 

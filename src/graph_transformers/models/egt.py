@@ -28,11 +28,12 @@ VARIANTS = {
 
 
 class ModelOutput(NamedTuple):
-    """What a model with an auxiliary objective returns: the task prediction and the weighted
-    auxiliary loss (added to the task loss in training)."""
+    """What :class:`EGT` returns, whatever its options: the task prediction ``out`` and the
+    weighted auxiliary loss ``aux_loss`` (a scalar added to the task loss in training; ``None``
+    without the distance objective)."""
 
     out: Tensor
-    aux_loss: Tensor
+    aux_loss: Tensor | None = None
 
 
 class EGT(nn.Module):
@@ -76,8 +77,9 @@ class EGT(nn.Module):
         memory_budget_gb: refuse batches whose dense pair tensors would need more (estimated
             before allocation); ``None`` disables the check.
 
-    Forward takes a PyG ``Batch`` and returns ``[num_graphs | num_nodes | num_edges, out_dim]``,
-    or a :class:`ModelOutput` with the weighted distance loss when ``distance_objective`` is on.
+    Forward takes a PyG ``Batch`` and returns a :class:`ModelOutput`, whatever the options:
+    ``out [num_graphs | num_nodes | num_edges, out_dim]`` and ``aux_loss``, the weighted distance
+    loss with ``distance_objective`` (else ``None``).
 
     Raises:
         ValueError: for unknown options, or ``distance_objective`` without edge channels.
@@ -302,9 +304,9 @@ class EGT(nn.Module):
             else:
                 hr = h[:, q:]
                 out = self.head(torch.cat([hr[b, i], hr[b, j], e0[:, q:, q:][b, i, j]], -1))
-        if self.distance_objective:
-            return ModelOutput(out, self.distance_weight * self._distance_loss(e, dense))
-        return out
+        aux = (self.distance_weight * self._distance_loss(e, dense) if self.distance_objective
+               else None)
+        return ModelOutput(out, aux)
 
     @torch.no_grad()
     def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:

@@ -229,6 +229,10 @@ class LocalMPNN(nn.Module):
             # Without ``deg`` the scalers' average degrees are unknown until a checkpoint (whose
             # buffers hold them) is loaded; ``forward`` refuses to run before that.
             self.register_buffer("degree_known", torch.tensor(deg is not None))
+            # a host copy of the buffer, refreshed when a state dict is loaded: forward reads no
+            # device value (a sync per step on an accelerator)
+            self._degree_known = deg is not None
+            self.register_load_state_dict_post_hook(_refresh_degree_known)
             self.conv = PNAConv(d, d, aggregators=list(pna_aggregators),
                                 scalers=list(pna_scalers),
                                 deg=deg if deg is not None else torch.tensor([0, 1]),
@@ -247,7 +251,7 @@ class LocalMPNN(nn.Module):
             ValueError: for a missing ``edge_attr``, or a PNA built without ``deg`` whose degree
                 statistics were not loaded from a checkpoint.
         """
-        if self.kind == "pna" and not bool(self.degree_known):
+        if self.kind == "pna" and not self._degree_known:
             raise ValueError("this PNA was built without the training in-degree histogram (deg) "
                              "and no checkpoint with its degree statistics was loaded: build it "
                              "with deg (runner.make_model does, from the train split)")
@@ -262,6 +266,12 @@ class LocalMPNN(nn.Module):
 
     def extra_repr(self) -> str:
         return f"kind={self.kind!r}, edges={self.use_edge_features}"
+
+
+def _refresh_degree_known(module: "LocalMPNN", incompatible_keys) -> None:
+    """Load-state-dict post hook of a PNA :class:`LocalMPNN`: the host copy of its
+    ``degree_known`` buffer (read once per load, not per forward)."""
+    module._degree_known = bool(module.degree_known)
 
 
 class MPNNBlock(nn.Module):

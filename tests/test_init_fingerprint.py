@@ -35,7 +35,7 @@ CASES = [
     *[(f"mpnn_block_{k}", "nn.MPNNBlock", dict(kind=k, hidden_dim=16, use_edge_features=k in ("gatedgcn", "gine"), num_heads=4, deg=torch.tensor([0, 3, 5, 2]), pna_towers=4)) for k in ("gcn", "gat", "gatedgcn", "gin", "gine", "pna")],
     ("model_gt", "models.GraphTransformer", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, pe_dim=4)),
     ("model_gt_edges_node", "models.GraphTransformer", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, level="node", num_node_features=5, num_edge_types=4, use_edge_features=True, pe="wl", pe_dim=10)),
-    ("model_egt", "models.EGT", dict(hidden_dim=16, edge_hidden_dim=8, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=4)),
+    ("model_egt", "models.EGT", dict(hidden_dim=16, edge_hidden_dim=8, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=4, pe="svd", pe_dim=16)),
     ("model_egt_vn_dist", "models.EGT", dict(hidden_dim=16, edge_hidden_dim=8, num_layers=2, num_heads=4, out_dim=3, num_node_features=5, num_edge_features=3, num_virtual_nodes=2, distance_objective=True, distance_weight=0.1, scale_degree=True, pe="lap", pe_dim=6)),
     ("model_egt_simple_edge", "models.EGT", dict(hidden_dim=16, edge_hidden_dim=8, num_layers=2, num_heads=4, out_dim=2, level="edge", num_node_types=7, use_edge_features=False, variant="simple", pe=None)),
     ("model_grpe", "models.GRPE", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=[4, 2], max_distance=3)),

@@ -58,7 +58,8 @@ class EGT(nn.Module):
         structure: input structural matrix: ``"adjacency"`` (with self-loops, ``A_ij ∈ {0,1}``) or
             ``"distance"`` (``D^(k)``, hops clipped to ``max_hops``).
         max_hops: ``k`` of ``D^(k)``.
-        pe: ``"svd"`` (``data.svd_pe [num_nodes, 2r]``), ``"lap"`` (``data.lap_pe``) or ``None``.
+        pe: ``"svd"`` (``data.svd_pe [num_nodes, 2r]``), ``"lap"`` (``data.lap_pe``) or ``None``
+            (the default, as the config section).
         pe_dim: ``2r`` for SVD, ``k`` for LapPE.
         sign_flip: random sign flips of the PE in training: ``"graph"`` (default: an independent
             sign per graph and per singular-vector pair / eigenvector, as the official code),
@@ -91,7 +92,7 @@ class EGT(nn.Module):
                  num_node_types: int | Sequence[int] | None = None, num_node_features: int | None = None,
                  num_edge_types: int | Sequence[int] | None = None, num_edge_features: int | None = None,
                  use_edge_features: bool = True, variant: str = "egt",
-                 structure: str = "adjacency", max_hops: int = 16, pe: str | None = "svd",
+                 structure: str = "adjacency", max_hops: int = 16, pe: str | None = None,
                  pe_dim: int = 16, sign_flip: str = "graph", num_virtual_nodes: int = 0,
                  distance_objective: bool = False, distance_hops: int = 3,
                  distance_weight: float = 0.0, node_ffn_multiplier: float = 2.0,

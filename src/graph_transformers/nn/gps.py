@@ -69,6 +69,32 @@ class GPSLayer(nn.Module):
     Raises:
         ValueError: for an unknown attention/MPNN, both terms off, bad sizes; in ``forward``,
             missing ``edge_attr``, or a batch too large for full attention's memory budget.
+
+    Example:
+        A PyG model whose local term is PyG's own ``GINEConv`` (as ``GPSConv``) on a ``Batch``:
+
+        >>> import torch
+        >>> from torch_geometric.data import Batch, Data
+        >>> from torch_geometric.nn import GINEConv, global_add_pool
+        >>> from graph_transformers.nn import GPSLayer
+        >>> class Net(torch.nn.Module):
+        ...     def __init__(self, d=16):
+        ...         super().__init__()
+        ...         self.emb, self.edge_emb = torch.nn.Linear(3, d), torch.nn.Embedding(4, d)
+        ...         mlp = lambda: torch.nn.Sequential(torch.nn.Linear(d, d), torch.nn.ReLU(),
+        ...                                           torch.nn.Linear(d, d))
+        ...         self.layers = torch.nn.ModuleList(
+        ...             GPSLayer(d, num_heads=4, mpnn=GINEConv(mlp())) for _ in range(2))
+        ...         self.head = torch.nn.Linear(d, 1)
+        ...     def forward(self, data):
+        ...         x, e = self.emb(data.x), self.edge_emb(data.edge_attr)
+        ...         for layer in self.layers:
+        ...             x, e = layer(x, data.edge_index, data.batch, e)
+        ...         return self.head(global_add_pool(x, data.batch))
+        >>> g = Data(x=torch.randn(4, 3), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
+        ...          edge_attr=torch.tensor([0, 3, 1]))
+        >>> Net()(Batch.from_data_list([g, g])).shape
+        torch.Size([2, 1])
     """
 
     def __init__(self, hidden_dim: int, num_heads: int, mpnn: str | nn.Module | None = "gine",

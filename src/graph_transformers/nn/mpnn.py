@@ -288,6 +288,24 @@ class MPNNBlock(nn.Module):
 
     Shapes: ``x [num_nodes, d]``, ``edge_attr [num_edges, d]`` (or ``None``) →
     ``(x [num_nodes, d], edge_attr [num_edges, d] or the input edge_attr)``.
+
+    Example:
+        GatedGCN blocks (with their edge stream) in a small PyG model on a ``Batch``:
+
+        >>> import torch
+        >>> from torch_geometric.data import Batch, Data
+        >>> from torch_geometric.nn import global_mean_pool
+        >>> from graph_transformers.nn import MPNNBlock
+        >>> blocks = torch.nn.ModuleList(MPNNBlock("gatedgcn", 16, use_edge_features=True)
+        ...                              for _ in range(2))
+        >>> g = Data(x=torch.randn(4, 16), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
+        ...          edge_attr=torch.randn(3, 16))
+        >>> batch = Batch.from_data_list([g, g])
+        >>> x, e = batch.x, batch.edge_attr
+        >>> for block in blocks:
+        ...     x, e = block(x, batch.edge_index, e)
+        >>> global_mean_pool(x, batch.batch).shape, e.shape
+        (torch.Size([2, 16]), torch.Size([6, 16]))
     """
 
     def __init__(self, kind: str, hidden_dim: int, use_edge_features: bool = False,

@@ -51,7 +51,8 @@ class EGT(nn.Module):
         level: ``"graph"``, ``"node"`` or ``"edge"`` (one output per edge of ``edge_index``, read
             from the output edge channel of that pair — EGT-Simple reads ``[h_i ∥ h_j ∥ e⁰_ij]``).
         num_node_types / num_node_features: categorical (``x`` long) or continuous node features.
-        num_edge_types / num_edge_features: categorical or continuous edge features; pairs without an edge
+        num_edge_types / num_edge_features: categorical or continuous edge features; pairs
+            without an edge
             get a learned masking vector.
         use_edge_features: embed ``edge_attr`` into the input edge channels.
         variant: ``"egt"``, ``"simple"``, ``"constrained"`` or ``"ungated"`` (:data:`VARIANTS`).
@@ -89,8 +90,10 @@ class EGT(nn.Module):
 
     def __init__(self, hidden_dim: int, edge_hidden_dim: int, num_layers: int, num_heads: int,
                  out_dim: int, level: str = "graph",
-                 num_node_types: int | Sequence[int] | None = None, num_node_features: int | None = None,
-                 num_edge_types: int | Sequence[int] | None = None, num_edge_features: int | None = None,
+                 num_node_types: int | Sequence[int] | None = None,
+                 num_node_features: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None,
+                 num_edge_features: int | None = None,
                  use_edge_features: bool = True, variant: str = "egt",
                  structure: str = "adjacency", max_hops: int = 16, pe: str | None = None,
                  pe_dim: int = 16, sign_flip: str = "graph", num_virtual_nodes: int = 0,
@@ -119,7 +122,8 @@ class EGT(nn.Module):
         if num_virtual_nodes and level != "graph":
             raise ValueError("virtual nodes feed the graph head; use num_virtual_nodes=0 for "
                              f"level={level!r}")
-        self.level, self.variant, self.structure, self.max_hops = level, variant, structure, max_hops
+        self.level, self.variant = level, variant
+        self.structure, self.max_hops = structure, max_hops
         self.edge_update, self.constrained = opts["edge_update"], opts["constrained"]
         self.pe, self.sign_flip = pe, sign_flip
         self.num_virtual_nodes = num_virtual_nodes
@@ -130,7 +134,8 @@ class EGT(nn.Module):
         self.edge_ffn_multiplier = edge_ffn_multiplier
         self.memory_budget_gb = memory_budget_gb
 
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features, name="node")
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
+                                           name="node")
         self.pe_encoder = nn.Linear(pe_dim, hidden_dim) if pe else None   # W_enc, §3.2
         self.struct_encoder = nn.Embedding(2 if structure == "adjacency" else max_hops + 1,
                                            edge_hidden_dim)
@@ -237,7 +242,8 @@ class EGT(nn.Module):
         Returns:
             ``(h [B, q+N, d_h], e [B, q+N, q+N, d_e], dense, e0)`` after the final LayerNorms
             (``e`` is the input embedding ``e⁰`` for EGT-Simple, and the last layer's *input* edge
-            channels when nothing reads the output ones, see ``edge_output``), and with ``return_attention_weights``
+            channels when nothing reads the output ones, see ``edge_output``), and with
+            ``return_attention_weights``
             the per-layer ``Ã [B, H, q+N, q+N]`` list.
         """
         check_batch(data, need_edge_attr=self.use_edge_features)
@@ -257,7 +263,8 @@ class EGT(nn.Module):
         e0 = e
         attentions = []
         for layer in self.layers:
-            out = layer.forward_dense(h, e, mask, attn_mask, return_attention_weights=return_attention_weights,
+            out = layer.forward_dense(h, e, mask, attn_mask,
+                                      return_attention_weights=return_attention_weights,
                                       num_virtual=self.num_virtual_nodes)
             h, e = out.h, out.e
             if return_attention_weights:

@@ -33,7 +33,8 @@ class GPS(nn.Module):
         num_heads: attention heads.
         out_dim: outputs per graph or node (by ``level``).
         level: ``"graph"`` (readout, then MLP), ``"node"`` or ``"edge"`` (MLP on ``[h_i ∥ h_j]``).
-        num_node_types / num_node_features, num_edge_types / num_edge_features: as :class:`~.gt.GraphTransformer`.
+        num_node_types / num_node_features, num_edge_types / num_edge_features: as
+            :class:`~.gt.GraphTransformer`.
         mpnn: local MPNN name (:data:`~graph_transformers.nn.mpnn.CONVS`) or ``None``.
         attention: ``"full"``, ``"performer"`` or ``"none"``.
         use_edge_features: embed ``edge_attr`` and give it to the MPNN.
@@ -57,7 +58,8 @@ class GPS(nn.Module):
 
     def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
                  level: str = "graph", num_node_types: int | Sequence[int] | None = None,
-                 num_node_features: int | None = None, num_edge_types: int | Sequence[int] | None = None,
+                 num_node_features: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None,
                  num_edge_features: int | None = None, mpnn: str | None = "gine",
                  attention: str = "full", use_edge_features: bool = True,
                  pe: str | None = "rwse", pe_dim: int = 20, pe_embed_dim: int = 28,
@@ -88,7 +90,8 @@ class GPS(nn.Module):
             self.pe_encoder = LapPEEncoder(pe_dim, pe_embed_dim, sign_flip)
         else:
             self.pe_encoder = None
-        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features, name="edge")
+        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features,
+                                            name="edge")
                              if self.use_edge_features else None)
         self.layers = nn.ModuleList(
             GPSLayer(hidden_dim, num_heads, mpnn=mpnn, attention=attention,

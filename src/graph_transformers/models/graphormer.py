@@ -54,7 +54,8 @@ class Graphormer(nn.Module):
 
     def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
                  level: str = "graph", num_node_types: int | Sequence[int] | None = None,
-                 num_node_features: int | None = None, num_edge_types: int | Sequence[int] | None = None,
+                 num_node_features: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None,
                  num_edge_features: int | None = None, use_edge_features: bool = True,
                  max_distance: int = 5, ffn_dim: int | None = None, dropout: float = 0.1,
                  attn_dropout: float = 0.1, max_degree: int = 64,
@@ -73,7 +74,8 @@ class Graphormer(nn.Module):
         self.num_heads = num_heads
         self.max_degree = max_degree
         self.size_groups = size_groups
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features, name="node")
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
+                                           name="node")
         self.degree_encoder = nn.Embedding(max_degree + 1, hidden_dim) if degree_encoding else None
         self.graph_token = nn.Parameter(torch.empty(hidden_dim))
         self.relations = PairRelationBuilder(

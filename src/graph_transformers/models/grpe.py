@@ -165,7 +165,8 @@ class GRPE(nn.Module):
         num_node_types / num_node_features: categorical / continuous node features (see
             :class:`~graph_transformers.models.encoders.FeatureEncoder`).
         num_edge_types: categorical edge types per column (``None``: edges only by presence).
-        num_edge_features: continuous edge features are not supported by GRPE's edge encodings (error).
+        num_edge_features: continuous edge features are not supported by GRPE's edge encodings
+            (error).
         use_edge_features: use the edge types (else only presence).
         max_distance: ``L`` (must equal the ``encodings.spd.max_distance`` of the data).
         ffn_dim: FFN width (Table 1: ``d_z``).
@@ -194,7 +195,8 @@ class GRPE(nn.Module):
 
     def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
                  level: str = "graph", num_node_types: int | Sequence[int] | None = None,
-                 num_node_features: int | None = None, num_edge_types: int | Sequence[int] | None = None,
+                 num_node_features: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None,
                  num_edge_features: int | None = None, use_edge_features: bool = True,
                  max_distance: int = 5, ffn_dim: int | None = None, dropout: float = 0.1,
                  attn_dropout: float = 0.1, input_noise: float = 0.0,
@@ -215,7 +217,8 @@ class GRPE(nn.Module):
         self.level = level
         self.input_noise = input_noise
         self.share_encodings = share_encodings
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features, name="node")
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
+                                           name="node")
         self.virtual_node = nn.Parameter(torch.empty(hidden_dim))
         # per pair and layer: ~8 float [H] tensors kept for backward (scores, gathers, softmax,
         # dropout) plus the long relation ids
@@ -258,7 +261,8 @@ class GRPE(nn.Module):
         for idx, n in groups:
             sl = (idx, slice(0, n + 1))
             xg, wg = self._layers(x[sl], rel.topology[idx, :n + 1, :n + 1],
-                                  rel.edge[idx, :n + 1, :n + 1], rel.mask[sl], return_attention_weights)
+                                  rel.edge[idx, :n + 1, :n + 1], rel.mask[sl],
+                                  return_attention_weights)
             out = out.index_put((idx,), torch.nn.functional.pad(xg, (0, 0, 0, N1 - n - 1)))
             for w, w_g in zip(weights, wg):
                 w[idx, :, :n + 1, :n + 1] = w_g

@@ -30,7 +30,8 @@ class GraphTransformer(nn.Module):
             ``[h_i ∥ h_j]`` for each edge ``j -> i`` of ``edge_index``, as the benchmark's TSP
             edge classifier).
         num_node_types / num_node_features: categorical node features (``x`` long ``[num_nodes]``,
-            ``[num_nodes, 1]`` or one column per table) or continuous ones (``x [num_nodes, num_node_features]``).
+            ``[num_nodes, 1]`` or one column per table) or continuous ones
+            (``x [num_nodes, num_node_features]``).
         num_edge_types / num_edge_features: same for ``edge_attr``; used when ``use_edge_features``.
         use_edge_features: build the edge-stream form (eqs. 9-18).
         pe: ``"lap"`` (``data.lap_pe [num_nodes, pe_dim]``), ``"wl"`` (``data.wl_pe [num_nodes]``
@@ -51,7 +52,8 @@ class GraphTransformer(nn.Module):
 
     def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
                  level: str = "graph", num_node_types: int | Sequence[int] | None = None,
-                 num_node_features: int | None = None, num_edge_types: int | Sequence[int] | None = None,
+                 num_node_features: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None,
                  num_edge_features: int | None = None, use_edge_features: bool = False,
                  pe: str | None = "lap", pe_dim: int = 8, sign_flip: str = "batch",
                  full_graph: bool = False, norm: str = "batch", dropout: float = 0.0,
@@ -70,8 +72,10 @@ class GraphTransformer(nn.Module):
         self.full_graph = full_graph
         self.use_edge_features = use_edge_features
         self.readout = readout
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features, name="node")
-        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features, name="edge")
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
+                                           name="node")
+        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features,
+                                            name="edge")
                              if use_edge_features else None)
         if pe == "lap":
             self.pe_encoder: nn.Module | None = LapPEEncoder(pe_dim, hidden_dim, sign_flip)

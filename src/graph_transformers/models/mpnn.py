@@ -73,8 +73,10 @@ class MPNN(nn.Module):
     conv: str | None = None
 
     def __init__(self, hidden_dim: int, num_layers: int, out_dim: int, level: str = "graph",
-                 num_node_types: int | Sequence[int] | None = None, num_node_features: int | None = None,
-                 num_edge_types: int | Sequence[int] | None = None, num_edge_features: int | None = None,
+                 num_node_types: int | Sequence[int] | None = None,
+                 num_node_features: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None,
+                 num_edge_features: int | None = None,
                  use_edge_features: bool = False, num_heads: int = 8, pe: str | None = None,
                  pe_dim: int = 8, sign_flip: str = "batch", norm: str = "batch",
                  residual: bool = True, dropout: float = 0.0, in_feat_dropout: float = 0.0,
@@ -100,8 +102,10 @@ class MPNN(nn.Module):
         self.pe = pe
         self.readout = readout
         self.use_edge_features = use_edge_features
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features, name="node")
-        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features, name="edge")
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
+                                           name="node")
+        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features,
+                                            name="edge")
                              if use_edge_features else None)
         # GatedGCN without edge features: the benchmark's Linear(1, d) on a constant 1
         self.edge_constant = (nn.Parameter(torch.empty(hidden_dim))

@@ -223,7 +223,8 @@ class EGTLayer(nn.Module):
                          dense.flatten_pairs(out.e), out.attention)
 
     def forward_dense(self, h: Tensor, e: Tensor, mask: Tensor, attn_mask: Tensor | None = None,
-                      return_attention_weights: bool = False, num_virtual: int = 0) -> EGTDenseOutput:
+                      return_attention_weights: bool = False, num_virtual: int = 0
+                      ) -> EGTDenseOutput:
         """Dense entry point (pairs dst-major, ``e[b, i, j]`` = ``j → i``); see the class
         docstring."""
         if h.dim() != 3 or h.size(-1) != self.hidden_dim:

@@ -36,7 +36,8 @@ class GraphormerLayer(nn.Module):
     :class:`~graph_transformers.nn.LayerOutput` ``(x, attention)``:
 
     * ``forward(x, edge_index, edge_attr=None, batch=None, *, pair_bias=None,
-      return_attention_weights=False)``: PyG-native. ``x [num_nodes, d]``; the bias ``b_ij`` of the scores
+      return_attention_weights=False)``: PyG-native. ``x [num_nodes, d]``; the bias ``b_ij`` of the
+      scores
       is the sum of ``edge_attr [num_edges, H]`` (a per-head bias on the pairs ``(i, j)`` of the
       edges ``j → i``, e.g. an edge encoding ``nn.Embedding(num_types, H)(edge_type)``; ``0`` on
       other pairs) and ``pair_bias [Σ_b n_b², H]`` (a bias on every pair of each graph, flattened
@@ -45,12 +46,14 @@ class GraphormerLayer(nn.Module):
       ``nn.Embedding(L + 3, H)(batch.spd.long())``); neither given: plain attention over each
       graph. The layer builds nothing else (no distances, no graph token: those are
       :class:`~graph_transformers.models.Graphormer`'s). Returns ``x [num_nodes, d]``.
-    * ``forward_dense(x, bias, return_attention_weights=False)``: ``x [B, N, d]``; ``bias [B, H, N, N]``
+    * ``forward_dense(x, bias, return_attention_weights=False)``: ``x [B, N, d]``;
+      ``bias [B, H, N, N]``
       float added to the scaled scores, dst-major (``bias[b, h, i, j]``: query ``i``, key ``j``,
       the pair ``j → i``; from PyG's ``to_dense_adj``: ``.transpose(1, 2)``); ``-inf`` masks a key
       (padding). Every row needs at least one finite entry. Returns ``x [B, N, d]``.
 
-    ``attention``: ``[B, H, N, N]`` weights over the padded view with ``return_attention_weights=True``, else
+    ``attention``: ``[B, H, N, N]`` weights over the padded view with
+    ``return_attention_weights=True``, else
     ``None``.
 
     Raises:
@@ -117,7 +120,8 @@ class GraphormerLayer(nn.Module):
         out = self.forward_dense(dense.to_dense(x), bias, return_attention_weights)
         return LayerOutput(dense.to_sparse(out.x), out.attention)
 
-    def forward_dense(self, x: Tensor, bias: Tensor, return_attention_weights: bool = False) -> LayerOutput:
+    def forward_dense(self, x: Tensor, bias: Tensor, return_attention_weights: bool = False
+                      ) -> LayerOutput:
         """Dense entry point (``bias`` dst-major); see the class docstring."""
         if x.dim() != 3 or x.size(-1) != self.hidden_dim:
             raise ValueError(f"x must be [B, N, {self.hidden_dim}], got {tuple(x.shape)}")

@@ -200,10 +200,12 @@ class GRPEAttention(nn.Module):
 
     Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`), both returning a
     :class:`~graph_transformers.nn.LayerOutput` ``(x, attention)``; ``attention`` is
-    ``[B, H, N, N]`` (after softmax, before dropout) with ``return_attention_weights=True``, else ``None``:
+    ``[B, H, N, N]`` (after softmax, before dropout) with ``return_attention_weights=True``, else
+    ``None``:
 
     * ``forward(x, edge_index, edge_attr=None, batch=None, *, encodings, topology=None,
-      edge_ids=None, return_attention_weights=False)``: PyG-native, ``x [num_nodes, d]`` → ``[num_nodes, d]``.
+      edge_ids=None, return_attention_weights=False)``: PyG-native, ``x [num_nodes, d]`` →
+      ``[num_nodes, d]``.
       ``encodings``: the :class:`GRPEEncodings` (``d`` = ``hidden_dim``).
       ``topology``: ``[Σ_b n_b²]`` ids ``ψ(i, j)``, each graph's pairs flattened row-major
       (``k = i · n_b + j``, pair ``j → i``): pass ``batch.spd`` of
@@ -289,7 +291,8 @@ class GRPEAttention(nn.Module):
                             topology, edge_ids, return_attention_weights)
 
     def forward_dense(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
-                      mask: Tensor | None = None, return_attention_weights: bool = False) -> LayerOutput:
+                      mask: Tensor | None = None, return_attention_weights: bool = False
+                      ) -> LayerOutput:
         """Dense entry point (ids dst-major); see the class docstring."""
         if x.dim() != 3 or x.size(-1) != self.hidden_dim:
             raise ValueError(f"x must be [B, N, {self.hidden_dim}], got {tuple(x.shape)}")
@@ -348,7 +351,8 @@ class GRPEAttention(nn.Module):
             return attn * keep, scale  # z is linear in â: the 1 / (1 - p) scale goes on z
         return attn, None
 
-    def _finish(self, z: Tensor, attn: Tensor, drop_scale: float | None, return_attention_weights: bool):
+    def _finish(self, z: Tensor, attn: Tensor, drop_scale: float | None,
+                return_attention_weights: bool):
         H, B, N, dk = z.shape
         if drop_scale is not None:
             z = z * drop_scale
@@ -389,9 +393,11 @@ class GRPELayer(nn.Module):
         dropout: on the attention and FFN outputs.
 
     Entry points: as :class:`GRPEAttention` — ``forward(x, edge_index, edge_attr=None,
-    batch=None, *, encodings, topology=None, edge_ids=None, return_attention_weights=False)`` (PyG-native,
+    batch=None, *, encodings, topology=None, edge_ids=None, return_attention_weights=False)``
+    (PyG-native,
     ``x [num_nodes, d]``) and ``forward_dense(x, topology, edge, encodings, mask=None,
-    return_attention_weights=False)`` (``x [B, N, d]``, ids ``[B, N, N]`` dst-major), both returning a
+    return_attention_weights=False)`` (``x [B, N, d]``, ids ``[B, N, N]`` dst-major), both
+    returning a
     :class:`~graph_transformers.nn.LayerOutput`.
 
     Raises:
@@ -440,7 +446,8 @@ class GRPELayer(nn.Module):
                             encodings, topology, edge_ids, return_attention_weights)
 
     def forward_dense(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
-                      mask: Tensor | None = None, return_attention_weights: bool = False) -> LayerOutput:
+                      mask: Tensor | None = None, return_attention_weights: bool = False
+                      ) -> LayerOutput:
         """Dense entry point (ids dst-major); see :class:`GRPEAttention`."""
         y, w = self.attn.forward_dense(self.attn_norm(x), topology, edge, encodings, mask,
                                        return_attention_weights)

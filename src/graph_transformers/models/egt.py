@@ -102,6 +102,9 @@ class EGT(nn.Module):
                  edge_ffn_multiplier: float = 2.0, attn_dropout: float = 0.0,
                  dropout: float = 0.0, clamp: float = 5.0, scale_degree: bool = False,
                  mlp_layers: int = 2, memory_budget_gb: float | None = 8.0) -> None:
+        """See the class docstring. Long (≈70 lines) on purpose for now: the order in which
+        the sub-modules are created is the random-number stream that initialised the committed
+        results (``tests/test_init_fingerprint.py``); a split must keep that order."""
         super().__init__()
         if level not in ("graph", "node", "edge"):
             raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")

@@ -68,7 +68,7 @@ def synthetic_model() -> EGT:
 def step(model, opt, batch) -> None:
     opt.zero_grad(set_to_none=True)
     out = model(batch)
-    pred, aux = (out.out, out.aux_loss) if isinstance(out, tuple) else (out, 0.0)
+    pred, aux = out.out, (out.aux_loss if out.aux_loss is not None else 0.0)
     loss = (pred.view(-1) - batch.y).abs().mean() + aux
     loss.backward()
     opt.step()

@@ -78,12 +78,12 @@ def run_point(model: str, n: int) -> dict:
     from graph_transformers.nn import GPSLayer, GraphTransformerLayer
     if model == "sparse_gt":
         layer = GraphTransformerLayer(HIDDEN, HEADS)
-        step = lambda x: layer(x, edge_index)
+        step = lambda x: layer(x, edge_index).x
     else:
         kind = "performer" if model == "performer" else "full"
         layer = GPSLayer(HIDDEN, HEADS, mpnn=None, attention=kind,
                          attn_dropout=0.5 if model == "full_dropout" else 0.0,
-                         max_attention_bytes=2**62)  # let the memory cap, not the check, decide
+                         memory_budget_gb=None)  # let the memory cap, not the check, decide
         step = lambda x: layer(x, edge_index, None)[0]
     layer.train()
     x = torch.randn(n, HIDDEN)

@@ -58,7 +58,7 @@ def build(name: str, dropout: bool) -> GRPE:
     groups, impl, _ = VARIANTS[name]
     torch.manual_seed(0)
     return GRPE(80, 12, 8, 1, num_node_types=28, num_edge_types=4, max_distance=5, ffn_dim=80,
-                dropout=0.1 if dropout else 0.0, attention_dropout=0.1 if dropout else 0.0,
+                dropout=0.1 if dropout else 0.0, attn_dropout=0.1 if dropout else 0.0,
                 input_noise=0.2 if dropout else 0.0, attention_impl=impl, size_groups=groups,
                 memory_budget_gb=None)
 

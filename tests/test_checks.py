@@ -32,7 +32,7 @@ def test_nan_features():
     g = _graph()
     g.x = torch.tensor([[0.0], [float("nan")], [1.0], [2.0]])
     with pytest.raises(ValueError, match="NaN"):
-        _model(num_node_types=None, node_dim=1)(Batch.from_data_list([g]))
+        _model(num_node_types=None, num_node_features=1)(Batch.from_data_list([g]))
 
 
 def test_category_out_of_range():

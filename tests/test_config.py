@@ -160,3 +160,58 @@ def test_every_lightning_trainer_argument_is_accepted_and_typos_are_named():
     for name in RESERVED_TRAINER_ARGS:
         with pytest.raises(ConfigError, match=f"trainer.{name} cannot be set"):
             build_config({"model": {"name": "gt", "pe": None}, "trainer": {name: None}})
+
+
+# ----------------------------------------------------------------------------- renamed keys
+@pytest.mark.parametrize("name, old, new, value, expected", [
+    ("egt", "clip", "clamp", 3.0, 3.0),
+    ("grpe", "attention_dropout", "attn_dropout", 0.2, 0.2),
+    ("graphormer", "attention_dropout", "attn_dropout", 0.2, 0.2),
+    ("gps", "max_attention_bytes", "memory_budget_gb", 2**31, 2.0),
+])
+def test_old_model_keys_load_with_one_warning(name, old, new, value, expected):
+    """Issue 14: a user's config with a key renamed for one name per concept still loads; one
+    FutureWarning names old → new; the value lands under the new key (GPS's byte budget in GiB)."""
+    import warnings
+
+    from graph_transformers.training.config import RENAMED_MODEL_KEYS, build_config
+    assert RENAMED_MODEL_KEYS[old][0] == new
+    raw = {"model": {"name": name, old: value}, "encodings": {"spd": {}, "rwse": {}}}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cfg = build_config(raw)
+    renamed = [w for w in caught if issubclass(w.category, FutureWarning)]
+    assert len(renamed) == 1 and f"model.{old} is renamed model.{new}" in str(renamed[0].message)
+    assert getattr(cfg.model, new) == expected and old not in cfg.to_dict()["model"]
+    # the same through a --set override
+    with pytest.warns(FutureWarning, match=f"model.{old}"):
+        cfg = build_config({"model": {"name": name}, "encodings": raw["encodings"]},
+                           [f"model.{old}={value}"])
+    assert getattr(cfg.model, new) == expected
+
+
+def test_old_and_new_model_key_together_is_an_error():
+    from graph_transformers.training.config import ConfigError, build_config
+    with pytest.raises(ConfigError, match="model.clip is the old name of model.clamp"):
+        build_config({"model": {"name": "egt", "clip": 3.0, "clamp": 4.0}})
+
+
+def test_model_config_defaults_match_the_constructors():
+    """Issue 14: one source of truth for hyper-parameters. Every model-section key that is also
+    an argument of the registered model's constructor has the constructor's default (EGT's
+    ``pe`` had drifted: ``None`` in the config, ``"svd"`` in the class)."""
+    import inspect
+
+    from graph_transformers.models import MODELS
+    from graph_transformers.training.config import MODEL_CONFIGS
+    drift = []
+    for name, cls in MODELS.items():
+        params = inspect.signature(cls.__init__).parameters
+        for key, field in MODEL_CONFIGS[name].model_fields.items():
+            if key in ("name", "compile"):
+                continue
+            assert key in params, f"model.{key} of {name} is no argument of {cls.__name__}"
+            default = params[key].default
+            if default is not inspect.Parameter.empty and default != field.default:
+                drift.append(f"{name}.{key}: config {field.default!r}, class {default!r}")
+    assert not drift, drift

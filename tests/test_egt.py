@@ -52,7 +52,7 @@ def naive_egt_layer(layer: EGTLayer, h, e, allowed=None, num_virtual=0):
         for i in range(n):
             for j in range(n):
                 a_hat = (Q[i, sl] @ K[j, sl]) / math.sqrt(dk)                      # eq. 3
-                Hhat[i, j, k] = a_hat.clamp(-layer.clip, layer.clip) + eh[i, j] @ Wg[k] + bg[k]
+                Hhat[i, j, k] = a_hat.clamp(-layer.clamp, layer.clamp) + eh[i, j] @ Wg[k] + bg[k]
             cols = [j for j in range(n) if allowed is None or allowed[i, j]]
             z = torch.stack([Hhat[i, j, k] for j in cols])
             soft = torch.exp(z - z.max()) / torch.exp(z - z.max()).sum()            # eq. 2/4
@@ -86,7 +86,7 @@ def test_layer_matches_naive_equations(variant):
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1)
     dh, de, H = 12, 6, 3
-    layer = EGTLayer(dh, de, H, clip=1.0, **VARIANT_FLAGS[variant]).double()
+    layer = EGTLayer(dh, de, H, clamp=1.0, **VARIANT_FLAGS[variant]).double()
     for p in layer.parameters():  # non-trivial LayerNorm affine parameters too
         torch.nn.init.normal_(p, std=0.7)
     sizes = [5, 3]
@@ -125,7 +125,7 @@ def test_degree_scalers_match_naive(num_virtual):
 
 def test_scores_are_clipped_before_the_bias():
     torch.manual_seed(0)
-    layer = EGTLayer(8, 4, 2, clip=5.0).double()
+    layer = EGTLayer(8, 4, 2, clamp=5.0).double()
     h = 100 * torch.randn(1, 4, 8, dtype=torch.double)  # huge scores: clipping matters
     e = torch.randn(1, 4, 4, 4, dtype=torch.double)
     mask = torch.ones(1, 4, dtype=torch.bool)
@@ -161,10 +161,10 @@ def _graph(n, gen, num_edge_types=3, p=0.35, connected=True):
                 svd_pe=svd_pe(edge_index, n, 3), y=torch.randn(1))
 
 
-def _model(variant="egt", task="graph", **kw):
+def _model(variant="egt", level="graph", **kw):
     torch.manual_seed(0)
     args = dict(hidden_dim=16, edge_hidden_dim=8, num_layers=2, num_heads=4, out_dim=3,
-                task=task, num_node_types=5, num_edge_types=3, variant=variant, pe="svd",
+                level=level, num_node_types=5, num_edge_types=3, variant=variant, pe="svd",
                 pe_dim=6)
     args.update(kw)
     model = EGT(**args).double().eval()
@@ -193,7 +193,7 @@ def test_padding_never_changes_a_graphs_output(case):
     alone = _out(model, Batch.from_data_list([small]))
     batched = _out(model, Batch.from_data_list([big[0], small, big[1]]))
     torch.testing.assert_close(batched[1], alone[0], rtol=1e-10, atol=1e-10)
-    node = _model(task="node", **{k: v for k, v in case.items() if k != "num_virtual_nodes"})
+    node = _model(level="node", **{k: v for k, v in case.items() if k != "num_virtual_nodes"})
     alone = _out(node, Batch.from_data_list([small]))
     batched = _out(node, Batch.from_data_list([big[0], small, big[1]]))
     torch.testing.assert_close(batched[11:16], alone, rtol=1e-10, atol=1e-10)
@@ -210,13 +210,13 @@ def test_permutation_equivariance(variant, task):
     inv[perm] = torch.arange(7)
     pg = Data(x=g.x[perm], edge_index=inv[g.edge_index], edge_attr=g.edge_attr, num_nodes=7,
               svd_pe=g.svd_pe[perm])
-    model = _model(variant, task=task)
+    model = _model(variant, level=task)
     out, pout = _out(model, Batch.from_data_list([g])), _out(model, Batch.from_data_list([pg]))
     if task == "node":
         torch.testing.assert_close(pout, out[perm], rtol=1e-10, atol=1e-10)
     else:  # same edge list order, relabelled nodes: same outputs per edge
         torch.testing.assert_close(pout, out, rtol=1e-10, atol=1e-10)
-    gm = _model(variant, task="graph")
+    gm = _model(variant, level="graph")
     torch.testing.assert_close(_out(gm, Batch.from_data_list([pg])),
                                _out(gm, Batch.from_data_list([g])), rtol=1e-10, atol=1e-10)
 
@@ -247,10 +247,10 @@ def test_virtual_nodes_feed_the_graph_head():
     data.svd_pe = data.svd_pe.double()
     model = _model(num_virtual_nodes=2)
     assert model.head.mlp[0].in_features == 2 * 16
-    out = model(data)
+    out = model(data).out
     assert out.shape == (1, 3)
     with pytest.raises(ValueError, match="virtual nodes"):
-        _model(task="node", num_virtual_nodes=1)
+        _model(level="node", num_virtual_nodes=1)
 
 
 def test_distance_objective_uses_hops_up_to_nu():
@@ -290,17 +290,17 @@ def test_constrained_output_edge_channels_only_on_edges():
     gen = torch.Generator().manual_seed(6)
     data = Batch.from_data_list([_graph(6, gen)])
     data.svd_pe = data.svd_pe.double()
-    model = _model("constrained", task="edge")
+    model = _model("constrained", level="edge")
     _, e, dense, _ = model.encode(data)
     adj = dense.adjacency(self_loops=True)
     assert e[~adj].abs().max() == 0 and e[adj].abs().min() > 0
 
 
 def test_last_layer_skips_unread_edge_update():
-    model = _model(task="graph")
+    model = _model(level="graph")
     assert not model.layers[-1].edge_output and model.layers[0].edge_output
     assert not hasattr(model.layers[-1], "out_e") and not hasattr(model.layers[-1], "ffn_e")
-    assert _model(task="edge").layers[-1].edge_output
+    assert _model(level="edge").layers[-1].edge_output
     assert _model(distance_objective=True, distance_weight=0.1).layers[-1].edge_output
 
 
@@ -423,3 +423,14 @@ def test_egt_trains_on_zinc(data_dir):
             total += float(loss) * batch.num_graphs
         losses.append(total / len(train))
     assert losses[-1] < 0.88 * losses[0], losses
+
+
+@pytest.mark.parametrize("case", [dict(), dict(distance_objective=True, distance_weight=0.5)])
+def test_forward_returns_one_type(case):
+    """Issue 14: EGT returns a ModelOutput whatever its options (aux_loss None without the
+    distance objective), so callers never test the type."""
+    data = Batch.from_data_list([_graph(5, torch.Generator().manual_seed(0))])
+    data.svd_pe = data.svd_pe.double()
+    out = _model(**case)(data)
+    assert type(out) is ModelOutput and out.out.shape == (1, 3)
+    assert (out.aux_loss is None) == (not case)

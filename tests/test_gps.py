@@ -180,7 +180,7 @@ def test_performer_ignores_padding_and_is_equivariant():
 
 def test_full_attention_refuses_oversized_batches_before_allocating():
     # with attention dropout in training SDPA takes its N x N path: 4 x [1, 4, 300, 300] floats
-    att = FullAttention(16, 4, dropout=0.1, max_bytes=2**20).train()
+    att = FullAttention(16, 4, attn_dropout=0.1, memory_budget_gb=2**-10).train()
     x = torch.zeros(1, 300, 16)
     mask = torch.ones(1, 300, dtype=torch.bool)
     with pytest.raises(ValueError, match=r"needs about 0.01 GiB .*performer"):

@@ -40,7 +40,7 @@ def test_layer_matches_naive():
     bias[1, :, :, 4:] = float("-inf")
     ref = naive_layer(layer, x, bias)
     torch.testing.assert_close(layer.forward_dense(x, bias).x, ref)
-    out, w = layer.forward_dense(x, bias, need_weights=True)
+    out, w = layer.forward_dense(x, bias, return_attention_weights=True)
     torch.testing.assert_close(out, ref)
     assert (w[1, :, :, 4:] == 0).all()
     with pytest.raises(ValueError, match="bias"):
@@ -64,7 +64,7 @@ def _graphs():
 def _model(**kw):
     torch.manual_seed(0)
     args = dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=2, num_node_types=3,
-                num_edge_types=4, max_distance=3, dropout=0.0, attention_dropout=0.0)
+                num_edge_types=4, max_distance=3, dropout=0.0, attn_dropout=0.0)
     args.update(kw)
     model = Graphormer(**args).double().eval()
     with torch.no_grad():  # non-zero biases (they start at zero)
@@ -94,7 +94,7 @@ def test_permutation():
     model = _model()
     torch.testing.assert_close(model(Batch.from_data_list([gp])),
                                model(Batch.from_data_list([g])))
-    node = _model(task="node")
+    node = _model(level="node")
     torch.testing.assert_close(node(Batch.from_data_list([gp])),
                                node(Batch.from_data_list([g]))[perm])
 
@@ -134,7 +134,7 @@ def test_errors_and_config():
 def test_training_smoke():
     torch.manual_seed(0)
     model = Graphormer(16, 2, 4, 1, num_node_types=3, num_edge_types=4, max_distance=3,
-                       dropout=0.0, attention_dropout=0.0)
+                       dropout=0.0, attn_dropout=0.0)
     graphs = _graphs() * 4
     for i, g in enumerate(graphs):
         g.y = torch.tensor([float(g.num_nodes) + 0.1 * i])

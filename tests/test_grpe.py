@@ -110,7 +110,7 @@ def test_attention_weights_rows_sum_to_one_and_ignore_padding():
     att = GRPEAttention(16, 4).double()
     enc = GRPEEncodings(9, 7, 16).double()
     x, topo, edge, mask = _inputs()
-    _, w = att.forward_dense(x, topo, edge, enc, mask, need_weights=True)
+    _, w = att.forward_dense(x, topo, edge, enc, mask, return_attention_weights=True)
     assert w.shape == (3, 4, 7, 7)
     torch.testing.assert_close(w.sum(-1), torch.ones(3, 4, 7, dtype=torch.float64))
     assert (w[1, :, :, 5:] == 0).all() and (w[2, :, :, 3:] == 0).all()
@@ -163,7 +163,7 @@ def _graphs():
 def _model(**kw):
     torch.manual_seed(0)
     args = dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=2, num_node_types=3,
-                num_edge_types=4, max_distance=3, dropout=0.0, attention_dropout=0.0)
+                num_edge_types=4, max_distance=3, dropout=0.0, attn_dropout=0.0)
     args.update(kw)
     return GRPE(**args).double().eval()
 
@@ -203,7 +203,7 @@ def test_model_graph_output_invariant_node_output_equivariant():
     graph_model = _model()
     torch.testing.assert_close(graph_model(Batch.from_data_list([gp])),
                                graph_model(Batch.from_data_list([g])))
-    node_model = _model(task="node")
+    node_model = _model(level="node")
     out = node_model(Batch.from_data_list([g]))
     torch.testing.assert_close(node_model(Batch.from_data_list([gp])), out[perm])
 
@@ -256,9 +256,9 @@ def test_model_errors():
     with pytest.raises(DenseBudgetError, match="memory budget"):
         _model(memory_budget_gb=1e-6)(Batch.from_data_list(_graphs()))
     with pytest.raises(ValueError, match="continuous"):
-        GRPE(16, 2, 4, 1, num_node_types=3, edge_dim=2, num_edge_types=None)
-    with pytest.raises(ValueError, match="task"):
-        GRPE(16, 2, 4, 1, task="edge", num_node_types=3)
+        GRPE(16, 2, 4, 1, num_node_types=3, num_edge_features=2, num_edge_types=None)
+    with pytest.raises(ValueError, match="level"):
+        GRPE(16, 2, 4, 1, level="edge", num_node_types=3)
 
 
 def test_reset_parameters_reinitializes():
@@ -323,7 +323,7 @@ def test_zinc_training_smoke(data_dir, tmp_path):
     from graph_transformers.training.runner import make_model
     from torch_geometric.loader import DataLoader
     cfg = load_config("configs/zinc/grpe_tiny.yaml",
-                      ["model.dropout=0.0", "model.attention_dropout=0.0",
+                      ["model.dropout=0.0", "model.attn_dropout=0.0",
                        "model.input_noise=0.0"])
     spec = get_spec("zinc")
     val = spec.load("val", str(data_dir), str(tmp_path), build_pre_transform(cfg.encodings), {})
@@ -345,7 +345,7 @@ def test_zinc_training_smoke(data_dir, tmp_path):
 
 def test_node_task_without_edge_types():
     """PATTERN / CLUSTER style: no edge features, edges count by presence (4 edge ids)."""
-    model = _model(task="node", num_edge_types=None, use_edge_features=False)
+    model = _model(level="node", num_edge_types=None, use_edge_features=False)
     assert model.relations.num_edge == 4
     batch = Batch.from_data_list(_graphs())
     out = model(batch)

@@ -82,7 +82,7 @@ class TinyEGT(nn.Module):
 
 def test_egt_layer_on_a_batch_matches_the_egt_model():
     batch = _batch()
-    model = EGT(D, DE, num_layers=2, num_heads=H, out_dim=3, task="node", node_dim=FEATS,
+    model = EGT(D, DE, num_layers=2, num_heads=H, out_dim=3, level="node", num_node_features=FEATS,
                 num_edge_types=TYPES, pe=None, mlp_layers=0, memory_budget_gb=None).double()
     _randomize(model, 1)
     model.eval()
@@ -95,7 +95,7 @@ def test_egt_layer_on_a_batch_matches_the_egt_model():
     tiny.norm.load_state_dict(model.final_norm_h.state_dict())
     tiny.head.load_state_dict(model.head.mlp[-1].state_dict())
     with torch.no_grad():
-        torch.testing.assert_close(tiny(batch), model(batch), rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(tiny(batch), model(batch).out, rtol=1e-10, atol=1e-10)
 
 
 def _mask_first_key(mask: torch.Tensor) -> torch.Tensor:
@@ -118,8 +118,8 @@ def _grpe_model_path(model: GRPE, batch: Batch, drop_virtual: bool) -> torch.Ten
 
 def test_grpe_layer_on_a_batch_matches_the_grpe_model_path():
     batch = _batch()
-    model = GRPE(D, num_layers=2, num_heads=H, out_dim=3, task="node", node_dim=FEATS,
-                 num_edge_types=TYPES, max_distance=L, dropout=0.0, attention_dropout=0.0,
+    model = GRPE(D, num_layers=2, num_heads=H, out_dim=3, level="node", num_node_features=FEATS,
+                 num_edge_types=TYPES, max_distance=L, dropout=0.0, attn_dropout=0.0,
                  memory_budget_gb=None, size_groups=1).double()
     _randomize(model, 2)
     model.eval()
@@ -153,8 +153,8 @@ def _graphormer_model_path(model: Graphormer, batch: Batch, drop_token: bool) ->
 
 def test_graphormer_layer_on_a_batch_matches_the_graphormer_model_path():
     batch = _batch()
-    model = Graphormer(D, num_layers=2, num_heads=H, out_dim=3, task="node", node_dim=FEATS,
-                       num_edge_types=TYPES, max_distance=L, dropout=0.0, attention_dropout=0.0,
+    model = Graphormer(D, num_layers=2, num_heads=H, out_dim=3, level="node", num_node_features=FEATS,
+                       num_edge_types=TYPES, max_distance=L, dropout=0.0, attn_dropout=0.0,
                        memory_budget_gb=None, size_groups=1).double()
     _randomize(model, 3)  # the biases start at zero: make them matter
     model.eval()

@@ -35,7 +35,7 @@ def test_gt_trains_on_sbm(tmp_path, name, cls, sizes):
     pre = AddLaplacianPE(4)
     splits = {s: cls(root=str(tmp_path), split=s, pre_transform=pre, **sizes)
               for s in ("train", "val", "test")}
-    model = GraphTransformer(32, 2, 4, spec.out_dim, task="node", num_node_types=spec.node_types,
+    model = GraphTransformer(32, 2, 4, spec.out_dim, level="node", num_node_types=spec.node_types,
                              pe="lap", pe_dim=4)
     module = GraphTaskModule(model, spec, OptimConfig(lr=1e-3, scheduler=None))
     trainer = L.Trainer(max_epochs=3, logger=False, enable_checkpointing=False,

@@ -394,7 +394,7 @@ def test_empty_graphs_and_inf_inputs_are_clear_errors(name):
     from torch_geometric.data import Batch
 
     from graph_transformers.models import build_model
-    kw = dict(hidden_dim=16, num_layers=1, num_heads=2, out_dim=1, node_dim=3)
+    kw = dict(hidden_dim=16, num_layers=1, num_heads=2, out_dim=1, num_node_features=3)
     kw.update(pe="lap", pe_dim=4) if name == "gt" else kw.update(pe=None, edge_hidden_dim=8,
                                                                      use_edge_features=False)
     model = build_model(name, **kw).eval()

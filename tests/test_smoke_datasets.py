@@ -74,7 +74,7 @@ def test_gt_trains_on_mnist_superpixels(data_dir):
     spec = get_spec("mnist")
     ds = MNISTSuperpixels(split="test", data_dir=data_dir, max_images=64,
                           pre_transform=AddLaplacianPE(4))
-    model = GraphTransformer(32, 2, 4, 10, num_node_types=None, node_dim=3, edge_dim=1,
+    model = GraphTransformer(32, 2, 4, 10, num_node_types=None, num_node_features=3, num_edge_features=1,
                              use_edge_features=True, pe="lap", pe_dim=4)
     module = GraphTaskModule(model, spec, OptimConfig(lr=1e-3, scheduler=None))
     L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,

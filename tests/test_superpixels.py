@@ -448,7 +448,7 @@ def test_gt_trains_one_epoch_on_cifar_superpixels(tmp_path):
                               pre_transform=AddLaplacianPE(4))
     spec = get_spec("cifar10")
     torch.manual_seed(0)
-    model = GraphTransformer(16, 1, 2, 10, node_dim=5, edge_dim=1, use_edge_features=True,
+    model = GraphTransformer(16, 1, 2, 10, num_node_features=5, num_edge_features=1, use_edge_features=True,
                              pe="lap", pe_dim=4)
     module = GraphTaskModule(model, spec, OptimConfig(lr=1e-3, scheduler=None))
     L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,

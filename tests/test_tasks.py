@@ -57,7 +57,7 @@ def test_node_mask_selects_the_split_nodes():
 
 def test_edge_task_outputs_and_f1():
     torch.manual_seed(0)
-    model = GraphTransformer(16, 2, 2, out_dim=2, task="edge", node_dim=2, pe=None).eval()
+    model = GraphTransformer(16, 2, 2, out_dim=2, level="edge", num_node_features=2, pe=None).eval()
     ei = torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]])
     g = Data(x=torch.rand(3, 2), edge_index=ei, y=torch.tensor([1, 1, 0, 0, 1, 1]))
     out = model(Batch.from_data_list([g]))

@@ -16,6 +16,7 @@ from ..encodings.svd import random_svd_sign_flip
 from ..nn.egt import EGTLayer, pair_bytes
 from .encoders import FeatureEncoder
 from .heads import MLPReadout
+from ..nn.reset import reset_descendants
 
 #: EGT variant name → layer options (appendix C-D); "egt" is the full model
 VARIANTS = {
@@ -27,11 +28,12 @@ VARIANTS = {
 
 
 class ModelOutput(NamedTuple):
-    """What a model with an auxiliary objective returns: the task prediction and the weighted
-    auxiliary loss (added to the task loss in training)."""
+    """What :class:`EGT` returns, whatever its options: the task prediction ``out`` and the
+    weighted auxiliary loss ``aux_loss`` (a scalar added to the task loss in training; ``None``
+    without the distance objective)."""
 
     out: Tensor
-    aux_loss: Tensor
+    aux_loss: Tensor | None = None
 
 
 class EGT(nn.Module):
@@ -45,18 +47,20 @@ class EGT(nn.Module):
         edge_hidden_dim: edge channel width ``d_e``.
         num_layers: ``L``.
         num_heads: ``H``.
-        out_dim: outputs per graph, node or edge (by ``task``).
-        task: ``"graph"``, ``"node"`` or ``"edge"`` (one output per edge of ``edge_index``, read
+        out_dim: outputs per graph, node or edge (by ``level``).
+        level: ``"graph"``, ``"node"`` or ``"edge"`` (one output per edge of ``edge_index``, read
             from the output edge channel of that pair — EGT-Simple reads ``[h_i ∥ h_j ∥ e⁰_ij]``).
-        num_node_types / node_dim: categorical (``x`` long) or continuous node features.
-        num_edge_types / edge_dim: categorical or continuous edge features; pairs without an edge
+        num_node_types / num_node_features: categorical (``x`` long) or continuous node features.
+        num_edge_types / num_edge_features: categorical or continuous edge features; pairs
+            without an edge
             get a learned masking vector.
         use_edge_features: embed ``edge_attr`` into the input edge channels.
         variant: ``"egt"``, ``"simple"``, ``"constrained"`` or ``"ungated"`` (:data:`VARIANTS`).
         structure: input structural matrix: ``"adjacency"`` (with self-loops, ``A_ij ∈ {0,1}``) or
             ``"distance"`` (``D^(k)``, hops clipped to ``max_hops``).
         max_hops: ``k`` of ``D^(k)``.
-        pe: ``"svd"`` (``data.svd_pe [num_nodes, 2r]``), ``"lap"`` (``data.lap_pe``) or ``None``.
+        pe: ``"svd"`` (``data.svd_pe [num_nodes, 2r]``), ``"lap"`` (``data.lap_pe``) or ``None``
+            (the default, as the config section).
         pe_dim: ``2r`` for SVD, ``k`` for LapPE.
         sign_flip: random sign flips of the PE in training: ``"graph"`` (default: an independent
             sign per graph and per singular-vector pair / eigenvector, as the official code),
@@ -69,14 +73,15 @@ class EGT(nn.Module):
             ``distance_weight`` ``κ``. Forces ``structure="adjacency"``.
         distance_hops: ``ν``.
         distance_weight: ``κ``.
-        node_ffn_multiplier / edge_ffn_multiplier, attn_dropout, dropout, clip, scale_degree:
+        node_ffn_multiplier / edge_ffn_multiplier, attn_dropout, dropout, clamp, scale_degree:
             layer options (:class:`~graph_transformers.nn.EGTLayer`).
         mlp_layers: hidden layers of the heads (widths halve: ``d_h/2, d_h/4`` as Table 4).
         memory_budget_gb: refuse batches whose dense pair tensors would need more (estimated
             before allocation); ``None`` disables the check.
 
-    Forward takes a PyG ``Batch`` and returns ``[num_graphs | num_nodes | num_edges, out_dim]``,
-    or a :class:`ModelOutput` with the weighted distance loss when ``distance_objective`` is on.
+    Forward takes a PyG ``Batch`` and returns a :class:`ModelOutput`, whatever the options:
+    ``out [num_graphs | num_nodes | num_edges, out_dim]`` and ``aux_loss``, the weighted distance
+    loss with ``distance_objective`` (else ``None``).
 
     Raises:
         ValueError: for unknown options, or ``distance_objective`` without edge channels.
@@ -84,20 +89,25 @@ class EGT(nn.Module):
     """
 
     def __init__(self, hidden_dim: int, edge_hidden_dim: int, num_layers: int, num_heads: int,
-                 out_dim: int, task: str = "graph",
-                 num_node_types: int | Sequence[int] | None = None, node_dim: int | None = None,
-                 num_edge_types: int | Sequence[int] | None = None, edge_dim: int | None = None,
+                 out_dim: int, level: str = "graph",
+                 num_node_types: int | Sequence[int] | None = None,
+                 num_node_features: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None,
+                 num_edge_features: int | None = None,
                  use_edge_features: bool = True, variant: str = "egt",
-                 structure: str = "adjacency", max_hops: int = 16, pe: str | None = "svd",
+                 structure: str = "adjacency", max_hops: int = 16, pe: str | None = None,
                  pe_dim: int = 16, sign_flip: str = "graph", num_virtual_nodes: int = 0,
                  distance_objective: bool = False, distance_hops: int = 3,
                  distance_weight: float = 0.0, node_ffn_multiplier: float = 2.0,
                  edge_ffn_multiplier: float = 2.0, attn_dropout: float = 0.0,
-                 dropout: float = 0.0, clip: float = 5.0, scale_degree: bool = False,
+                 dropout: float = 0.0, clamp: float = 5.0, scale_degree: bool = False,
                  mlp_layers: int = 2, memory_budget_gb: float | None = 8.0) -> None:
+        """See the class docstring. Long (≈70 lines) on purpose for now: the order in which
+        the sub-modules are created is the random-number stream that initialised the committed
+        results (``tests/test_init_fingerprint.py``); a split must keep that order."""
         super().__init__()
-        if task not in ("graph", "node", "edge"):
-            raise ValueError(f"task must be 'graph', 'node' or 'edge', got {task!r}")
+        if level not in ("graph", "node", "edge"):
+            raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
         if variant not in VARIANTS:
             raise ValueError(f"unknown EGT variant {variant!r}; known: {sorted(VARIANTS)}")
         if structure not in ("adjacency", "distance"):
@@ -112,10 +122,11 @@ class EGT(nn.Module):
                              "EGT-Simple does not have")
         if distance_objective:
             structure = "adjacency"  # §3.3: else the edge channels could copy their input
-        if num_virtual_nodes and task != "graph":
+        if num_virtual_nodes and level != "graph":
             raise ValueError("virtual nodes feed the graph head; use num_virtual_nodes=0 for "
-                             f"task={task!r}")
-        self.task, self.variant, self.structure, self.max_hops = task, variant, structure, max_hops
+                             f"level={level!r}")
+        self.level, self.variant = level, variant
+        self.structure, self.max_hops = structure, max_hops
         self.edge_update, self.constrained = opts["edge_update"], opts["constrained"]
         self.pe, self.sign_flip = pe, sign_flip
         self.num_virtual_nodes = num_virtual_nodes
@@ -126,12 +137,13 @@ class EGT(nn.Module):
         self.edge_ffn_multiplier = edge_ffn_multiplier
         self.memory_budget_gb = memory_budget_gb
 
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, node_dim, name="node")
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
+                                           name="node")
         self.pe_encoder = nn.Linear(pe_dim, hidden_dim) if pe else None   # W_enc, §3.2
         self.struct_encoder = nn.Embedding(2 if structure == "adjacency" else max_hops + 1,
                                            edge_hidden_dim)
         if use_edge_features:
-            self.edge_encoder = FeatureEncoder(edge_hidden_dim, num_edge_types, edge_dim,
+            self.edge_encoder = FeatureEncoder(edge_hidden_dim, num_edge_types, num_edge_features,
                                                name="edge")
             self.no_edge = nn.Parameter(torch.empty(edge_hidden_dim))     # masking vector
         else:
@@ -143,19 +155,19 @@ class EGT(nn.Module):
             self.virtual_h, self.virtual_e = None, None
         # the last layer's edge update (eq. 7 + FFN_e) is only computed when something reads the
         # output edge channels: an edge head or the distance objective
-        self.edge_output = opts["edge_update"] and (task == "edge" or distance_objective)
+        self.edge_output = opts["edge_update"] and (level == "edge" or distance_objective)
         self.layers = nn.ModuleList(
             EGTLayer(hidden_dim, edge_hidden_dim, num_heads, edge_update=opts["edge_update"],
                      gated=opts["gated"], node_ffn_multiplier=node_ffn_multiplier,
                      edge_ffn_multiplier=edge_ffn_multiplier, attn_dropout=attn_dropout,
-                     dropout=dropout, clip=clip, scale_degree=scale_degree,
+                     dropout=dropout, clamp=clamp, scale_degree=scale_degree,
                      edge_output=self.edge_output or layer < num_layers - 1)
             for layer in range(num_layers))
         self.final_norm_h = nn.LayerNorm(hidden_dim)
         self.final_norm_e = nn.LayerNorm(edge_hidden_dim) if self.edge_output else None
-        if task == "graph":
+        if level == "graph":
             head_in = hidden_dim * max(1, num_virtual_nodes)
-        elif task == "node":
+        elif level == "node":
             head_in = hidden_dim
         else:
             head_in = edge_hidden_dim if opts["edge_update"] else 2 * hidden_dim + edge_hidden_dim
@@ -165,9 +177,7 @@ class EGT(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
         for p in (self.no_edge, self.virtual_h, self.virtual_e):
             if p is not None:
                 nn.init.normal_(p, std=p.size(-1) ** -0.5)
@@ -229,13 +239,14 @@ class EGT(nn.Module):
         return h, e, mask, attn_mask
 
     # ------------------------------------------------------------------ network
-    def encode(self, data: Batch, return_attention: bool = False):
+    def encode(self, data: Batch, return_attention_weights: bool = False):
         """Runs the layers on the dense view.
 
         Returns:
             ``(h [B, q+N, d_h], e [B, q+N, q+N, d_e], dense, e0)`` after the final LayerNorms
             (``e`` is the input embedding ``e⁰`` for EGT-Simple, and the last layer's *input* edge
-            channels when nothing reads the output ones, see ``edge_output``), and with ``return_attention``
+            channels when nothing reads the output ones, see ``edge_output``), and with
+            ``return_attention_weights``
             the per-layer ``Ã [B, H, q+N, q+N]`` list.
         """
         check_batch(data, need_edge_attr=self.use_edge_features)
@@ -255,10 +266,11 @@ class EGT(nn.Module):
         e0 = e
         attentions = []
         for layer in self.layers:
-            out = layer.forward_dense(h, e, mask, attn_mask, return_attention=return_attention,
+            out = layer.forward_dense(h, e, mask, attn_mask,
+                                      return_attention_weights=return_attention_weights,
                                       num_virtual=self.num_virtual_nodes)
             h, e = out.h, out.e
-            if return_attention:
+            if return_attention_weights:
                 attentions.append(out.attention)
         h = self.final_norm_h(h)
         if self.edge_output:
@@ -266,7 +278,7 @@ class EGT(nn.Module):
             if attn_mask is not None:  # EGT-Constrained tracks existing pairs only
                 e = e * attn_mask.unsqueeze(-1)
         result = (h, e, dense, e0)
-        return result + (attentions,) if return_attention else result
+        return result + (attentions,) if return_attention_weights else result
 
     def _distance_loss(self, e: Tensor, dense: DenseBatch) -> Tensor:
         """Unweighted distance-prediction loss (§3.3), reduced as the official code does: the
@@ -287,14 +299,14 @@ class EGT(nn.Module):
     def forward(self, data: Batch):
         h, e, dense, e0 = self.encode(data)
         q = self.num_virtual_nodes
-        if self.task == "graph":
+        if self.level == "graph":
             if q:
                 g = h[:, :q].reshape(h.size(0), -1)
             else:
                 m = dense.mask.unsqueeze(-1).to(h.dtype)
                 g = (h * m).sum(1) / m.sum(1).clamp(min=1)
             out = self.head(g)
-        elif self.task == "node":
+        elif self.level == "node":
             out = self.head(dense.to_sparse(h[:, q:]))
         else:
             b, i, j = dense.edge_pairs()
@@ -303,9 +315,9 @@ class EGT(nn.Module):
             else:
                 hr = h[:, q:]
                 out = self.head(torch.cat([hr[b, i], hr[b, j], e0[:, q:, q:][b, i, j]], -1))
-        if self.distance_objective:
-            return ModelOutput(out, self.distance_weight * self._distance_loss(e, dense))
-        return out
+        aux = (self.distance_weight * self._distance_loss(e, dense) if self.distance_objective
+               else None)
+        return ModelOutput(out, aux)
 
     @torch.no_grad()
     def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:
@@ -319,7 +331,7 @@ class EGT(nn.Module):
         was = self.training
         self.eval()
         try:
-            _, _, dense, _, atts = self.encode(data, return_attention=True)
+            _, _, dense, _, atts = self.encode(data, return_attention_weights=True)
         finally:
             self.train(was)
         q = self.num_virtual_nodes

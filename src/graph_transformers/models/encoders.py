@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from ..data.checks import checks_enabled
 from ..encodings.lappe import random_sign_flip
+from ..nn.reset import reset_children
 
 
 class FeatureEncoder(nn.Module):
@@ -40,9 +41,7 @@ class FeatureEncoder(nn.Module):
             self.linear = nn.Linear(in_dim, hidden_dim)
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_children(self)
 
     def forward(self, x: Tensor) -> Tensor:
         """``x`` as described in the class docstring → ``[num_items, hidden_dim]``."""
@@ -120,7 +119,7 @@ class LapPEEncoder(nn.Module):
         self.linear = nn.Linear(pe_dim, hidden_dim)
 
     def reset_parameters(self) -> None:
-        self.linear.reset_parameters()
+        reset_children(self)
 
     def forward(self, pe: Tensor, batch: Tensor | None = None,
                 num_graphs: int | None = None) -> Tensor:
@@ -157,9 +156,7 @@ class RWSEEncoder(nn.Module):
         self.linear = nn.Linear(pe_dim, out_dim)
 
     def reset_parameters(self) -> None:
-        for m in (self.norm, self.linear):
-            if hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_children(self)
 
     def forward(self, pe: Tensor) -> Tensor:
         if pe.dim() != 2 or pe.size(1) != self.pe_dim:

@@ -14,11 +14,12 @@ from torch_geometric.data import Batch
 
 from ..data.checks import check_batch, checks_enabled
 from ..data.dense import DenseBatch
-from ..nn.attention import DEFAULT_MAX_ATTENTION_BYTES
+from ..nn.attention import DEFAULT_ATTENTION_BUDGET_GB
 from ..nn.gps import GPSLayer
 from ..nn.norm import make_norm
 from .encoders import FeatureEncoder, LapPEEncoder, RWSEEncoder
 from .heads import MLPReadout, graph_readout
+from ..nn.reset import reset_descendants
 
 
 class GPS(nn.Module):
@@ -30,9 +31,10 @@ class GPS(nn.Module):
         hidden_dim: ``d``.
         num_layers: ``L``.
         num_heads: attention heads.
-        out_dim: outputs per graph or node (by ``task``).
-        task: ``"graph"`` (readout, then MLP), ``"node"`` or ``"edge"`` (MLP on ``[h_i ∥ h_j]``).
-        num_node_types / node_dim, num_edge_types / edge_dim: as :class:`~.gt.GraphTransformer`.
+        out_dim: outputs per graph or node (by ``level``).
+        level: ``"graph"`` (readout, then MLP), ``"node"`` or ``"edge"`` (MLP on ``[h_i ∥ h_j]``).
+        num_node_types / num_node_features, num_edge_types / num_edge_features: as
+            :class:`~.gt.GraphTransformer`.
         mpnn: local MPNN name (:data:`~graph_transformers.nn.mpnn.CONVS`) or ``None``.
         attention: ``"full"``, ``"performer"`` or ``"none"``.
         use_edge_features: embed ``edge_attr`` and give it to the MPNN.
@@ -40,7 +42,7 @@ class GPS(nn.Module):
         pe_dim: width of the stored encoding (RWSE walk length / LapPE ``k``).
         pe_embed_dim: channels of the projected encoding inside ``hidden_dim``.
         sign_flip: LapPE sign flips in training (see :class:`~.encoders.LapPEEncoder`).
-        norm, dropout, attn_dropout, ffn_multiplier, num_features, max_attention_bytes,
+        norm, dropout, attn_dropout, ffn_multiplier, num_features, memory_budget_gb,
         pna_towers: passed to every :class:`~graph_transformers.nn.GPSLayer`.
         deg: PNA's training in-degree histogram (only with ``mpnn="pna"``).
         readout: ``"sum"`` (GraphGPS on ZINC), ``"mean"`` or ``"max"``.
@@ -50,54 +52,56 @@ class GPS(nn.Module):
     ``[num_graphs, out_dim]``, ``[num_nodes, out_dim]`` or ``[num_edges, out_dim]``.
 
     Raises:
-        ValueError: for an unknown task or encoding, ``pe_embed_dim >= hidden_dim``, and (in
+        ValueError: for an unknown level or encoding, ``pe_embed_dim >= hidden_dim``, and (in
             ``forward``) for a batch missing the encoding the model uses.
     """
 
     def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
-                 task: str = "graph", num_node_types: int | Sequence[int] | None = None,
-                 node_dim: int | None = None, num_edge_types: int | Sequence[int] | None = None,
-                 edge_dim: int | None = None, mpnn: str | None = "gine",
+                 level: str = "graph", num_node_types: int | Sequence[int] | None = None,
+                 num_node_features: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None,
+                 num_edge_features: int | None = None, mpnn: str | None = "gine",
                  attention: str = "full", use_edge_features: bool = True,
                  pe: str | None = "rwse", pe_dim: int = 20, pe_embed_dim: int = 28,
                  sign_flip: str = "batch", norm: str = "batch", dropout: float = 0.0,
                  attn_dropout: float = 0.0, ffn_multiplier: float = 2.0,
                  num_features: int | None = None,
-                 max_attention_bytes: int = DEFAULT_MAX_ATTENTION_BYTES,
+                 memory_budget_gb: float | None = DEFAULT_ATTENTION_BUDGET_GB,
                  deg: Tensor | None = None, pna_towers: int = 5, readout: str = "sum",
                  mlp_layers: int = 2) -> None:
         super().__init__()
-        if task not in ("graph", "node", "edge"):
-            raise ValueError(f"task must be 'graph', 'node' or 'edge', got {task!r}")
+        if level not in ("graph", "node", "edge"):
+            raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
         if pe not in (None, "rwse", "lap"):
             raise ValueError(f"pe must be 'rwse', 'lap' or None, got {pe!r}")
         if pe is not None and not 0 < pe_embed_dim < hidden_dim:
             raise ValueError(f"pe_embed_dim={pe_embed_dim} must be in (0, hidden_dim="
                              f"{hidden_dim}): the encoding is concatenated to the node embedding")
-        self.task = task
+        self.level = level
         self.pe = pe
         self.attention = attention
         self.readout = readout
         self.use_edge_features = use_edge_features and mpnn is not None
         node_out = hidden_dim - pe_embed_dim if pe is not None else hidden_dim
-        self.node_encoder = FeatureEncoder(node_out, num_node_types, node_dim, name="node")
+        self.node_encoder = FeatureEncoder(node_out, num_node_types, num_node_features, name="node")
         if pe == "rwse":
             self.pe_encoder: nn.Module | None = RWSEEncoder(pe_dim, pe_embed_dim)
         elif pe == "lap":
             self.pe_encoder = LapPEEncoder(pe_dim, pe_embed_dim, sign_flip)
         else:
             self.pe_encoder = None
-        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, edge_dim, name="edge")
+        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features,
+                                            name="edge")
                              if self.use_edge_features else None)
         self.layers = nn.ModuleList(
             GPSLayer(hidden_dim, num_heads, mpnn=mpnn, attention=attention,
                      use_edge_features=self.use_edge_features, norm=norm, dropout=dropout,
                      attn_dropout=attn_dropout, ffn_multiplier=ffn_multiplier,
-                     num_features=num_features, max_attention_bytes=max_attention_bytes,
+                     num_features=num_features, memory_budget_gb=memory_budget_gb,
                      deg=deg, pna_towers=pna_towers)
             for _ in range(num_layers))
         self.final_norm = make_norm(norm, hidden_dim)
-        self.head = MLPReadout(2 * hidden_dim if task == "edge" else hidden_dim, out_dim,
+        self.head = MLPReadout(2 * hidden_dim if level == "edge" else hidden_dim, out_dim,
                                mlp_layers)
 
     @staticmethod
@@ -107,9 +111,7 @@ class GPS(nn.Module):
         return mpnn == "pna"
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
 
     def _inputs(self, data: Batch) -> tuple[Tensor, Tensor | None, Tensor | None]:
         check_batch(data, need_edge_attr=self.use_edge_features)
@@ -140,9 +142,9 @@ class GPS(nn.Module):
 
     def forward(self, data: Batch) -> Tensor:
         h = self.encode(data)
-        if self.task == "node":
+        if self.level == "node":
             return self.head(h)
-        if self.task == "edge":
+        if self.level == "edge":
             src, dst = data.edge_index
             return self.head(torch.cat([h[dst], h[src]], dim=-1))
         batch = getattr(data, "batch", None)

@@ -14,6 +14,7 @@ from ..nn.graphormer import GraphormerLayer
 from .encoders import FeatureEncoder
 from .grpe import PairRelationBuilder, size_groups
 from .heads import MLPReadout
+from ..nn.reset import reset_descendants
 
 
 class Graphormer(nn.Module):
@@ -34,9 +35,9 @@ class Graphormer(nn.Module):
     The bias tables are shared by all layers (as in Graphormer, computed once per batch).
 
     Args:
-        hidden_dim, num_layers, num_heads, out_dim, task, num_node_types, node_dim,
-        num_edge_types, edge_dim, use_edge_features, max_distance, ffn_dim, dropout,
-        attention_dropout, mlp_layers, memory_budget_gb, size_groups: as
+        hidden_dim, num_layers, num_heads, out_dim, level, num_node_types, num_node_features,
+        num_edge_types, num_edge_features, use_edge_features, max_distance, ffn_dim, dropout,
+        attn_dropout, mlp_layers, memory_budget_gb, size_groups: as
         :class:`~graph_transformers.models.GRPE`.
         max_degree: degrees above are clipped.
         spatial_bias, edge_bias, degree_encoding: switches for the three encodings.
@@ -45,34 +46,36 @@ class Graphormer(nn.Module):
     ``[num_graphs, out_dim]`` or ``[num_nodes, out_dim]``.
 
     Raises:
-        ValueError: for an unsupported task or feature kind, or a batch without the relations.
+        ValueError: for an unsupported level or feature kind, or a batch without the relations.
         DenseBudgetError: for a batch beyond ``memory_budget_gb``.
     """
 
     uses_spd = True
 
     def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
-                 task: str = "graph", num_node_types: int | Sequence[int] | None = None,
-                 node_dim: int | None = None, num_edge_types: int | Sequence[int] | None = None,
-                 edge_dim: int | None = None, use_edge_features: bool = True,
+                 level: str = "graph", num_node_types: int | Sequence[int] | None = None,
+                 num_node_features: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None,
+                 num_edge_features: int | None = None, use_edge_features: bool = True,
                  max_distance: int = 5, ffn_dim: int | None = None, dropout: float = 0.1,
-                 attention_dropout: float = 0.1, max_degree: int = 64,
+                 attn_dropout: float = 0.1, max_degree: int = 64,
                  spatial_bias: bool = True, edge_bias: bool = True,
                  degree_encoding: bool = True, mlp_layers: int = 0,
                  memory_budget_gb: float | None = 4.0, size_groups: int = 4) -> None:
         super().__init__()
-        if task not in ("graph", "node"):
-            raise ValueError(f"Graphormer predicts per graph or per node, got task={task!r}")
-        if use_edge_features and num_edge_types is None and edge_dim is not None:
+        if level not in ("graph", "node"):
+            raise ValueError(f"Graphormer predicts per graph or per node, got level={level!r}")
+        if use_edge_features and num_edge_types is None and num_edge_features is not None:
             raise ValueError("the edge bias indexes categorical edge types; this dataset has "
                              "continuous edge features: set model.use_edge_features=false")
         if size_groups < 1:
             raise ValueError(f"size_groups must be >= 1, got {size_groups}")
-        self.task = task
+        self.level = level
         self.num_heads = num_heads
         self.max_degree = max_degree
         self.size_groups = size_groups
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, node_dim, name="node")
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
+                                           name="node")
         self.degree_encoder = nn.Embedding(max_degree + 1, hidden_dim) if degree_encoding else None
         self.graph_token = nn.Parameter(torch.empty(hidden_dim))
         self.relations = PairRelationBuilder(
@@ -83,22 +86,20 @@ class Graphormer(nn.Module):
                              if spatial_bias else None)
         self.edge_bias = nn.Embedding(self.relations.num_edge, num_heads) if edge_bias else None
         self.layers = nn.ModuleList(
-            GraphormerLayer(hidden_dim, num_heads, ffn_dim, dropout, attention_dropout)
+            GraphormerLayer(hidden_dim, num_heads, ffn_dim, dropout, attn_dropout)
             for _ in range(num_layers))
         self.final_norm = nn.LayerNorm(hidden_dim)
         self.head = MLPReadout(hidden_dim, out_dim, mlp_layers)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
         nn.init.normal_(self.graph_token, std=0.02)
         for emb in (self.spatial_bias, self.edge_bias):
             if emb is not None:
                 nn.init.zeros_(emb.weight)  # start as plain attention, learn the biases
 
-    def _encode(self, data: Batch, need_weights: bool = False):
+    def _encode(self, data: Batch, return_attention_weights: bool = False):
         check_batch(data)
         rel = self.relations(data)
         h = self.node_encoder(data.x)
@@ -116,7 +117,7 @@ class Graphormer(nn.Module):
         bias = bias.permute(0, 3, 1, 2).masked_fill(~rel.mask.view(B, 1, 1, N1), float("-inf"))
         weights = []
         out = x.new_zeros(x.shape)
-        if need_weights:
+        if return_attention_weights:
             weights = [x.new_zeros(B, self.num_heads, N1, N1) for _ in self.layers]
         for idx, n in size_groups(rel.dense.num_nodes, self.size_groups, rel.dense.host_sizes):
             xg, bg = x[idx, :n + 1], bias[idx, :, :n + 1, :n + 1]
@@ -124,15 +125,15 @@ class Graphormer(nn.Module):
                 # CUDA's memory-efficient SDPA kernel reads it in place (docs/gpu.md)
                 bg = aligned_bias(bg, dtype=attention_dtype(x))
             for layer, w in zip(self.layers, weights or [None] * len(self.layers)):
-                xg, wg = layer.forward_dense(xg, bg, need_weights)
-                if need_weights:
+                xg, wg = layer.forward_dense(xg, bg, return_attention_weights)
+                if return_attention_weights:
                     w[idx, :, :n + 1, :n + 1] = wg
             out = out.index_put((idx,), nn.functional.pad(xg, (0, 0, 0, N1 - n - 1)))
         return self.final_norm(out), rel, weights
 
     def forward(self, data: Batch) -> Tensor:
         x, rel, _ = self._encode(data)
-        if self.task == "graph":
+        if self.level == "graph":
             return self.head(x[:, 0])
         return self.head(rel.dense.to_sparse(x[:, 1:]))
 
@@ -140,6 +141,6 @@ class Graphormer(nn.Module):
     def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:
         """Head-averaged attention per layer over the real nodes (graph token dropped):
         ``([A_l [B, N, N]], mask [B, N])``, as :meth:`GRPE.attention_maps`."""
-        _, rel, weights = self._encode(data, need_weights=True)
+        _, rel, weights = self._encode(data, return_attention_weights=True)
         pm = rel.dense.pair_mask
         return [w.mean(1)[:, 1:, 1:].masked_fill(~pm, 0.0) for w in weights], rel.dense.mask

@@ -15,6 +15,7 @@ from ..encodings.spd import PAIR_NO_EDGE, PAIR_SELF, num_spd_ids
 from ..nn.grpe import EDGE_NONE, EDGE_OFFSET, EDGE_SELF, EDGE_VIRTUAL, GRPEEncodings, GRPELayer
 from .encoders import FeatureEncoder
 from .heads import MLPReadout
+from ..nn.reset import reset_descendants
 
 # the pair-edge ids EDGE_NONE, EDGE_SELF, EDGE_VIRTUAL, EDGE_OFFSET (shared by GRPE and Graphormer)
 # are defined with the layer (nn.grpe), whose PyG-native forward builds them too
@@ -160,15 +161,16 @@ class GRPE(nn.Module):
         hidden_dim: ``d_z``.
         num_layers, num_heads: Table 1.
         out_dim: outputs per graph or node.
-        task: ``"graph"`` or ``"node"``.
-        num_node_types / node_dim: categorical / continuous node features (see
+        level: ``"graph"`` or ``"node"``.
+        num_node_types / num_node_features: categorical / continuous node features (see
             :class:`~graph_transformers.models.encoders.FeatureEncoder`).
         num_edge_types: categorical edge types per column (``None``: edges only by presence).
-        edge_dim: continuous edge features are not supported by GRPE's edge encodings (error).
+        num_edge_features: continuous edge features are not supported by GRPE's edge encodings
+            (error).
         use_edge_features: use the edge types (else only presence).
         max_distance: ``L`` (must equal the ``encodings.spd.max_distance`` of the data).
         ffn_dim: FFN width (Table 1: ``d_z``).
-        dropout, attention_dropout: official defaults 0.1 / 0.1.
+        dropout, attn_dropout: official defaults 0.1 / 0.1.
         input_noise: uniform noise ``U(-s, s)`` added to the node embeddings in training (the
             official ``perturb_noise``; 0.2 on ZINC).
         share_encodings: one set of topology/edge encodings for all layers (Table 10 "shared").
@@ -185,36 +187,38 @@ class GRPE(nn.Module):
     returns ``[num_graphs, out_dim]`` or ``[num_nodes, out_dim]``.
 
     Raises:
-        ValueError: for an unsupported task or feature kind, or a batch without the relations.
+        ValueError: for an unsupported level or feature kind, or a batch without the relations.
         DenseBudgetError: for a batch beyond ``memory_budget_gb``.
     """
 
     uses_spd = True
 
     def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
-                 task: str = "graph", num_node_types: int | Sequence[int] | None = None,
-                 node_dim: int | None = None, num_edge_types: int | Sequence[int] | None = None,
-                 edge_dim: int | None = None, use_edge_features: bool = True,
+                 level: str = "graph", num_node_types: int | Sequence[int] | None = None,
+                 num_node_features: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None,
+                 num_edge_features: int | None = None, use_edge_features: bool = True,
                  max_distance: int = 5, ffn_dim: int | None = None, dropout: float = 0.1,
-                 attention_dropout: float = 0.1, input_noise: float = 0.0,
+                 attn_dropout: float = 0.1, input_noise: float = 0.0,
                  share_encodings: bool = True, topology_attention: bool = True,
                  edge_attention: bool = True, graph_encoded_value: bool = True,
                  attention_impl: str = "gather", mlp_layers: int = 0,
                  memory_budget_gb: float | None = 4.0, size_groups: int = 4) -> None:
         super().__init__()
-        if task not in ("graph", "node"):
-            raise ValueError(f"GRPE predicts per graph or per node, got task={task!r}")
+        if level not in ("graph", "node"):
+            raise ValueError(f"GRPE predicts per graph or per node, got level={level!r}")
         if size_groups < 1:
             raise ValueError(f"size_groups must be >= 1, got {size_groups}")
         self.size_groups = size_groups
-        if use_edge_features and num_edge_types is None and edge_dim is not None:
+        if use_edge_features and num_edge_types is None and num_edge_features is not None:
             raise ValueError("GRPE's edge encodings index categorical edge types; this dataset has "
                              "continuous edge features: set model.use_edge_features=false (edges "
                              "then count by presence only)")
-        self.task = task
+        self.level = level
         self.input_noise = input_noise
         self.share_encodings = share_encodings
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, node_dim, name="node")
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
+                                           name="node")
         self.virtual_node = nn.Parameter(torch.empty(hidden_dim))
         # per pair and layer: ~8 float [H] tensors kept for backward (scores, gathers, softmax,
         # dropout) plus the long relation ids
@@ -226,7 +230,7 @@ class GRPE(nn.Module):
         n_enc = 1 if share_encodings else num_layers
         self.encodings = nn.ModuleList(GRPEEncodings(T, E, hidden_dim) for _ in range(n_enc))
         self.layers = nn.ModuleList(
-            GRPELayer(hidden_dim, num_heads, ffn_dim, dropout, attention_dropout,
+            GRPELayer(hidden_dim, num_heads, ffn_dim, dropout, attn_dropout,
                       topology_attention, edge_attention, graph_encoded_value, attention_impl)
             for _ in range(num_layers))
         self.final_norm = nn.LayerNorm(hidden_dim)
@@ -234,12 +238,10 @@ class GRPE(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
         nn.init.normal_(self.virtual_node)
 
-    def _encode(self, data: Batch, need_weights: bool = False):
+    def _encode(self, data: Batch, return_attention_weights: bool = False):
         check_batch(data)
         rel = self.relations(data)
         h = self.node_encoder(data.x)
@@ -250,34 +252,35 @@ class GRPE(nn.Module):
         x = torch.cat([self.virtual_node.view(1, 1, -1).expand(B, 1, -1), x], dim=1)
         groups = size_groups(rel.dense.num_nodes, self.size_groups, rel.dense.host_sizes)
         if len(groups) == 1:
-            x, weights = self._layers(x, rel.topology, rel.edge, rel.mask, need_weights)
+            x, weights = self._layers(x, rel.topology, rel.edge, rel.mask, return_attention_weights)
             return self.final_norm(x), rel, weights
         out = x.new_zeros(x.shape)
         N1 = x.size(1)
         weights = ([x.new_zeros(B, self.layers[0].attn.num_heads, N1, N1) for _ in self.layers]
-                   if need_weights else [])
+                   if return_attention_weights else [])
         for idx, n in groups:
             sl = (idx, slice(0, n + 1))
             xg, wg = self._layers(x[sl], rel.topology[idx, :n + 1, :n + 1],
-                                  rel.edge[idx, :n + 1, :n + 1], rel.mask[sl], need_weights)
+                                  rel.edge[idx, :n + 1, :n + 1], rel.mask[sl],
+                                  return_attention_weights)
             out = out.index_put((idx,), torch.nn.functional.pad(xg, (0, 0, 0, N1 - n - 1)))
             for w, w_g in zip(weights, wg):
                 w[idx, :, :n + 1, :n + 1] = w_g
         return self.final_norm(out), rel, weights
 
     def _layers(self, x: Tensor, topology: Tensor, edge: Tensor, mask: Tensor,
-                need_weights: bool) -> tuple[Tensor, list[Tensor]]:
+                return_attention_weights: bool) -> tuple[Tensor, list[Tensor]]:
         weights = []
         for i, layer in enumerate(self.layers):
             enc = self.encodings[0 if self.share_encodings else i]
-            x, w = layer.forward_dense(x, topology, edge, enc, mask, need_weights)
-            if need_weights:
+            x, w = layer.forward_dense(x, topology, edge, enc, mask, return_attention_weights)
+            if return_attention_weights:
                 weights.append(w)
         return x, weights
 
     def forward(self, data: Batch) -> Tensor:
         x, rel, _ = self._encode(data)
-        if self.task == "graph":
+        if self.level == "graph":
             return self.head(x[:, 0])
         return self.head(rel.dense.to_sparse(x[:, 1:]))
 
@@ -290,7 +293,7 @@ class GRPE(nn.Module):
             ``j``; the virtual node's row and column dropped, padding ``0``) and ``mask [B, N]``
             bool at real nodes.
         """
-        _, rel, weights = self._encode(data, need_weights=True)
+        _, rel, weights = self._encode(data, return_attention_weights=True)
         pm = rel.dense.pair_mask
         maps = [w.mean(1)[:, 1:, 1:].masked_fill(~pm, 0.0) for w in weights]
         return maps, rel.dense.mask

@@ -14,6 +14,7 @@ from ..nn.gt import GraphTransformerLayer
 from .encoders import FeatureEncoder, LapPEEncoder
 from .heads import MLPReadout, graph_readout
 from .utils import full_graph_edge_index
+from ..nn.reset import reset_descendants
 
 
 class GraphTransformer(nn.Module):
@@ -24,13 +25,14 @@ class GraphTransformer(nn.Module):
         hidden_dim: ``d``.
         num_layers: ``L``.
         num_heads: ``H``.
-        out_dim: outputs per graph, node or edge (by ``task``).
-        task: ``"graph"`` (readout, then MLP), ``"node"`` (MLP on each node) or ``"edge"`` (MLP on
+        out_dim: outputs per graph, node or edge (by ``level``).
+        level: ``"graph"`` (readout, then MLP), ``"node"`` (MLP on each node) or ``"edge"`` (MLP on
             ``[h_i ∥ h_j]`` for each edge ``j -> i`` of ``edge_index``, as the benchmark's TSP
             edge classifier).
-        num_node_types / node_dim: categorical node features (``x`` long ``[num_nodes]``,
-            ``[num_nodes, 1]`` or one column per table) or continuous ones (``x [num_nodes, node_dim]``).
-        num_edge_types / edge_dim: same for ``edge_attr``; used when ``use_edge_features``.
+        num_node_types / num_node_features: categorical node features (``x`` long ``[num_nodes]``,
+            ``[num_nodes, 1]`` or one column per table) or continuous ones
+            (``x [num_nodes, num_node_features]``).
+        num_edge_types / num_edge_features: same for ``edge_attr``; used when ``use_edge_features``.
         use_edge_features: build the edge-stream form (eqs. 9-18).
         pe: ``"lap"`` (``data.lap_pe [num_nodes, pe_dim]``), ``"wl"`` (``data.wl_pe [num_nodes]``
             role ids, embedded) or ``None``.
@@ -49,28 +51,31 @@ class GraphTransformer(nn.Module):
     """
 
     def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
-                 task: str = "graph", num_node_types: int | Sequence[int] | None = None,
-                 node_dim: int | None = None, num_edge_types: int | Sequence[int] | None = None,
-                 edge_dim: int | None = None, use_edge_features: bool = False,
+                 level: str = "graph", num_node_types: int | Sequence[int] | None = None,
+                 num_node_features: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None,
+                 num_edge_features: int | None = None, use_edge_features: bool = False,
                  pe: str | None = "lap", pe_dim: int = 8, sign_flip: str = "batch",
                  full_graph: bool = False, norm: str = "batch", dropout: float = 0.0,
                  in_feat_dropout: float = 0.0, ffn_multiplier: float = 2.0,
                  qkv_bias: bool = False, readout: str = "mean", mlp_layers: int = 2) -> None:
         super().__init__()
-        if task not in ("graph", "node", "edge"):
-            raise ValueError(f"task must be 'graph', 'node' or 'edge', got {task!r}")
+        if level not in ("graph", "node", "edge"):
+            raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
         if pe not in (None, "lap", "wl"):
             raise ValueError(f"pe must be 'lap', 'wl' or None, got {pe!r}")
         if full_graph and use_edge_features:
             raise ValueError("GT's full-graph mode attends over all pairs and discards edge "
                              "features (paper, Table 1): set use_edge_features=false")
-        self.task = task
+        self.level = level
         self.pe = pe
         self.full_graph = full_graph
         self.use_edge_features = use_edge_features
         self.readout = readout
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, node_dim, name="node")
-        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, edge_dim, name="edge")
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
+                                           name="node")
+        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features,
+                                            name="edge")
                              if use_edge_features else None)
         if pe == "lap":
             self.pe_encoder: nn.Module | None = LapPEEncoder(pe_dim, hidden_dim, sign_flip)
@@ -85,13 +90,11 @@ class GraphTransformer(nn.Module):
                                   dropout=dropout, norm=norm, ffn_multiplier=ffn_multiplier,
                                   qkv_bias=qkv_bias)
             for _ in range(num_layers))
-        self.head = MLPReadout(2 * hidden_dim if task == "edge" else hidden_dim, out_dim,
+        self.head = MLPReadout(2 * hidden_dim if level == "edge" else hidden_dim, out_dim,
                                mlp_layers)
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
 
     def encode(self, data: Batch, return_attention_weights: bool = False):
         """Node embeddings after the last layer, ``[num_nodes, hidden_dim]`` (and, on request,
@@ -120,14 +123,10 @@ class GraphTransformer(nn.Module):
         e = self.edge_encoder(data.edge_attr) if self.use_edge_features else None
         attentions = []
         for layer in self.layers:
-            out = layer(h, edge_index, e, return_attention_weights=return_attention_weights)
+            h, e, weights = layer(h, edge_index, e,
+                                  return_attention_weights=return_attention_weights)
             if return_attention_weights:
-                attentions.append((edge_index, out[-1]))
-                out = out[:-1] if len(out) > 2 else out[0]
-            if self.use_edge_features:
-                h, e = out
-            else:
-                h = out
+                attentions.append((edge_index, weights))
         return (h, attentions) if return_attention_weights else h
 
     @torch.no_grad()
@@ -157,9 +156,9 @@ class GraphTransformer(nn.Module):
 
     def forward(self, data: Batch) -> Tensor:
         h = self.encode(data)
-        if self.task == "node":
+        if self.level == "node":
             return self.head(h)
-        if self.task == "edge":
+        if self.level == "edge":
             src, dst = data.edge_index
             return self.head(torch.cat([h[dst], h[src]], dim=-1))
         batch = data.batch if data.batch is not None else h.new_zeros(h.size(0), dtype=torch.long)

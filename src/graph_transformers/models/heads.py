@@ -4,6 +4,8 @@ from __future__ import annotations
 from torch import Tensor, nn
 from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_pool
 
+from ..nn.reset import reset_children
+
 READOUTS = {"mean": global_mean_pool, "sum": global_add_pool, "max": global_max_pool}
 
 
@@ -25,9 +27,7 @@ class MLPReadout(nn.Module):
         self.mlp = nn.Sequential(*layers)
 
     def reset_parameters(self) -> None:
-        for m in self.mlp:
-            if hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_children(self)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.mlp(x)

@@ -25,6 +25,7 @@ from ..data.checks import check_batch
 from ..nn.mpnn import CONVS, MPNNBlock
 from .encoders import FeatureEncoder, LapPEEncoder, RWSEEncoder
 from .heads import MLPReadout, graph_readout
+from ..nn.reset import reset_descendants
 
 
 class MPNN(nn.Module):
@@ -34,9 +35,9 @@ class MPNN(nn.Module):
         conv: one of :data:`~graph_transformers.nn.mpnn.CONVS` (the registered subclasses fix it).
         hidden_dim: ``d``; for GAT, divisible by ``num_heads`` (``d / H`` channels per head).
         num_layers: ``L``.
-        out_dim: outputs per graph, node or edge (by ``task``).
-        task: ``"graph"``, ``"node"`` or ``"edge"``.
-        num_node_types / node_dim, num_edge_types / edge_dim: as
+        out_dim: outputs per graph, node or edge (by ``level``).
+        level: ``"graph"``, ``"node"`` or ``"edge"``.
+        num_node_types / num_node_features, num_edge_types / num_edge_features: as
             :class:`~graph_transformers.models.GraphTransformer`.
         use_edge_features: embed ``edge_attr`` and give it to the convolution (GatedGCN, GINE,
             PNA, GAT can use it; GINE requires it).
@@ -64,16 +65,18 @@ class MPNN(nn.Module):
     encodings) → ``[num_graphs | num_nodes | num_edges, out_dim]``.
 
     Raises:
-        ValueError: for an unknown conv, task or encoding, or incompatible options (see
+        ValueError: for an unknown conv, level or encoding, or incompatible options (see
             :class:`~graph_transformers.nn.mpnn.LocalMPNN`); in ``forward``, missing inputs.
     """
 
     #: set by the registered subclasses
     conv: str | None = None
 
-    def __init__(self, hidden_dim: int, num_layers: int, out_dim: int, task: str = "graph",
-                 num_node_types: int | Sequence[int] | None = None, node_dim: int | None = None,
-                 num_edge_types: int | Sequence[int] | None = None, edge_dim: int | None = None,
+    def __init__(self, hidden_dim: int, num_layers: int, out_dim: int, level: str = "graph",
+                 num_node_types: int | Sequence[int] | None = None,
+                 num_node_features: int | None = None,
+                 num_edge_types: int | Sequence[int] | None = None,
+                 num_edge_features: int | None = None,
                  use_edge_features: bool = False, num_heads: int = 8, pe: str | None = None,
                  pe_dim: int = 8, sign_flip: str = "batch", norm: str = "batch",
                  residual: bool = True, dropout: float = 0.0, in_feat_dropout: float = 0.0,
@@ -84,23 +87,25 @@ class MPNN(nn.Module):
         conv = conv or self.conv
         if conv not in CONVS:
             raise ValueError(f"unknown convolution {conv!r}; expected one of {CONVS}")
-        if task not in ("graph", "node", "edge"):
-            raise ValueError(f"task must be 'graph', 'node' or 'edge', got {task!r}")
+        if level not in ("graph", "node", "edge"):
+            raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
         if pe not in (None, "lap", "rwse"):
             raise ValueError(f"pe must be 'lap', 'rwse' or None, got {pe!r}")
         if head not in ("mlp", "layer_sum"):
             raise ValueError(f"head must be 'mlp' or 'layer_sum', got {head!r}")
-        if head == "layer_sum" and task != "graph":
+        if head == "layer_sum" and level != "graph":
             raise ValueError("head='layer_sum' (the benchmark GIN's per-layer predictions) is for "
-                             f"graph tasks; this one is a {task} task")
+                             f"graph tasks; this one is a {level} task")
         self.head_kind = head
         self.kind = conv
-        self.task = task
+        self.level = level
         self.pe = pe
         self.readout = readout
         self.use_edge_features = use_edge_features
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, node_dim, name="node")
-        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, edge_dim, name="edge")
+        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
+                                           name="node")
+        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features,
+                                            name="edge")
                              if use_edge_features else None)
         # GatedGCN without edge features: the benchmark's Linear(1, d) on a constant 1
         self.edge_constant = (nn.Parameter(torch.empty(hidden_dim))
@@ -122,7 +127,7 @@ class MPNN(nn.Module):
             self.head: nn.Module = nn.ModuleList(nn.Linear(hidden_dim, out_dim)
                                                  for _ in range(num_layers + 1))
         else:
-            self.head = MLPReadout(2 * hidden_dim if task == "edge" else hidden_dim, out_dim,
+            self.head = MLPReadout(2 * hidden_dim if level == "edge" else hidden_dim, out_dim,
                                    mlp_layers)
         self.reset_parameters()
 
@@ -132,9 +137,7 @@ class MPNN(nn.Module):
         return False
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
         if self.edge_constant is not None:
             nn.init.normal_(self.edge_constant, std=1.0)
 
@@ -179,9 +182,9 @@ class MPNN(nn.Module):
             return sum(lin(graph_readout(h, batch, self.readout, n))
                        for lin, h in zip(self.head, hs))
         h = self.encode(data)
-        if self.task == "node":
+        if self.level == "node":
             return self.head(h)
-        if self.task == "edge":
+        if self.level == "edge":
             src, dst = data.edge_index
             return self.head(torch.cat([h[dst], h[src]], dim=-1))
         batch = getattr(data, "batch", None)

@@ -10,7 +10,7 @@ from ..data.dense import DenseBatch
 from .attention import FullAttention, clamped_edge_softmax, sparse_attention
 from .egt import EGTDenseOutput, EGTLayer, EGTOutput
 from .gps import GPSLayer
-from .gt import GraphTransformerLayer
+from .gt import GraphTransformerLayer, GTOutput
 from .graphormer import GraphormerLayer
 from .grpe import GRPEAttention, GRPEEncodings, GRPELayer
 from .linear_attention import PerformerAttention, linear_attention
@@ -19,7 +19,7 @@ from .norm import BatchNorm, make_norm
 from .pyg_inputs import LayerOutput
 
 __all__ = ["BatchNorm", "DenseBatch", "EGTDenseOutput", "EGTLayer", "EGTOutput", "FullAttention",
-           "GPSLayer", "GRPEAttention", "GRPEEncodings", "GRPELayer", "GatedGCNConv",
+           "GPSLayer", "GRPEAttention", "GRPEEncodings", "GRPELayer", "GTOutput", "GatedGCNConv",
            "GraphTransformerLayer", "GraphormerLayer", "LayerOutput", "LocalMPNN", "MPNNBlock",
            "MeanGraphConv",
            "PerformerAttention", "clamped_edge_softmax", "linear_attention", "make_norm",

@@ -158,8 +158,9 @@ def attention_dtype(x: Tensor) -> torch.dtype:
     return x.dtype
 
 
-#: default memory budget of one full-attention call (the ``[batch, heads, N, N]`` score tensors)
-DEFAULT_MAX_ATTENTION_BYTES = 4 * 2**30
+#: default memory budget of one full-attention call (the ``[batch, heads, N, N]`` score tensors),
+#: in GiB
+DEFAULT_ATTENTION_BUDGET_GB = 4.0
 
 
 def full_attention_bytes(batch: int, num_heads: int, max_nodes: int, head_dim: int,
@@ -193,30 +194,32 @@ class FullAttention(nn.Module):
     Args:
         hidden_dim: ``d``; divisible by ``num_heads``.
         num_heads: ``H``.
-        dropout: dropout on the attention weights (training only).
+        attn_dropout: dropout on the attention weights (training only).
         bias: biases of the Q/K/V and output projections (``nn.MultiheadAttention`` has them).
-        max_bytes: memory budget of the attention tensors (see :func:`full_attention_bytes`: the
-            ``[B, H, N, N]`` tensors on SDPA's reference path, linear memory on its CPU flash
-            kernel); a larger call raises before allocating.
+        memory_budget_gb: memory budget of the attention tensors in GiB (see
+            :func:`full_attention_bytes`: the ``[B, H, N, N]`` tensors on SDPA's reference path,
+            linear memory on its CPU flash kernel); a larger call raises before allocating.
+            ``None``: unchecked.
 
     Shapes: ``x [batch, N, hidden_dim]``, ``mask [batch, N]`` bool (True = real node) →
     ``[batch, N, hidden_dim]``.
 
     Raises:
         ValueError: for ``hidden_dim`` not divisible by ``num_heads``; in ``forward`` for a
-            shape mismatch or a batch whose attention would exceed ``max_bytes``.
+            shape mismatch or a batch whose attention would exceed ``memory_budget_gb``.
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 max_bytes: int = DEFAULT_MAX_ATTENTION_BYTES) -> None:
+    def __init__(self, hidden_dim: int, num_heads: int, attn_dropout: float = 0.0,
+                 bias: bool = True,
+                 memory_budget_gb: float | None = DEFAULT_ATTENTION_BUDGET_GB) -> None:
         super().__init__()
         if hidden_dim % num_heads:
             raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}")
         self.hidden_dim = hidden_dim
         self.num_heads = num_heads
         self.head_dim = hidden_dim // num_heads
-        self.dropout = dropout
-        self.max_bytes = max_bytes
+        self.attn_dropout = attn_dropout
+        self.memory_budget_gb = memory_budget_gb
         self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim, bias=bias)
         self.out = nn.Linear(hidden_dim, hidden_dim, bias=bias)
         self.reset_parameters()
@@ -237,17 +240,19 @@ class FullAttention(nn.Module):
                              f"{mask.dtype} {tuple(mask.shape)}")
 
     def _check_memory(self, b: int, n: int, itemsize: int, math_kernel: bool) -> None:
+        if self.memory_budget_gb is None:
+            return
         need = full_attention_bytes(b, self.num_heads, n, self.head_dim, itemsize, math_kernel)
-        if need > self.max_bytes:
+        if need > self.memory_budget_gb * 2**30:
             raise ValueError(
                 f"full attention over a batch of {b} graph(s) padded to N={n} nodes needs about "
                 f"{need / 2**30:.2f} GiB for its attention tensors, over the budget of "
-                f"{self.max_bytes / 2**30:.2f} GiB: use linear attention (attention='performer'), "
-                "smaller batches or neighbour sampling, or raise the budget (max_attention_bytes)")
+                f"{self.memory_budget_gb:.2f} GiB: use linear attention (attention='performer'), "
+                "smaller batches or neighbour sampling, or raise the budget (memory_budget_gb)")
 
     def _math_kernel(self, x: Tensor) -> bool:
         """Whether SDPA takes its ``N x N`` reference path (see :func:`full_attention_bytes`)."""
-        return x.device.type != "cpu" or (self.training and self.dropout > 0)
+        return x.device.type != "cpu" or (self.training and self.attn_dropout > 0)
 
     def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         b, n, _ = x.shape
@@ -261,7 +266,7 @@ class FullAttention(nn.Module):
         q, k, v = self._qkv(x)
         attn_mask = mask[:, None, None, :]  # [B, 1, 1, N]: keys only
         out = torch.nn.functional.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0)
+            q, k, v, attn_mask=attn_mask, dropout_p=self.attn_dropout if self.training else 0.0)
         b, n = x.shape[:2]
         return self.out(out.transpose(1, 2).reshape(b, n, self.hidden_dim))
 

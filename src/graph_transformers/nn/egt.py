@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from .attention import acc_dtype
 from .pyg_inputs import densify, pairs_input
+from .reset import reset_children
 
 
 class EGTOutput(NamedTuple):
@@ -23,7 +24,7 @@ class EGTOutput(NamedTuple):
             after graph; pass it as ``pair_attr`` to the next layer. Equal to the input pairs when
             the layer has no edge output (EGT-Simple, ``edge_output=False``).
         attention: ``[B, H, N, N]`` gated attention weights ``Ã`` over the padded view, with
-            ``return_attention=True``; else ``None``.
+            ``return_attention_weights=True``; else ``None``.
     """
 
     x: Tensor
@@ -34,7 +35,7 @@ class EGTOutput(NamedTuple):
 
 class EGTDenseOutput(NamedTuple):
     """What :meth:`EGTLayer.forward_dense` returns: ``h [B, N, d_h]``, ``e [B, N, N, d_e]`` and,
-    with ``return_attention=True``, ``attention`` ``Ã [B, H, N, N]`` (else ``None``)."""
+    with ``return_attention_weights=True``, ``attention`` ``Ã [B, H, N, N]`` (else ``None``)."""
 
     h: Tensor
     e: Tensor
@@ -52,8 +53,7 @@ class FeedForward(nn.Module):
         self.dropout = dropout
 
     def reset_parameters(self) -> None:
-        self.lin1.reset_parameters()
-        self.lin2.reset_parameters()
+        reset_children(self)
 
     def forward(self, x: Tensor) -> Tensor:
         """``x [*, dim]`` → ``[*, dim]``."""
@@ -96,7 +96,7 @@ class EGTLayer(nn.Module):
       through the pointwise edge sublayers, but nothing reads them (the model zeroes them).
 
     Args:
-        node_dim: ``d_h``.
+        hidden_dim: ``d_h``.
         edge_dim: ``d_e``.
         num_heads: ``H`` (``d_h`` must be divisible by it; ``d_k = d_h / H``).
         edge_update: keep residual edge channels (``False``: EGT-Simple).
@@ -106,7 +106,7 @@ class EGTLayer(nn.Module):
             large-scale setting).
         dropout: dropout on the outputs of the node channels' two sublayers (as the official
             code: none inside the FFN, none in the edge channels).
-        clip: ``c`` of ``clip(Â, -c, c)`` (paper: 5).
+        clamp: ``c`` of ``clip(Â, -c, c)`` (paper: 5; the official code's ``clip``).
         edge_output: compute the edge-channel update; a network's last layer skips it when
             nothing reads its output edge channels (``e`` is then returned unchanged).
         scale_degree: multiply each head's aggregate by ``log(1 + Σ_j σ(G_ij))`` (the "dynamic
@@ -116,7 +116,7 @@ class EGTLayer(nn.Module):
     Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`):
 
     * ``forward(x, edge_index, edge_attr=None, batch=None, *, pair_attr=None, non_edge=0.0,
-      constrained=False, return_attention=False)`` → :class:`EGTOutput`: PyG-native. ``x
+      constrained=False, return_attention_weights=False)`` → :class:`EGTOutput`: PyG-native. ``x
       [num_nodes, d_h]``; the input edge channels are either ``edge_attr [num_edges, d_e]`` on the
       edges ``j → i`` of ``edge_index`` with every other pair (diagonal included) set to
       ``non_edge`` (a scalar or a ``[d_e]`` vector, e.g. a learned masking vector; add self-loops
@@ -126,7 +126,7 @@ class EGTLayer(nn.Module):
       channels. ``constrained=True`` is EGT-Constrained: attention over ``N(i) ∪ {i}`` of
       ``edge_index``. Densified internally by :class:`~graph_transformers.nn.DenseBatch` (one
       host sync for the graph sizes); virtual nodes are a model feature (dense path).
-    * ``forward_dense(h, e, mask, attn_mask=None, return_attention=False, num_virtual=0)`` →
+    * ``forward_dense(h, e, mask, attn_mask=None, return_attention_weights=False, num_virtual=0)`` →
       :class:`EGTDenseOutput`: padded tensors, for models that densify once per batch.
       ``h [B, N, d_h]``, ``e [B, N, N, d_e]`` oriented dst-major: ``e[b, i, j]`` is the pair
       ``j → i``, row ``i`` the query (from PyG's ``to_dense_adj``: ``.transpose(1, 2)``);
@@ -135,7 +135,7 @@ class EGTLayer(nn.Module):
       (unscaled by ``scale_degree``).
 
     Raises:
-        ValueError: at construction for ``node_dim`` not divisible by ``num_heads`` or
+        ValueError: at construction for ``hidden_dim`` not divisible by ``num_heads`` or
             ``scale_degree`` without gates; in ``forward`` for dense tensors (naming
             ``forward_dense``), mismatched ``edge_attr`` / ``pair_attr`` rows or both given; in
             ``forward_dense`` for mismatched shapes.
@@ -147,37 +147,37 @@ class EGTLayer(nn.Module):
         >>> g = Data(x=torch.randn(4, 16), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
         ...          edge_attr=torch.randn(3, 8))                      # directed path 0→1→2→3
         >>> batch = Batch.from_data_list([g, g])
-        >>> layer = EGTLayer(node_dim=16, edge_dim=8, num_heads=4)
+        >>> layer = EGTLayer(hidden_dim=16, edge_dim=8, num_heads=4)
         >>> out = layer(batch.x, batch.edge_index, batch.edge_attr, batch.batch)
         >>> out.x.shape, out.edge_attr.shape, out.pair_attr.shape  # pairs: 2 graphs × 4²
         (torch.Size([8, 16]), torch.Size([6, 8]), torch.Size([32, 8]))
         >>> out2 = layer(out.x, batch.edge_index, batch=batch.batch, pair_attr=out.pair_attr)
     """
 
-    def __init__(self, node_dim: int, edge_dim: int, num_heads: int, edge_update: bool = True,
+    def __init__(self, hidden_dim: int, edge_dim: int, num_heads: int, edge_update: bool = True,
                  gated: bool = True, node_ffn_multiplier: float = 2.0,
                  edge_ffn_multiplier: float = 2.0, attn_dropout: float = 0.0,
-                 dropout: float = 0.0, clip: float = 5.0, edge_output: bool = True,
+                 dropout: float = 0.0, clamp: float = 5.0, edge_output: bool = True,
                  scale_degree: bool = False) -> None:
         super().__init__()
-        if node_dim % num_heads:
-            raise ValueError(f"node_dim={node_dim} must be divisible by num_heads={num_heads}")
+        if hidden_dim % num_heads:
+            raise ValueError(f"hidden_dim={hidden_dim} must be divisible by num_heads={num_heads}")
         if scale_degree and not gated:
             raise ValueError("scale_degree sums the sigmoid gates: it needs gated=True")
-        self.node_dim, self.edge_dim, self.num_heads = node_dim, edge_dim, num_heads
-        self.head_dim = node_dim // num_heads
-        self.edge_update, self.gated, self.clip = edge_update, gated, clip
+        self.hidden_dim, self.edge_dim, self.num_heads = hidden_dim, edge_dim, num_heads
+        self.head_dim = hidden_dim // num_heads
+        self.edge_update, self.gated, self.clamp = edge_update, gated, clamp
         self.edge_output = edge_update and edge_output
         self.scale_degree = scale_degree
         self.attn_dropout, self.dropout = attn_dropout, dropout
 
-        self.norm_h = nn.LayerNorm(node_dim)
-        self.qkv = nn.Linear(node_dim, 3 * node_dim)
+        self.norm_h = nn.LayerNorm(hidden_dim)
+        self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim)
         # E (bias) and G (gate) of every head from the edge channels, fused: [d_e] -> [2H] / [H]
         self.eg = nn.Linear(edge_dim, (2 if gated else 1) * num_heads)
-        self.out_h = nn.Linear(node_dim, node_dim)
-        self.ffn_norm_h = nn.LayerNorm(node_dim)
-        self.ffn_h = FeedForward(node_dim, node_ffn_multiplier)
+        self.out_h = nn.Linear(hidden_dim, hidden_dim)
+        self.ffn_norm_h = nn.LayerNorm(hidden_dim)
+        self.ffn_h = FeedForward(hidden_dim, node_ffn_multiplier)
         self.norm_e = nn.LayerNorm(edge_dim)
         if self.edge_output:
             self.out_e = nn.Linear(num_heads, edge_dim)
@@ -186,9 +186,7 @@ class EGTLayer(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for m in self.children():
-            if hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_children(self)
 
     def _drop(self, x: Tensor, p: float) -> Tensor:
         return F.dropout(x, p, True) if p and self.training else x
@@ -196,9 +194,9 @@ class EGTLayer(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, pair_attr: Tensor | None = None,
                 non_edge: Tensor | float = 0.0, constrained: bool = False,
-                return_attention: bool = False) -> EGTOutput:
+                return_attention_weights: bool = False) -> EGTOutput:
         """PyG-native entry point; see the class docstring."""
-        dense = densify(self, x, edge_index, batch, self.node_dim)
+        dense = densify(self, x, edge_index, batch, self.hidden_dim)
         if pair_attr is not None:
             if edge_attr is not None:
                 raise ValueError("give the input edge channels as edge_attr (edges only) or "
@@ -220,16 +218,17 @@ class EGTLayer(nn.Module):
             eye = torch.eye(dense.max_num_nodes, dtype=torch.bool, device=x.device)
             attn_mask = dense.adjacency(self_loops=True) | eye
         out = self.forward_dense(dense.to_dense(x), e, dense.mask, attn_mask,
-                                 return_attention=return_attention)
+                                 return_attention_weights=return_attention_weights)
         return EGTOutput(dense.to_sparse(out.h), dense.gather_edges(out.e),
                          dense.flatten_pairs(out.e), out.attention)
 
     def forward_dense(self, h: Tensor, e: Tensor, mask: Tensor, attn_mask: Tensor | None = None,
-                      return_attention: bool = False, num_virtual: int = 0) -> EGTDenseOutput:
+                      return_attention_weights: bool = False, num_virtual: int = 0
+                      ) -> EGTDenseOutput:
         """Dense entry point (pairs dst-major, ``e[b, i, j]`` = ``j → i``); see the class
         docstring."""
-        if h.dim() != 3 or h.size(-1) != self.node_dim:
-            raise ValueError(f"h must be [B, N, {self.node_dim}], got {tuple(h.shape)}")
+        if h.dim() != 3 or h.size(-1) != self.hidden_dim:
+            raise ValueError(f"h must be [B, N, {self.hidden_dim}], got {tuple(h.shape)}")
         B, N, _ = h.shape
         H, dk = self.num_heads, self.head_dim
         if e.shape[:3] != (B, N, N) or e.size(-1) != self.edge_dim:
@@ -243,7 +242,7 @@ class EGTLayer(nn.Module):
         q, k, v = qkv[0] * dk ** -0.5, qkv[1], qkv[2]                      # [B, H, N, dk]
         e_hat = self.norm_e(e)
         eg = self.eg(e_hat).permute(0, 3, 1, 2)                              # [B, 2H|H, N, N]
-        scores = torch.matmul(q, k.transpose(-1, -2)).clamp_(-self.clip, self.clip)
+        scores = torch.matmul(q, k.transpose(-1, -2)).clamp_(-self.clamp, self.clamp)
         h_hat = scores + eg[:, :H]                                           # Ĥ, eq. 5
         keep = mask[:, None, None, :] if attn_mask is None else attn_mask[:, None]
         # boolean mask filled with -inf (exact in every float dtype); softmax accumulates in fp32
@@ -268,12 +267,12 @@ class EGTLayer(nn.Module):
         if self.edge_output:
             e = e + self.out_e(h_hat.permute(0, 2, 3, 1))
             e = e + self.ffn_e(self.ffn_norm_e(e))
-        return EGTDenseOutput(h, e, attn if return_attention else None)
+        return EGTDenseOutput(h, e, attn if return_attention_weights else None)
 
     def extra_repr(self) -> str:
-        return (f"node_dim={self.node_dim}, edge_dim={self.edge_dim}, "
+        return (f"hidden_dim={self.hidden_dim}, edge_dim={self.edge_dim}, "
                 f"num_heads={self.num_heads}, edge_update={self.edge_update}, "
-                f"gated={self.gated}, clip={self.clip}, scale_degree={self.scale_degree}")
+                f"gated={self.gated}, clamp={self.clamp}, scale_degree={self.scale_degree}")
 
 
 def pair_bytes(num_layers: int, edge_dim: int, num_heads: int, edge_update: bool = True,

@@ -13,7 +13,8 @@ Scalable Graph Transformer" (NeurIPS 2022), eqs. 2-4:
 Edge features go to the MPNN only. The attention is chosen from full softmax attention
 (:class:`~graph_transformers.nn.attention.FullAttention`, SDPA on the padded dense batch),
 Performer linear attention (:class:`~graph_transformers.nn.linear_attention.PerformerAttention`)
-or none; the MPNN from :data:`~graph_transformers.nn.mpnn.CONVS` or none.
+or none; the MPNN is any message-passing module (as PyG's ``GPSConv(channels, conv, heads)``),
+one of :data:`~graph_transformers.nn.mpnn.CONVS` by name, or none.
 """
 from __future__ import annotations
 
@@ -22,10 +23,11 @@ from torch import Tensor, nn
 from torch_geometric.utils import to_dense_batch
 
 from ..data.dense import DenseBatch
-from .attention import DEFAULT_MAX_ATTENTION_BYTES, FullAttention
+from .attention import DEFAULT_ATTENTION_BUDGET_GB, FullAttention
 from .linear_attention import PerformerAttention
 from .mpnn import CONVS, LocalMPNN
 from .norm import make_norm
+from .reset import reset_children
 
 #: global attention kinds
 ATTENTIONS = ("full", "performer", "none")
@@ -37,7 +39,12 @@ class GPSLayer(nn.Module):
     Args:
         hidden_dim: ``d``.
         num_heads: heads of the global attention (and of a GAT MPNN).
-        mpnn: a name of :data:`~graph_transformers.nn.mpnn.CONVS` or ``None`` (no local term).
+        mpnn: the local message-passing term: a module called as ``mpnn(x, edge_index,
+            edge_attr)`` (``mpnn(x, edge_index)`` without edge features) that returns
+            ``x [num_nodes, d]`` or ``(x, e_hat)`` (an edge update, added residually to
+            ``edge_attr``), e.g. PyG's ``GINEConv(nn, edge_dim=d)``; a name of
+            :data:`~graph_transformers.nn.mpnn.CONVS` (the configs' form, built as a
+            :class:`~graph_transformers.nn.mpnn.LocalMPNN`); or ``None`` (no local term).
         attention: ``"full"``, ``"performer"`` or ``"none"`` (no global term).
         use_edge_features: the MPNN reads ``edge_attr`` (``[num_edges, d]``). With ``gatedgcn``
             the edge features are also updated: ``e' = e + Dropout(ê)``, where ``ê`` is
@@ -48,9 +55,10 @@ class GPSLayer(nn.Module):
         ffn_multiplier: MLP width ``ffn_multiplier * d`` (``Linear → ReLU → Dropout → Linear``).
         num_features: Performer random features (default: see
             :class:`~graph_transformers.nn.linear_attention.PerformerAttention`).
-        max_attention_bytes: memory budget of full attention (see
+        memory_budget_gb: memory budget of full attention in GiB, ``None`` = unchecked (see
             :class:`~graph_transformers.nn.attention.FullAttention`).
-        deg, pna_towers: PNA's options (:class:`~graph_transformers.nn.mpnn.LocalMPNN`).
+        deg, pna_towers: PNA's options (:class:`~graph_transformers.nn.mpnn.LocalMPNN`; an
+            ``mpnn`` given by name only).
 
     Shapes:
         - x: ``[num_nodes, hidden_dim]``; batch: ``[num_nodes]`` sorted graph ids (``None`` = one
@@ -61,38 +69,67 @@ class GPSLayer(nn.Module):
     Raises:
         ValueError: for an unknown attention/MPNN, both terms off, bad sizes; in ``forward``,
             missing ``edge_attr``, or a batch too large for full attention's memory budget.
+
+    Example:
+        A PyG model whose local term is PyG's own ``GINEConv`` (as ``GPSConv``) on a ``Batch``:
+
+        >>> import torch
+        >>> from torch_geometric.data import Batch, Data
+        >>> from torch_geometric.nn import GINEConv, global_add_pool
+        >>> from graph_transformers.nn import GPSLayer
+        >>> class Net(torch.nn.Module):
+        ...     def __init__(self, d=16):
+        ...         super().__init__()
+        ...         self.emb, self.edge_emb = torch.nn.Linear(3, d), torch.nn.Embedding(4, d)
+        ...         mlp = lambda: torch.nn.Sequential(torch.nn.Linear(d, d), torch.nn.ReLU(),
+        ...                                           torch.nn.Linear(d, d))
+        ...         self.layers = torch.nn.ModuleList(
+        ...             GPSLayer(d, num_heads=4, mpnn=GINEConv(mlp())) for _ in range(2))
+        ...         self.head = torch.nn.Linear(d, 1)
+        ...     def forward(self, data):
+        ...         x, e = self.emb(data.x), self.edge_emb(data.edge_attr)
+        ...         for layer in self.layers:
+        ...             x, e = layer(x, data.edge_index, data.batch, e)
+        ...         return self.head(global_add_pool(x, data.batch))
+        >>> g = Data(x=torch.randn(4, 3), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
+        ...          edge_attr=torch.tensor([0, 3, 1]))
+        >>> Net()(Batch.from_data_list([g, g])).shape
+        torch.Size([2, 1])
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int, mpnn: str | None = "gine",
+    def __init__(self, hidden_dim: int, num_heads: int, mpnn: str | nn.Module | None = "gine",
                  attention: str = "full", use_edge_features: bool = True, norm: str = "batch",
                  dropout: float = 0.0, attn_dropout: float = 0.0, ffn_multiplier: float = 2.0,
                  num_features: int | None = None,
-                 max_attention_bytes: int = DEFAULT_MAX_ATTENTION_BYTES,
+                 memory_budget_gb: float | None = DEFAULT_ATTENTION_BUDGET_GB,
                  deg: Tensor | None = None, pna_towers: int = 5) -> None:
         super().__init__()
         if attention not in ATTENTIONS:
             raise ValueError(f"unknown attention {attention!r}; expected one of {ATTENTIONS}")
-        if mpnn is not None and mpnn not in CONVS:
-            raise ValueError(f"unknown MPNN {mpnn!r}; expected one of {CONVS} or None")
+        if isinstance(mpnn, str) and mpnn not in CONVS:
+            raise ValueError(f"unknown MPNN {mpnn!r}; expected one of {CONVS}, a module or None")
+        if not (mpnn is None or isinstance(mpnn, (str, nn.Module))):
+            raise ValueError(f"mpnn must be a name of {CONVS}, an nn.Module or None, got "
+                             f"{type(mpnn).__name__}")
         if mpnn is None and attention == "none":
             raise ValueError("a GPS layer needs an MPNN, a global attention, or both")
         if hidden_dim % num_heads:
             raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}")
         self.hidden_dim = hidden_dim
         self.attention_kind = attention
-        self.mpnn_kind = mpnn
+        self.mpnn_kind = mpnn if mpnn is None or isinstance(mpnn, str) else type(mpnn).__name__
         self.use_edge_features = use_edge_features and mpnn is not None
         self.norm1 = make_norm(norm, hidden_dim)
         if attention == "full":
-            self.attention: nn.Module | None = FullAttention(hidden_dim, num_heads, attn_dropout,
-                                                             max_bytes=max_attention_bytes)
+            self.attention: nn.Module | None = FullAttention(
+                hidden_dim, num_heads, attn_dropout, memory_budget_gb=memory_budget_gb)
         elif attention == "performer":
             self.attention = PerformerAttention(hidden_dim, num_heads, num_features)
         else:
             self.attention = None
         self.mpnn = (LocalMPNN(mpnn, hidden_dim, self.use_edge_features, num_heads=num_heads,
                                deg=deg, pna_towers=pna_towers, gin_mlp_norm=False)
-                     if mpnn is not None else None)
+                     if isinstance(mpnn, str) else mpnn)
         self.norm_e = (make_norm(norm, hidden_dim)
                        if mpnn == "gatedgcn" and self.use_edge_features else None)
         self.norm2 = make_norm(norm, hidden_dim)
@@ -103,9 +140,7 @@ class GPSLayer(nn.Module):
 
     def reset_parameters(self) -> None:
         """Re-initializes every sub-module (PyTorch/PyG defaults; attention: Xavier)."""
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_children(self)
 
     def _dense(self, xn: Tensor, batch: Tensor | None, dense: DenseBatch | None = None
                ) -> tuple[Tensor, Tensor]:
@@ -137,7 +172,9 @@ class GPSLayer(nn.Module):
             h = h + self.dropout(dense.to_sparse(att) if dense is not None else att[mask])
         if self.mpnn is not None:
             e_in = self.norm_e(edge_attr) if self.norm_e is not None else edge_attr
-            local, e_hat = self.mpnn(xn, edge_index, e_in if self.use_edge_features else None)
+            local = (self.mpnn(xn, edge_index, e_in) if self.use_edge_features
+                     else self.mpnn(xn, edge_index))
+            local, e_hat = local if isinstance(local, tuple) else (local, None)
             h = h + self.dropout(local)
             if e_hat is not None:
                 edge_attr = edge_attr + self.dropout(e_hat)

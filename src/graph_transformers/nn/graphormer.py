@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from .attention import acc_dtype, sdpa
 from .grpe import ByteDropout
 from .pyg_inputs import LayerOutput, densify, pairs_input
+from .reset import reset_children
 
 
 class GraphormerLayer(nn.Module):
@@ -29,13 +30,14 @@ class GraphormerLayer(nn.Module):
         num_heads: ``H`` (``d`` divisible by ``H``).
         ffn_dim: FFN width (default ``d``).
         dropout: on the attention and FFN outputs.
-        attention_dropout: on the attention weights.
+        attn_dropout: on the attention weights.
 
     Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`), both returning a
     :class:`~graph_transformers.nn.LayerOutput` ``(x, attention)``:
 
     * ``forward(x, edge_index, edge_attr=None, batch=None, *, pair_bias=None,
-      need_weights=False)``: PyG-native. ``x [num_nodes, d]``; the bias ``b_ij`` of the scores
+      return_attention_weights=False)``: PyG-native. ``x [num_nodes, d]``; the bias ``b_ij`` of the
+      scores
       is the sum of ``edge_attr [num_edges, H]`` (a per-head bias on the pairs ``(i, j)`` of the
       edges ``j → i``, e.g. an edge encoding ``nn.Embedding(num_types, H)(edge_type)``; ``0`` on
       other pairs) and ``pair_bias [Σ_b n_b², H]`` (a bias on every pair of each graph, flattened
@@ -44,12 +46,14 @@ class GraphormerLayer(nn.Module):
       ``nn.Embedding(L + 3, H)(batch.spd.long())``); neither given: plain attention over each
       graph. The layer builds nothing else (no distances, no graph token: those are
       :class:`~graph_transformers.models.Graphormer`'s). Returns ``x [num_nodes, d]``.
-    * ``forward_dense(x, bias, need_weights=False)``: ``x [B, N, d]``; ``bias [B, H, N, N]``
+    * ``forward_dense(x, bias, return_attention_weights=False)``: ``x [B, N, d]``;
+      ``bias [B, H, N, N]``
       float added to the scaled scores, dst-major (``bias[b, h, i, j]``: query ``i``, key ``j``,
       the pair ``j → i``; from PyG's ``to_dense_adj``: ``.transpose(1, 2)``); ``-inf`` masks a key
       (padding). Every row needs at least one finite entry. Returns ``x [B, N, d]``.
 
-    ``attention``: ``[B, H, N, N]`` weights over the padded view with ``need_weights=True``, else
+    ``attention``: ``[B, H, N, N]`` weights over the padded view with
+    ``return_attention_weights=True``, else
     ``None``.
 
     Raises:
@@ -73,16 +77,16 @@ class GraphormerLayer(nn.Module):
     """
 
     def __init__(self, hidden_dim: int, num_heads: int, ffn_dim: int | None = None,
-                 dropout: float = 0.0, attention_dropout: float = 0.0) -> None:
+                 dropout: float = 0.0, attn_dropout: float = 0.0) -> None:
         super().__init__()
         if hidden_dim % num_heads:
             raise ValueError(f"hidden_dim={hidden_dim} must be divisible by num_heads={num_heads}")
-        if not 0.0 <= attention_dropout < 1.0:
-            raise ValueError(f"attention_dropout must be in [0, 1), got {attention_dropout}")
+        if not 0.0 <= attn_dropout < 1.0:
+            raise ValueError(f"attn_dropout must be in [0, 1), got {attn_dropout}")
         ffn_dim = ffn_dim or hidden_dim
         self.hidden_dim = hidden_dim
         self.num_heads = num_heads
-        self.attention_dropout = attention_dropout
+        self.attn_dropout = attn_dropout
         self.attn_norm = nn.LayerNorm(hidden_dim)
         self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim)
         self.out = nn.Linear(hidden_dim, hidden_dim)
@@ -92,12 +96,11 @@ class GraphormerLayer(nn.Module):
         self.dropout = ByteDropout(dropout)
 
     def reset_parameters(self) -> None:
-        for m in (self.attn_norm, self.qkv, self.out, self.ffn_norm, self.ffn[0], self.ffn[2]):
-            m.reset_parameters()
+        reset_children(self)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, pair_bias: Tensor | None = None,
-                need_weights: bool = False) -> LayerOutput:
+                return_attention_weights: bool = False) -> LayerOutput:
         """PyG-native entry point; see the class docstring."""
         dense = densify(self, x, edge_index, batch, self.hidden_dim)
         H = self.num_heads
@@ -114,10 +117,11 @@ class GraphormerLayer(nn.Module):
                                  f"{tuple(pair_bias.shape)}")
             bias = bias + pairs_input(dense, pair_bias.to(x.dtype), "pair_bias")
         bias = bias.permute(0, 3, 1, 2).masked_fill(~dense.mask.view(B, 1, 1, N), float("-inf"))
-        out = self.forward_dense(dense.to_dense(x), bias, need_weights)
+        out = self.forward_dense(dense.to_dense(x), bias, return_attention_weights)
         return LayerOutput(dense.to_sparse(out.x), out.attention)
 
-    def forward_dense(self, x: Tensor, bias: Tensor, need_weights: bool = False) -> LayerOutput:
+    def forward_dense(self, x: Tensor, bias: Tensor, return_attention_weights: bool = False
+                      ) -> LayerOutput:
         """Dense entry point (``bias`` dst-major); see the class docstring."""
         if x.dim() != 3 or x.size(-1) != self.hidden_dim:
             raise ValueError(f"x must be [B, N, {self.hidden_dim}], got {tuple(x.shape)}")
@@ -128,9 +132,9 @@ class GraphormerLayer(nn.Module):
                              f"{tuple(bias.shape)}")
         qkv = self.qkv(self.attn_norm(x)).view(B, N, 3, H, -1).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]  # [B, H, N, dk]
-        p = self.attention_dropout if self.training else 0.0
+        p = self.attn_dropout if self.training else 0.0
         weights = None
-        if need_weights:
+        if return_attention_weights:
             scores = q @ k.transpose(-1, -2) * q.size(-1) ** -0.5 + bias
             weights = torch.softmax(scores, -1, dtype=acc_dtype(scores.dtype)).to(v.dtype)
             z = F.dropout(weights, p, self.training) @ v

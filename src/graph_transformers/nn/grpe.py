@@ -30,6 +30,7 @@ from ..data.checks import checks_enabled
 from ..data.dense import UNREACHABLE, DenseBatch
 from .attention import acc_dtype
 from .pyg_inputs import LayerOutput, densify, pairs_input
+from .reset import reset_children
 
 _LITTLE_ENDIAN = sys.byteorder == "little"
 #: fuse topology and edge relations when the product of their vocabularies is at most this
@@ -171,7 +172,7 @@ def _heads(table: Tensor, num_heads: int) -> Tensor:
 def _pyg_forward(module: nn.Module, hidden_dim: int, x: Tensor, edge_index: Tensor,
                  edge_attr: Tensor | None, batch: Tensor | None,
                  encodings: GRPEEncodings | None, topology: Tensor | None,
-                 edge_ids: Tensor | None, need_weights: bool) -> LayerOutput:
+                 edge_ids: Tensor | None, return_attention_weights: bool) -> LayerOutput:
     """The PyG-native call of :class:`GRPEAttention` and :class:`GRPELayer`: densify, build (or
     take) the relation ids, run ``module.forward_dense``, and return the node rows."""
     dense = densify(module, x, edge_index, batch, hidden_dim)
@@ -180,7 +181,7 @@ def _pyg_forward(module: nn.Module, hidden_dim: int, x: Tensor, edge_index: Tens
                          "(the P and E tables, usually shared by all layers)")
     topo, edge = pyg_relations(dense, edge_index, edge_attr, topology, edge_ids, encodings)
     out = module.forward_dense(dense.to_dense(x), topo, edge, encodings, dense.mask,
-                               need_weights)
+                               return_attention_weights)
     return LayerOutput(dense.to_sparse(out.x), out.attention)
 
 
@@ -190,7 +191,7 @@ class GRPEAttention(nn.Module):
     Args:
         hidden_dim: ``d``.
         num_heads: ``H``; ``d`` must be divisible by ``H``.
-        attention_dropout: dropout on the attention weights ``â``.
+        attn_dropout: dropout on the attention weights ``â``.
         topology_attention: use ``a^topology`` (eq. 6) — Table 9's first switch.
         edge_attention: use ``a^edge`` (eq. 7) — Table 9's second switch.
         graph_encoded_value: add ``P^v + E^v`` to the values (eq. 9) — Table 9's third switch.
@@ -199,10 +200,12 @@ class GRPEAttention(nn.Module):
 
     Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`), both returning a
     :class:`~graph_transformers.nn.LayerOutput` ``(x, attention)``; ``attention`` is
-    ``[B, H, N, N]`` (after softmax, before dropout) with ``need_weights=True``, else ``None``:
+    ``[B, H, N, N]`` (after softmax, before dropout) with ``return_attention_weights=True``, else
+    ``None``:
 
     * ``forward(x, edge_index, edge_attr=None, batch=None, *, encodings, topology=None,
-      edge_ids=None, need_weights=False)``: PyG-native, ``x [num_nodes, d]`` → ``[num_nodes, d]``.
+      edge_ids=None, return_attention_weights=False)``: PyG-native, ``x [num_nodes, d]`` →
+      ``[num_nodes, d]``.
       ``encodings``: the :class:`GRPEEncodings` (``d`` = ``hidden_dim``).
       ``topology``: ``[Σ_b n_b²]`` ids ``ψ(i, j)``, each graph's pairs flattened row-major
       (``k = i · n_b + j``, pair ``j → i``): pass ``batch.spd`` of
@@ -214,7 +217,7 @@ class GRPEAttention(nn.Module):
       ``[num_edges]``; ``None`` = one type): :data:`EDGE_OFFSET` ``+ type`` on the pair of each
       edge ``j → i``, :data:`EDGE_SELF` on the diagonal, :data:`EDGE_NONE` elsewhere (``T_e``
       must exceed ``EDGE_OFFSET + max type``). No virtual node (a model feature).
-    * ``forward_dense(x, topology, edge, encodings, mask=None, need_weights=False)``:
+    * ``forward_dense(x, topology, edge, encodings, mask=None, return_attention_weights=False)``:
       ``x [B, N, d]``; ``topology``, ``edge``: ``[B, N, N]`` long ids in ``[0, T_ψ)`` /
       ``[0, T_e)``, dst-major (``[b, i, j]``: the pair ``j → i``, row ``i`` the query; from
       PyG's ``to_dense_adj``: ``.transpose(1, 2)``); ``mask``: ``[B, N]`` bool, ``True`` at real
@@ -226,7 +229,7 @@ class GRPEAttention(nn.Module):
             ``forward_dense``), ids outside the encodings (checked on CPU / in debug mode).
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int, attention_dropout: float = 0.0,
+    def __init__(self, hidden_dim: int, num_heads: int, attn_dropout: float = 0.0,
                  topology_attention: bool = True, edge_attention: bool = True,
                  graph_encoded_value: bool = True, attention_impl: str = "gather") -> None:
         super().__init__()
@@ -242,15 +245,14 @@ class GRPEAttention(nn.Module):
         self.edge_attention = edge_attention
         self.graph_encoded_value = graph_encoded_value
         self.attention_impl = attention_impl
-        if not 0.0 <= attention_dropout < 1.0:
-            raise ValueError(f"attention_dropout must be in [0, 1), got {attention_dropout}")
+        if not 0.0 <= attn_dropout < 1.0:
+            raise ValueError(f"attn_dropout must be in [0, 1), got {attn_dropout}")
         self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim)  # W_q, W_k, W_v stacked
         self.out = nn.Linear(hidden_dim, hidden_dim)
-        self.attention_dropout = attention_dropout
+        self.attn_dropout = attn_dropout
 
     def reset_parameters(self) -> None:
-        for lin in (self.qkv, self.out):
-            lin.reset_parameters()
+        reset_children(self)
 
     # ------------------------------------------------------------------ relations
     def _relations(self, topology: Tensor, edge: Tensor, enc: GRPEEncodings
@@ -283,13 +285,14 @@ class GRPEAttention(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, encodings: GRPEEncodings | None = None,
                 topology: Tensor | None = None, edge_ids: Tensor | None = None,
-                need_weights: bool = False) -> LayerOutput:
+                return_attention_weights: bool = False) -> LayerOutput:
         """PyG-native entry point; see the class docstring."""
         return _pyg_forward(self, self.hidden_dim, x, edge_index, edge_attr, batch, encodings,
-                            topology, edge_ids, need_weights)
+                            topology, edge_ids, return_attention_weights)
 
     def forward_dense(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
-                      mask: Tensor | None = None, need_weights: bool = False) -> LayerOutput:
+                      mask: Tensor | None = None, return_attention_weights: bool = False
+                      ) -> LayerOutput:
         """Dense entry point (ids dst-major); see the class docstring."""
         if x.dim() != 3 or x.size(-1) != self.hidden_dim:
             raise ValueError(f"x must be [B, N, {self.hidden_dim}], got {tuple(x.shape)}")
@@ -311,7 +314,7 @@ class GRPEAttention(nn.Module):
         if mask is not None and mask.shape != (B, N):
             raise ValueError(f"mask must be [B, N] = {(B, N)}, got {tuple(mask.shape)}")
         if self.attention_impl == "materialized":
-            return self._materialized(q, k, v, relations, mask, need_weights)
+            return self._materialized(q, k, v, relations, mask, return_attention_weights)
         scores = q @ k.transpose(-1, -2)  # [H, B, N, N]
         rows = torch.arange(N, device=x.device)
         bin_index = []
@@ -340,22 +343,23 @@ class GRPEAttention(nn.Module):
             bins = a.new_zeros(H, B, N * T).scatter_add_(2, flat_q, a.reshape(H, B, N * N))
             bins = bins.to(v.dtype)
             z = z + (bins.view(H, B * N, T) @ _heads(tv, H)).view(H, B, N, dk)
-        return self._finish(z, attn, drop_scale, need_weights)
+        return self._finish(z, attn, drop_scale, return_attention_weights)
 
     def _dropout(self, attn: Tensor) -> tuple[Tensor, float | None]:
-        if self.training and self.attention_dropout > 0:
-            keep, scale = attention_dropout_mask(attn.shape, self.attention_dropout, attn.device)
+        if self.training and self.attn_dropout > 0:
+            keep, scale = attention_dropout_mask(attn.shape, self.attn_dropout, attn.device)
             return attn * keep, scale  # z is linear in â: the 1 / (1 - p) scale goes on z
         return attn, None
 
-    def _finish(self, z: Tensor, attn: Tensor, drop_scale: float | None, need_weights: bool):
+    def _finish(self, z: Tensor, attn: Tensor, drop_scale: float | None,
+                return_attention_weights: bool):
         H, B, N, dk = z.shape
         if drop_scale is not None:
             z = z * drop_scale
         out = self.out(z.permute(1, 2, 0, 3).reshape(B, N, H * dk))
-        return LayerOutput(out, attn.transpose(0, 1) if need_weights else None)
+        return LayerOutput(out, attn.transpose(0, 1) if return_attention_weights else None)
 
-    def _materialized(self, q, k, v, relations, mask, need_weights):
+    def _materialized(self, q, k, v, relations, mask, return_attention_weights):
         """The naive form: tables gathered into ``[B, N, N, H, d_k]`` pair tensors."""
         H, B, N, dk = q.shape
         scores = q @ k.transpose(-1, -2)
@@ -373,7 +377,7 @@ class GRPEAttention(nn.Module):
         for ids, _, _, tv in relations:
             if tv is not None:
                 z = z + torch.einsum("hbij,bijhd->hbid", a, tv[ids].view(B, N, N, H, dk))
-        return self._finish(z, attn, drop_scale, need_weights)
+        return self._finish(z, attn, drop_scale, return_attention_weights)
 
 
 class GRPELayer(nn.Module):
@@ -383,15 +387,17 @@ class GRPELayer(nn.Module):
     ``FFN = Linear(d, ffn_dim) → GELU → Linear(ffn_dim, d)``.
 
     Args:
-        hidden_dim, num_heads, attention_dropout, topology_attention, edge_attention,
+        hidden_dim, num_heads, attn_dropout, topology_attention, edge_attention,
         graph_encoded_value, attention_impl: see :class:`GRPEAttention`.
         ffn_dim: FFN width (Table 1: equal to ``hidden_dim``).
         dropout: on the attention and FFN outputs.
 
     Entry points: as :class:`GRPEAttention` — ``forward(x, edge_index, edge_attr=None,
-    batch=None, *, encodings, topology=None, edge_ids=None, need_weights=False)`` (PyG-native,
+    batch=None, *, encodings, topology=None, edge_ids=None, return_attention_weights=False)``
+    (PyG-native,
     ``x [num_nodes, d]``) and ``forward_dense(x, topology, edge, encodings, mask=None,
-    need_weights=False)`` (``x [B, N, d]``, ids ``[B, N, N]`` dst-major), both returning a
+    return_attention_weights=False)`` (``x [B, N, d]``, ids ``[B, N, N]`` dst-major), both
+    returning a
     :class:`~graph_transformers.nn.LayerOutput`.
 
     Raises:
@@ -415,13 +421,13 @@ class GRPELayer(nn.Module):
     """
 
     def __init__(self, hidden_dim: int, num_heads: int, ffn_dim: int | None = None,
-                 dropout: float = 0.0, attention_dropout: float = 0.0,
+                 dropout: float = 0.0, attn_dropout: float = 0.0,
                  topology_attention: bool = True, edge_attention: bool = True,
                  graph_encoded_value: bool = True, attention_impl: str = "gather") -> None:
         super().__init__()
         ffn_dim = ffn_dim or hidden_dim
         self.attn_norm = nn.LayerNorm(hidden_dim)
-        self.attn = GRPEAttention(hidden_dim, num_heads, attention_dropout, topology_attention,
+        self.attn = GRPEAttention(hidden_dim, num_heads, attn_dropout, topology_attention,
                                   edge_attention, graph_encoded_value, attention_impl)
         self.ffn_norm = nn.LayerNorm(hidden_dim)
         self.ffn = nn.Sequential(nn.Linear(hidden_dim, ffn_dim), nn.GELU(),
@@ -429,26 +435,22 @@ class GRPELayer(nn.Module):
         self.dropout = ByteDropout(dropout)
 
     def reset_parameters(self) -> None:
-        self.attn_norm.reset_parameters()
-        self.attn.reset_parameters()
-        self.ffn_norm.reset_parameters()
-        for m in self.ffn:
-            if hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_children(self)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, encodings: GRPEEncodings | None = None,
                 topology: Tensor | None = None, edge_ids: Tensor | None = None,
-                need_weights: bool = False) -> LayerOutput:
+                return_attention_weights: bool = False) -> LayerOutput:
         """PyG-native entry point; see :class:`GRPEAttention`."""
         return _pyg_forward(self, self.attn.hidden_dim, x, edge_index, edge_attr, batch,
-                            encodings, topology, edge_ids, need_weights)
+                            encodings, topology, edge_ids, return_attention_weights)
 
     def forward_dense(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
-                      mask: Tensor | None = None, need_weights: bool = False) -> LayerOutput:
+                      mask: Tensor | None = None, return_attention_weights: bool = False
+                      ) -> LayerOutput:
         """Dense entry point (ids dst-major); see :class:`GRPEAttention`."""
         y, w = self.attn.forward_dense(self.attn_norm(x), topology, edge, encodings, mask,
-                                       need_weights)
+                                       return_attention_weights)
         x = x + self.dropout(y)
         x = x + self.dropout(self.ffn(self.ffn_norm(x)))
         return LayerOutput(x, w)

@@ -3,11 +3,28 @@ Graphs" (AAAI-DLG 2021), on edge lists."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from torch import Tensor, nn
 
 from .attention import sparse_attention
 from .norm import make_norm
+from .reset import reset_children
+
+
+class GTOutput(NamedTuple):
+    """What :class:`GraphTransformerLayer` returns, whatever its options.
+
+    Attributes:
+        x: ``[num_nodes, hidden_dim]`` updated node features.
+        edge_attr: ``[num_edges, hidden_dim]`` updated edge features (edge form), else ``None``.
+        attention: ``[num_edges, num_heads]`` attention weights of each edge ``j → i`` (with
+            ``return_attention_weights=True``), else ``None``.
+    """
+
+    x: Tensor
+    edge_attr: Tensor | None = None
+    attention: Tensor | None = None
 
 
 class GraphTransformerLayer(nn.Module):
@@ -31,8 +48,10 @@ class GraphTransformerLayer(nn.Module):
     Args:
         hidden_dim: ``d``, node (and edge) channels; must be divisible by ``num_heads``.
         num_heads: ``H``.
-        edge_dim: ``None`` for the node-only layer, else the edge channels (must equal
-            ``hidden_dim``: the edge stream is residual).
+        edge_dim: ``None`` for the node-only layer, else the width of the ``edge_attr`` the
+            layer receives (as PyG's ``TransformerConv``). The edge stream is residual in
+            ``hidden_dim`` channels: another width is first projected by a ``Linear(edge_dim,
+            hidden_dim)`` (``edge_proj``), and the layer returns ``hidden_dim``-wide edges.
         dropout: dropout on the attention output and inside the FFNs.
         norm: ``"batch"`` (BatchNorm, the paper's best), ``"layer"`` or ``"none"``.
         residual: residual connections (eqs. 6, 8, 13, 15, 16, 18).
@@ -44,9 +63,38 @@ class GraphTransformerLayer(nn.Module):
     Shapes:
         - x: ``[num_nodes, hidden_dim]``
         - edge_index: ``[2, num_edges]`` (messages flow ``edge_index[0] -> edge_index[1]``)
-        - edge_attr: ``[num_edges, hidden_dim]`` (edge form only)
-        - output: ``x [num_nodes, hidden_dim]``, and ``edge_attr [num_edges, hidden_dim]`` in the
-          edge form.
+        - edge_attr: ``[num_edges, edge_dim]`` (edge form only)
+        - output: a :class:`GTOutput` ``(x [num_nodes, hidden_dim], edge_attr [num_edges,
+          hidden_dim] or None, attention [num_edges, num_heads] or None)``.
+
+    Raises:
+        ValueError: for ``hidden_dim`` not divisible by ``num_heads``; in ``forward`` when
+            ``edge_attr`` is missing, given to a node-only layer, or of the wrong shape.
+
+    Example:
+        A small PyG model on a ``Batch`` (edge features of another width are projected):
+
+        >>> import torch
+        >>> from torch_geometric.data import Batch, Data
+        >>> from torch_geometric.nn import global_mean_pool
+        >>> from graph_transformers.nn import GraphTransformerLayer
+        >>> class Net(torch.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.emb = torch.nn.Linear(3, 16)
+        ...         self.layers = torch.nn.ModuleList(
+        ...             [GraphTransformerLayer(16, num_heads=4, edge_dim=2),
+        ...              GraphTransformerLayer(16, num_heads=4, edge_dim=16)])
+        ...         self.head = torch.nn.Linear(16, 1)
+        ...     def forward(self, data):
+        ...         x, e = self.emb(data.x), data.edge_attr
+        ...         for layer in self.layers:
+        ...             x, e, _ = layer(x, data.edge_index, e)
+        ...         return self.head(global_mean_pool(x, data.batch))
+        >>> g = Data(x=torch.randn(4, 3), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
+        ...          edge_attr=torch.randn(3, 2))
+        >>> Net()(Batch.from_data_list([g, g])).shape
+        torch.Size([2, 1])
     """
 
     def __init__(self, hidden_dim: int, num_heads: int, edge_dim: int | None = None,
@@ -55,9 +103,6 @@ class GraphTransformerLayer(nn.Module):
         super().__init__()
         if hidden_dim % num_heads != 0:
             raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}")
-        if edge_dim is not None and edge_dim != hidden_dim:
-            raise ValueError(f"edge_dim={edge_dim} must equal hidden_dim={hidden_dim} "
-                             "(the edge stream is residual)")
         self.hidden_dim = hidden_dim
         self.num_heads = num_heads
         self.head_dim = hidden_dim // num_heads
@@ -72,7 +117,10 @@ class GraphTransformerLayer(nn.Module):
         self.norm1_h = make_norm(norm, hidden_dim)
         self.ffn_h = _ffn(hidden_dim, ffn_multiplier, dropout)
         self.norm2_h = make_norm(norm, hidden_dim)
+        self.edge_proj: nn.Linear | None = None
         if edge_dim is not None:
+            # a new module only for another width: the default layer keeps its RNG stream
+            self.edge_proj = nn.Linear(edge_dim, hidden_dim) if edge_dim != hidden_dim else None
             self.proj_e = nn.Linear(hidden_dim, hidden_dim, bias=qkv_bias)
             self.o_e = nn.Linear(hidden_dim, hidden_dim)
             self.norm1_e = make_norm(norm, hidden_dim)
@@ -82,23 +130,21 @@ class GraphTransformerLayer(nn.Module):
 
     def reset_parameters(self) -> None:
         """Re-initialize all weights (PyTorch defaults for Linear and Norm layers)."""
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_children(self)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
-                return_attention_weights: bool = False):
+                return_attention_weights: bool = False) -> GTOutput:
         """Apply the layer.
 
         Args:
             x: ``[num_nodes, hidden_dim]``.
             edge_index: ``[2, num_edges]``.
-            edge_attr: ``[num_edges, hidden_dim]``; required iff the layer has an edge stream.
+            edge_attr: ``[num_edges, edge_dim]``; required iff the layer has an edge stream.
             return_attention_weights: also return the weights ``[num_edges, num_heads]``.
 
         Returns:
-            ``x`` (node-only form) or ``(x, edge_attr)`` (edge form); with
-            ``return_attention_weights``, a tuple whose last item is the weights.
+            :class:`GTOutput` ``(x, edge_attr, attention)``: ``edge_attr`` is ``None`` in the
+            node-only form, ``attention`` unless asked for.
 
         Raises:
             ValueError: when ``edge_attr`` is missing or given against the layer's form, or
@@ -109,9 +155,11 @@ class GraphTransformerLayer(nn.Module):
             raise ValueError("this GraphTransformerLayer has an edge stream: pass edge_attr")
         if not has_edges and edge_attr is not None:
             raise ValueError("edge_attr given to a GraphTransformerLayer built without edge_dim")
-        if has_edges and edge_attr.shape != (edge_index.size(1), self.hidden_dim):
+        if has_edges and edge_attr.shape != (edge_index.size(1), self.edge_dim):
             raise ValueError(f"edge_attr must be [num_edges={edge_index.size(1)}, "
-                             f"{self.hidden_dim}], got {tuple(edge_attr.shape)}")
+                             f"edge_dim={self.edge_dim}], got {tuple(edge_attr.shape)}")
+        if has_edges and self.edge_proj is not None:
+            edge_attr = self.edge_proj(edge_attr)
         n, h, dk = x.size(0), self.num_heads, self.head_dim
         q, k, v = self.qkv(x).view(n, 3, h, dk).unbind(1)
         gate = self.proj_e(edge_attr).view(-1, h, dk) if has_edges else None
@@ -124,12 +172,7 @@ class GraphTransformerLayer(nn.Module):
         if has_edges:
             e_att = self.o_e(self._dropout(per_dim.reshape(per_dim.size(0), -1)))
             edge_attr = self._ffn_block(edge_attr, e_att, self.norm1_e, self.ffn_e, self.norm2_e)
-            result = (x, edge_attr)
-        else:
-            result = (x,)
-        if return_attention_weights:
-            result = result + (weights,)
-        return result[0] if len(result) == 1 else result
+        return GTOutput(x, edge_attr if has_edges else None, weights)
 
     def _dropout(self, x: Tensor) -> Tensor:
         if self.dropout == 0.0 or not self.training:

@@ -18,6 +18,7 @@ from torch_geometric.nn import GATConv, GCNConv, GINConv, GINEConv, MessagePassi
 
 from .attention import acc_dtype
 from .norm import make_norm
+from .reset import reset_children, reset_descendants
 
 #: convolution names (config ``mpnn`` / model names)
 CONVS = ("gcn", "gat", "gatedgcn", "gin", "gine", "pna")
@@ -109,8 +110,7 @@ class GatedGCNConv(MessagePassing):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for lin in (self.A, self.B, self.C, self.D, self.E):
-            lin.reset_parameters()
+        reset_children(self)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None
                 ) -> tuple[Tensor, Tensor]:
@@ -229,6 +229,10 @@ class LocalMPNN(nn.Module):
             # Without ``deg`` the scalers' average degrees are unknown until a checkpoint (whose
             # buffers hold them) is loaded; ``forward`` refuses to run before that.
             self.register_buffer("degree_known", torch.tensor(deg is not None))
+            # a host copy of the buffer, refreshed when a state dict is loaded: forward reads no
+            # device value (a sync per step on an accelerator)
+            self._degree_known = deg is not None
+            self.register_load_state_dict_post_hook(_refresh_degree_known)
             self.conv = PNAConv(d, d, aggregators=list(pna_aggregators),
                                 scalers=list(pna_scalers),
                                 deg=deg if deg is not None else torch.tensor([0, 1]),
@@ -247,7 +251,7 @@ class LocalMPNN(nn.Module):
             ValueError: for a missing ``edge_attr``, or a PNA built without ``deg`` whose degree
                 statistics were not loaded from a checkpoint.
         """
-        if self.kind == "pna" and not bool(self.degree_known):
+        if self.kind == "pna" and not self._degree_known:
             raise ValueError("this PNA was built without the training in-degree histogram (deg) "
                              "and no checkpoint with its degree statistics was loaded: build it "
                              "with deg (runner.make_model does, from the train split)")
@@ -264,6 +268,12 @@ class LocalMPNN(nn.Module):
         return f"kind={self.kind!r}, edges={self.use_edge_features}"
 
 
+def _refresh_degree_known(module: "LocalMPNN", incompatible_keys) -> None:
+    """Load-state-dict post hook of a PNA :class:`LocalMPNN`: the host copy of its
+    ``degree_known`` buffer (read once per load, not per forward)."""
+    module._degree_known = bool(module.degree_known)
+
+
 class MPNNBlock(nn.Module):
     """The benchmark's MPNN layer (Dwivedi et al. 2023, §C; Fig. 3): convolution, Norm,
     activation (ELU for GAT, ReLU otherwise), dropout and a residual connection; GatedGCN's edge
@@ -278,6 +288,24 @@ class MPNNBlock(nn.Module):
 
     Shapes: ``x [num_nodes, d]``, ``edge_attr [num_edges, d]`` (or ``None``) →
     ``(x [num_nodes, d], edge_attr [num_edges, d] or the input edge_attr)``.
+
+    Example:
+        GatedGCN blocks (with their edge stream) in a small PyG model on a ``Batch``:
+
+        >>> import torch
+        >>> from torch_geometric.data import Batch, Data
+        >>> from torch_geometric.nn import global_mean_pool
+        >>> from graph_transformers.nn import MPNNBlock
+        >>> blocks = torch.nn.ModuleList(MPNNBlock("gatedgcn", 16, use_edge_features=True)
+        ...                              for _ in range(2))
+        >>> g = Data(x=torch.randn(4, 16), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
+        ...          edge_attr=torch.randn(3, 16))
+        >>> batch = Batch.from_data_list([g, g])
+        >>> x, e = batch.x, batch.edge_attr
+        >>> for block in blocks:
+        ...     x, e = block(x, batch.edge_index, e)
+        >>> global_mean_pool(x, batch.batch).shape, e.shape
+        (torch.Size([2, 16]), torch.Size([6, 16]))
     """
 
     def __init__(self, kind: str, hidden_dim: int, use_edge_features: bool = False,
@@ -295,9 +323,7 @@ class MPNNBlock(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def reset_parameters(self) -> None:
-        for m in self.modules():
-            if m is not self and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        reset_descendants(self)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None
                 ) -> tuple[Tensor, Tensor | None]:

@@ -30,7 +30,7 @@ class LayerOutput(NamedTuple):
     Attributes:
         x: ``[num_nodes, d]`` (``forward``) or ``[B, N, d]`` (``forward_dense``).
         attention: ``[B, H, N, N]`` attention weights over the padded view (row ``i`` = query
-            ``i``) when asked for (``need_weights=True``), else ``None``.
+            ``i``) when asked for (``return_attention_weights=True``), else ``None``.
     """
 
     x: Tensor

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import copy
 import os
+import warnings
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, Callable, ClassVar, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -91,7 +92,7 @@ class EGTModelConfig(_ModelSection):
     edge_ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
     attn_dropout: Probability = 0.0
     dropout: Probability = 0.0
-    clip: Annotated[float, Field(gt=0)] = 5.0
+    clamp: Annotated[float, Field(gt=0)] = 5.0
     #: the KDD version's degree scalers log(1 + Σ_j σ(G_ij)) (official code, large-scale configs)
     scale_degree: bool = False
     mlp_layers: Annotated[int, Field(ge=0)] = 2
@@ -126,7 +127,7 @@ class GRPEModelConfig(_ModelSection):
     ffn_dim: PositiveInt | None = None
     use_edge_features: bool = True
     dropout: Probability = 0.1
-    attention_dropout: Probability = 0.1
+    attn_dropout: Probability = 0.1
     input_noise: Annotated[float, Field(ge=0)] = 0.0
     share_encodings: bool = True
     topology_attention: bool = True
@@ -158,7 +159,7 @@ class GraphormerModelConfig(_ModelSection):
     ffn_dim: PositiveInt | None = None
     use_edge_features: bool = True
     dropout: Probability = 0.1
-    attention_dropout: Probability = 0.1
+    attn_dropout: Probability = 0.1
     max_degree: PositiveInt = 64
     spatial_bias: bool = True
     edge_bias: bool = True
@@ -194,8 +195,9 @@ class GPSModelConfig(_ModelSection):
     ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
     #: Performer random features (default ``head_dim * ceil(log head_dim)``)
     num_features: PositiveInt | None = None
-    #: full attention refuses a batch whose ``[B, H, N, N]`` tensors would exceed this
-    max_attention_bytes: PositiveInt = 4 * 2**30
+    #: full attention refuses a batch whose ``[B, H, N, N]`` tensors would exceed this many GiB
+    #: (``None``: unchecked)
+    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
     pna_towers: PositiveInt = 5
     readout: Literal["mean", "sum", "max"] = "sum"
     mlp_layers: Annotated[int, Field(ge=0)] = 2
@@ -265,6 +267,38 @@ class MPNNModelConfig(_ModelSection):
             raise ValueError("gine needs edge features: set model.use_edge_features=true (or "
                              "use gin)")
         return self
+
+
+#: model keys renamed for one name per concept (issue 14): old key → (new key, conversion of
+#: the value or ``None``). A config with an old key still loads, with one ``FutureWarning`` per
+#: key naming old → new (a config's own user sees it, unlike a ``DeprecationWarning``).
+RENAMED_MODEL_KEYS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
+    "clip": ("clamp", None),                                  # EGT's score clamp
+    "attention_dropout": ("attn_dropout", None),              # GRPE, Graphormer
+    "max_attention_bytes": ("memory_budget_gb",               # GPS: bytes → GiB
+                            lambda b: None if b is None else b / 2**30),
+}
+
+
+def rename_model_keys(section: dict) -> dict:
+    """A model section with the old keys of :data:`RENAMED_MODEL_KEYS` renamed (values
+    converted), warning once per key.
+
+    Raises:
+        ValueError: when a section gives both an old key and its new name.
+    """
+    out = dict(section)
+    for old, (new, convert) in RENAMED_MODEL_KEYS.items():
+        if old not in out:
+            continue
+        if new in out:
+            raise ValueError(f"model.{old} is the old name of model.{new}: give only {new}")
+        value = out.pop(old)
+        out[new] = convert(value) if convert is not None else value
+        how = f" (value {value!r} → {out[new]!r})" if convert is not None else ""
+        warnings.warn(f"config key model.{old} is renamed model.{new}{how}; the old name will be "
+                      "removed", FutureWarning, stacklevel=2)
+    return out
 
 
 #: model name → config schema; models added later register here.
@@ -555,7 +589,7 @@ class Config(_Section):
         name = value.get("name", "gt")
         if name not in MODEL_CONFIGS:
             raise ValueError(f"unknown model name {name!r}; known: {sorted(MODEL_CONFIGS)}")
-        return MODEL_CONFIGS[name].model_validate(value)
+        return MODEL_CONFIGS[name].model_validate(rename_model_keys(value))
 
     @model_validator(mode="after")
     def _cross_check(self) -> "Config":

@@ -47,13 +47,13 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
     kw = config.model.model_dump()
     name = kw.pop("name")
     kw.pop("compile", None)  # a training option, not a constructor argument
-    kw.update(out_dim=spec.out_dim, task=spec.level, num_node_types=spec.node_types,
-              node_dim=spec.node_dim)
+    kw.update(out_dim=spec.out_dim, level=spec.level, num_node_types=spec.node_types,
+              num_node_features=spec.node_dim)
     if kw.get("use_edge_features"):
         if spec.edge_types is None and spec.edge_dim is None:
             raise ValueError(f"model.use_edge_features is set but dataset {spec.name!r} has no "
                              "edge features")
-        kw.update(num_edge_types=spec.edge_types, edge_dim=spec.edge_dim)
+        kw.update(num_edge_types=spec.edge_types, num_edge_features=spec.edge_dim)
     if kw.get("pe") == "lap":
         kw["pe_dim"] = config.encodings.lap_pe.k
     elif kw.get("pe") == "wl":

@@ -1,0 +1,140 @@
+"""Initialisation fingerprints (issue 14): for ``torch.manual_seed(0)`` every exported layer and
+every model family initialises to the same parameters and buffers as before the layer-API
+refactor (one ``reset_parameters`` helper, renamed arguments). The expected digests were computed
+on ``main`` at 8a78fef with the old argument names (``node_dim`` of ``EGTLayer``, the models'
+``task`` / ``node_dim`` / ``edge_dim``); a change of the RNG stream (an extra or a missing reset, a
+module built in another order) changes them, and committed results would no longer be
+reproducible per seed."""
+from __future__ import annotations
+
+import hashlib
+import importlib
+
+import pytest
+import torch
+
+CASES = [
+    ("gt_layer", "nn.GraphTransformerLayer", dict(hidden_dim=16, num_heads=4)),
+    ("gt_layer_edges", "nn.GraphTransformerLayer", dict(hidden_dim=16, num_heads=4, edge_dim=16)),
+    ("gt_layer_layer_norm", "nn.GraphTransformerLayer", dict(hidden_dim=16, num_heads=4, edge_dim=16, norm="layer", qkv_bias=True)),
+    ("egt_layer", "nn.EGTLayer", dict(hidden_dim=16, edge_dim=8, num_heads=4)),
+    ("egt_layer_simple", "nn.EGTLayer", dict(hidden_dim=16, edge_dim=8, num_heads=4, edge_update=False, gated=False)),
+    ("grpe_layer", "nn.GRPELayer", dict(hidden_dim=16, num_heads=4)),
+    ("grpe_attention", "nn.GRPEAttention", dict(hidden_dim=16, num_heads=4)),
+    ("grpe_encodings", "nn.GRPEEncodings", dict(num_topology=8, num_edge=5, hidden_dim=16)),
+    ("graphormer_layer", "nn.GraphormerLayer", dict(hidden_dim=16, num_heads=4, ffn_dim=32)),
+    ("gps_layer", "nn.GPSLayer", dict(hidden_dim=16, num_heads=4)),
+    ("gps_layer_performer_gatedgcn", "nn.GPSLayer", dict(hidden_dim=16, num_heads=4, mpnn="gatedgcn", attention="performer")),
+    ("gps_layer_gat_layer", "nn.GPSLayer", dict(hidden_dim=16, num_heads=4, mpnn="gat", norm="layer")),
+    ("full_attention", "nn.FullAttention", dict(hidden_dim=16, num_heads=4)),
+    ("performer", "nn.PerformerAttention", dict(hidden_dim=16, num_heads=4)),
+    ("gatedgcn_conv", "nn.GatedGCNConv", dict(hidden_dim=16)),
+    ("mean_graph_conv", "nn.MeanGraphConv", dict(in_dim=16, out_dim=16)),
+    ("batch_norm", "nn.BatchNorm", dict(num_features=16)),
+    *[(f"local_mpnn_{k}", "nn.LocalMPNN", dict(kind=k, hidden_dim=16, use_edge_features=k in ("gatedgcn", "gine"), num_heads=4, deg=torch.tensor([0, 3, 5, 2]), pna_towers=4)) for k in ("gcn", "gat", "gatedgcn", "gin", "gine", "pna")],
+    *[(f"mpnn_block_{k}", "nn.MPNNBlock", dict(kind=k, hidden_dim=16, use_edge_features=k in ("gatedgcn", "gine"), num_heads=4, deg=torch.tensor([0, 3, 5, 2]), pna_towers=4)) for k in ("gcn", "gat", "gatedgcn", "gin", "gine", "pna")],
+    ("model_gt", "models.GraphTransformer", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, pe_dim=4)),
+    ("model_gt_edges_node", "models.GraphTransformer", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, level="node", num_node_features=5, num_edge_types=4, use_edge_features=True, pe="wl", pe_dim=10)),
+    ("model_egt", "models.EGT", dict(hidden_dim=16, edge_hidden_dim=8, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=4, pe="svd", pe_dim=16)),
+    ("model_egt_vn_dist", "models.EGT", dict(hidden_dim=16, edge_hidden_dim=8, num_layers=2, num_heads=4, out_dim=3, num_node_features=5, num_edge_features=3, num_virtual_nodes=2, distance_objective=True, distance_weight=0.1, scale_degree=True, pe="lap", pe_dim=6)),
+    ("model_egt_simple_edge", "models.EGT", dict(hidden_dim=16, edge_hidden_dim=8, num_layers=2, num_heads=4, out_dim=2, level="edge", num_node_types=7, use_edge_features=False, variant="simple", pe=None)),
+    ("model_grpe", "models.GRPE", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=[4, 2], max_distance=3)),
+    ("model_grpe_unshared", "models.GRPE", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, level="node", num_node_features=5, use_edge_features=False, share_encodings=False, mlp_layers=1)),
+    ("model_graphormer", "models.Graphormer", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=4, max_distance=3)),
+    ("model_gps", "models.GPS", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=4, pe_dim=6, pe_embed_dim=4)),
+    ("model_gps_pna_performer", "models.GPS", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_features=5, num_edge_features=3, mpnn="pna", attention="performer", pe="lap", pe_dim=4, pe_embed_dim=4, deg=torch.tensor([0, 3, 5, 2]), pna_towers=4)),
+    *[(f"model_{k}", f"models.{c}", dict(hidden_dim=16, num_layers=2, out_dim=3, num_node_types=7, num_edge_types=4, use_edge_features=k in ("gatedgcn", "gine", "pna"), num_heads=4, deg=torch.tensor([0, 3, 5, 2]), pna_towers=4, pe="rwse" if k == "gin" else None, pe_dim=5)) for k, c in (("gcn", "GCN"), ("gat", "GAT"), ("gatedgcn", "GatedGCN"), ("gin", "GIN"), ("gine", "GINE"), ("pna", "PNA"))],
+    ("model_gin_layer_sum", "models.GIN", dict(hidden_dim=16, num_layers=2, out_dim=3, num_node_types=7, head="layer_sum", readout="sum")),
+]
+
+#: sha256 (first 16 hex digits) of the parameters then buffers, in ``named_parameters`` /
+#: ``named_buffers`` order, computed on main before the refactor
+EXPECTED = {
+    "gt_layer": "ca8fb72921ce7a78",
+    "gt_layer_edges": "894ef72a79a1c788",
+    "gt_layer_layer_norm": "78a9bc7c62a0b294",
+    "egt_layer": "358dd2eca96a0701",
+    "egt_layer_simple": "f481c6253234e592",
+    "grpe_layer": "67b69388886d26a4",
+    "grpe_attention": "8aff50d22d1c13c7",
+    "grpe_encodings": "a4ad5837c5c38b2d",
+    "graphormer_layer": "a0c6beccf9574912",
+    "gps_layer": "b54cb4cdf9a156ec",
+    "gps_layer_performer_gatedgcn": "8d37a84170df9b23",
+    "gps_layer_gat_layer": "aed8a5667824f232",
+    "full_attention": "4681cfaad68fb146",
+    "performer": "d381d513bedd7753",
+    "gatedgcn_conv": "a04fcc72148b43c4",
+    "mean_graph_conv": "a3f3e69827650ef2",
+    "batch_norm": "65a962e83b039f87",
+    "local_mpnn_gcn": "8fd2dba073b4ef52",
+    "local_mpnn_gat": "d502c345f75832bd",
+    "local_mpnn_gatedgcn": "a04fcc72148b43c4",
+    "local_mpnn_gin": "7f2bed388978dc22",
+    "local_mpnn_gine": "7f2bed388978dc22",
+    "local_mpnn_pna": "b59c4c2092c39583",
+    "mpnn_block_gcn": "621d0ce11ece9fdb",
+    "mpnn_block_gat": "7019befda29657e9",
+    "mpnn_block_gatedgcn": "330a3b367c01e8e1",
+    "mpnn_block_gin": "af79c6f0e3251270",
+    "mpnn_block_gine": "af79c6f0e3251270",
+    "mpnn_block_pna": "5ed31e0cee1ac17e",
+    "model_gt": "f46227e4cec03f13",
+    "model_gt_edges_node": "7c3f471c1274e136",
+    "model_egt": "3905fcd0f8b422f7",
+    "model_egt_vn_dist": "c614fe76cc47f1ed",
+    "model_egt_simple_edge": "c015f45039abdbd0",
+    "model_grpe": "ba93864f48eeeb77",
+    "model_grpe_unshared": "ed2a9de527f32092",
+    "model_graphormer": "180531cf4d2c2f65",
+    "model_gps": "af4deaaca2d47118",
+    "model_gps_pna_performer": "d8542959c228d10e",
+    "model_gcn": "fae206ea023e9272",
+    "model_gat": "9292fa3139df7299",
+    "model_gatedgcn": "69523d3cd544a14f",
+    "model_gin": "3dc53eac5ef4dedf",
+    "model_gine": "8060fb045627f8e9",
+    "model_pna": "60017065c74f59cd",
+    "model_gin_layer_sum": "af1b284de9de926f"
+}
+
+
+def fingerprint(module: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for _, t in list(module.named_parameters()) + list(module.named_buffers()):
+        h.update(t.detach().contiguous().cpu().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_initialisation_unchanged(case):
+    cid, path, kwargs = case
+    mod, cls = path.split(".")
+    build = getattr(importlib.import_module(f"graph_transformers.{mod}"), cls)
+    torch.manual_seed(0)
+    assert fingerprint(build(**kwargs)) == EXPECTED[cid]
+
+
+def test_every_exported_layer_and_model_is_covered():
+    import graph_transformers.models as models
+    import graph_transformers.nn as layers
+    covered = {c[1] for c in CASES}
+    for name in layers.__all__:
+        obj = getattr(layers, name)
+        if isinstance(obj, type) and issubclass(obj, torch.nn.Module) and name != "DenseBatch":
+            assert f"nn.{name}" in covered, name
+    for name, cls in models.MODELS.items():
+        assert f"models.{cls.__name__}" in covered, name
+
+
+def test_layer_reset_draws_each_sub_module_once():
+    """Layers reset each child once (PyG's ``reset``): a GPS layer's full attention keeps its
+    Xavier weights and zero biases (a reset of every descendant used to redraw them as plain
+    ``nn.Linear`` after the attention's own reset)."""
+    from graph_transformers.nn import GPSLayer
+    layer = GPSLayer(16, 4)
+    with torch.no_grad():
+        layer.attention.qkv.bias.fill_(1.0)
+    layer.reset_parameters()
+    assert torch.equal(layer.attention.qkv.bias, torch.zeros(48))
+    assert torch.equal(layer.attention.out.bias, torch.zeros(16))

@@ -11,6 +11,7 @@ from torch_geometric.data import Batch, Data
 from graph_transformers.data.dense import DenseBudgetError
 from graph_transformers.encodings import AddShortestPaths
 from graph_transformers.models import GRPE, count_parameters
+from graph_transformers.models.grpe import size_groups
 from graph_transformers.nn.grpe import (FUSE_LIMIT, ByteDropout, GRPEAttention, GRPEEncodings,
                                         GRPELayer, attention_dropout_mask)
 
@@ -190,6 +191,25 @@ def test_size_groups_give_the_same_output(groups):
     maps1, _ = model.attention_maps(batch)
     for a, b in zip(maps, maps1):
         torch.testing.assert_close(a, b)
+
+
+def test_size_groups_split_only_where_padding_pays():
+    """The fewest equal-count groups with as few padded pairs as ``max_groups`` (within a
+    tolerance)."""
+    def count(sizes, max_groups, **kw):
+        n = torch.tensor(sizes)
+        groups = size_groups(n, max_groups, n, **kw)
+        assert sorted(torch.cat([i for i, _ in groups]).tolist()) == list(range(len(sizes)))
+        for idx, top in groups:
+            assert top == int(n[idx].max())
+        return len(groups)
+    assert count([23] * 128, 4) == 1                     # a size-bucketed batch: no padding
+    assert count([20, 21, 22, 23] * 32, 4) == 4          # every split removes padding
+    assert count([20, 21, 22, 23] * 32, 4, padding_tolerance=0.25) == 1  # 1.14x: tolerated
+    assert count([5, 5, 5, 5, 30, 30, 30, 30], 4) == 2   # two sizes: two groups
+    assert count([3, 5, 7, 3, 5, 7], 3) == 3              # the equivalence test's batch
+    assert count([5] * 4 + [9] * 4, 4) == 2                # 4 groups would remove no more
+    assert count([9], 4) == 1
 
 
 def test_model_graph_output_invariant_node_output_equivariant():

@@ -140,7 +140,7 @@ def build_official_egt(path: Path, *, hidden_dim: int, edge_hidden_dim: int, num
                        num_heads: int, num_node_types: int, num_edge_types: int, pe_dim: int,
                        distance_objective: bool, distance_hops: int, distance_weight: float,
                        node_ffn_multiplier: float = 2.0, edge_ffn_multiplier: float = 2.0,
-                       attn_dropout: float = 0.0, dropout: float = 0.0, clip: float = 5.0,
+                       attn_dropout: float = 0.0, dropout: float = 0.0, clamp: float = 5.0,
                        mlp_layers: int = 2) -> nn.Module:
     """The official ``EGT`` (``lib/models/egt.py``) with the ZINC blocks of the module docstring.
     """
@@ -155,7 +155,7 @@ def build_official_egt(path: Path, *, hidden_dim: int, edge_hidden_dim: int, num
                              node_mha_dropout=dropout, node_ffn_dropout=dropout,
                              edge_mha_dropout=dropout, edge_ffn_dropout=dropout,
                              attn_dropout=attn_dropout, activation="elu",
-                             clip_logits_value=[-clip, clip],
+                             clip_logits_value=[-clamp, clamp],
                              node_ffn_multiplier=node_ffn_multiplier,
                              edge_ffn_multiplier=edge_ffn_multiplier, scale_dot=True,
                              scale_degree=False, node_ended=True, edge_ended=True)
@@ -246,7 +246,7 @@ class GRPEAdapter(nn.Module):
 
 
 def build_official_grpe(path: Path, *, hidden_dim: int, num_layers: int, num_heads: int,
-                        ffn_dim: int, dropout: float, attention_dropout: float, max_distance: int,
+                        ffn_dim: int, dropout: float, attn_dropout: float, max_distance: int,
                         num_node_types: int, num_edge_types: int, input_noise: float,
                         share_encodings: bool, mlp_layers: int) -> nn.Module:
     """The official ``GRPENetwork`` with the arguments of the official ``zinc.py``, sized as the
@@ -255,7 +255,7 @@ def build_official_grpe(path: Path, *, hidden_dim: int, num_layers: int, num_hea
                           "graph_self_attention")
     net = mod.GRPENetwork(num_task=1, num_layer=num_layers, d_model=hidden_dim, nhead=num_heads,
                           dim_feedforward=ffn_dim, dropout=dropout,
-                          attention_dropout=attention_dropout, max_hop=max_distance,
+                          attention_dropout=attn_dropout, max_hop=max_distance,
                           num_node_type=num_node_types + 1, num_edge_type=num_edge_types,
                           use_independent_token=not share_encodings, perturb_noise=input_noise,
                           num_last_mlp=mlp_layers)

@@ -110,11 +110,11 @@ def build_official(model: str, path: Path, config: Config, spec) -> torch.nn.Mod
             distance_objective=m.distance_objective, distance_hops=m.distance_hops,
             distance_weight=m.distance_weight, node_ffn_multiplier=m.node_ffn_multiplier,
             edge_ffn_multiplier=m.edge_ffn_multiplier, attn_dropout=m.attn_dropout,
-            dropout=m.dropout, clip=m.clamp, mlp_layers=m.mlp_layers)
+            dropout=m.dropout, clamp=m.clamp, mlp_layers=m.mlp_layers)
     if model == "grpe":
         return build_official_grpe(
             path, hidden_dim=m.hidden_dim, num_layers=m.num_layers, num_heads=m.num_heads,
-            ffn_dim=m.ffn_dim, dropout=m.dropout, attention_dropout=m.attn_dropout,
+            ffn_dim=m.ffn_dim, dropout=m.dropout, attn_dropout=m.attn_dropout,
             max_distance=config.encodings.spd.max_distance, num_node_types=spec.node_types,
             num_edge_types=spec.edge_types, input_noise=m.input_noise,
             share_encodings=m.share_encodings, mlp_layers=m.mlp_layers)

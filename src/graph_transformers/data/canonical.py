@@ -99,6 +99,7 @@ from .cache import (
     resolve_cache_dir,
     resolve_data_dir,
 )
+from .generated import SPLITS, check_split
 
 __all__ = [
     "BENCHMARK_NAMES",
@@ -125,7 +126,6 @@ SOURCES: tuple[str, ...] = ("auto", "canonical", "generated")
 #: the datasets of PyG's :class:`~torch_geometric.datasets.GNNBenchmarkDataset`
 BENCHMARK_NAMES: tuple[str, ...] = tuple(GNNBenchmarkDataset.names)
 
-_SPLITS = ("train", "val", "test")
 #: bumped whenever :class:`ToBenchmarkFields` changes what it produces (it is in the cache key)
 _FIELDS_VERSION = 1
 
@@ -402,7 +402,7 @@ def _benchmark_files(name: str) -> tuple[list[str], str, str, list[str]]:
         return (["graphs_Kary_Deterministic_Graphs.pkl", "y_Kary_Deterministic_Graphs.pt"],
                 "CSL.zip", url, ["data.pt"])
     stem = url.rsplit("/", 1)[-1][:-4]  # PATTERN_v2
-    return [f"{stem}.pt"], f"{stem}.zip", url, [f"{s}_data.pt" for s in _SPLITS]
+    return [f"{stem}.pt"], f"{stem}.zip", url, [f"{s}_data.pt" for s in SPLITS]
 
 
 def _locate_benchmark(name: str, data_dir: Path | None, download_dir: Path,
@@ -488,8 +488,7 @@ class GNNBenchmark(CheckedInMemoryDataset, GNNBenchmarkDataset):
     ) -> None:
         if name not in BENCHMARK_NAMES:
             raise ValueError(f"GNNBenchmark: unknown name {name!r}; known: {BENCHMARK_NAMES}")
-        if split not in _SPLITS:
-            raise ValueError(f"GNNBenchmark {name}: split must be one of {_SPLITS}, got {split!r}")
+        check_split(f"GNNBenchmark {name}", split)
         indices = None
         if name == "CSL":
             from .csl import csl_split_indices
@@ -543,7 +542,7 @@ class GNNBenchmark(CheckedInMemoryDataset, GNNBenchmarkDataset):
 # --------------------------------------------------------------------------------------------
 # PyG's ZINC
 # --------------------------------------------------------------------------------------------
-_ZINC_RAW = [f"{s}.pickle" for s in _SPLITS] + [f"{s}.index" for s in _SPLITS]
+_ZINC_RAW = [f"{s}.pickle" for s in SPLITS] + [f"{s}.index" for s in SPLITS]
 
 
 def _locate_zinc(data_dir: Path | None, download_dir: Path, download: bool) -> tuple[str, Path]:
@@ -570,7 +569,7 @@ def _locate_zinc(data_dir: Path | None, download_dir: Path, download: bool) -> t
     found = gather()
     if found is not None:
         return "raw", found
-    processed = [f"{s}.pt" for s in _SPLITS]
+    processed = [f"{s}.pt" for s in SPLITS]
     if data_dir is not None and _dir_with([data_dir / "ZINC" / "subset" / "processed"], processed):
         return "processed", data_dir / "ZINC" / "subset" / "processed"
     why = _download_blocked(download)
@@ -627,13 +626,12 @@ class CanonicalZINC(CheckedInMemoryDataset, PyGZINC):
         download: bool = True,
         force_reload: bool = False,
     ) -> None:
-        if split not in _SPLITS:
-            raise ValueError(f"ZINC: split must be one of {_SPLITS}, got {split!r}")
+        check_split("ZINC", split)
         base = (Path(root).expanduser() if root is not None else canonical_root()) / "ZINC"
         kind, self._found = _locate_zinc(resolve_data_dir(data_dir), base / "download", download)
         self._from_processed = kind == "processed"
         pre = with_fields("ZINC", pre_transform)
-        files = [f"{s}.pt" for s in _SPLITS] if self._from_processed else _ZINC_RAW
+        files = [f"{s}.pt" for s in SPLITS] if self._from_processed else _ZINC_RAW
         self._key = f"{pre_transform_key(pre)}_{files_tag([self._found / f for f in files])}"
         super().__init__(str(base), subset=True, split=split, transform=transform,
                          pre_transform=pre, force_reload=force_reload)
@@ -661,7 +659,7 @@ class CanonicalZINC(CheckedInMemoryDataset, PyGZINC):
         if not self._from_processed:
             super().process()
             return
-        for split, dst in zip(_SPLITS, self.processed_paths):
+        for split, dst in zip(SPLITS, self.processed_paths):
             graphs = read_pyg_processed(self._found / f"{split}.pt")
             if self.pre_filter is not None:
                 graphs = [d for d in graphs if self.pre_filter(d)]

@@ -52,11 +52,11 @@ from torch_geometric.data import Data, InMemoryDataset
 from ..errors import DataError
 from .cache import (DataNotFoundError, FileBackedDataset, pre_transform_key,
                     resolve_cache_dir, sha256_of, write_cache_json)
+from .generated import SPLITS, check_split
 from .tu import stratified_kfold
 
 log = logging.getLogger(__name__)
 
-SPLITS = ("train", "val", "test")
 LEVELS = ("graph", "node", "edge")
 TASKS = ("regression", "classification", "binary")
 #: folds of the generated split: test = fold ``k``, val = fold ``k + 1``, train = the rest
@@ -431,8 +431,7 @@ class GraphList(InMemoryDataset):
                  split_files: dict[str, str] | None = None, pre_transform=None,
                  transform=None, source: str = "in-memory graphs (Python)",
                  info: GraphListInfo | None = None) -> None:
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        check_split("GraphList", split)
         super().__init__(None, transform)
         graphs = list(graphs)
         self.info = info or infer_info(graphs, level, task)
@@ -504,8 +503,7 @@ class GraphFile(FileBackedDataset):
                  task: str | None = None, fold: int = 0, seed: int = 0,
                  split_files: dict[str, str] | None = None, transform=None,
                  pre_transform=None, force_reload: bool = False) -> None:
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        check_split("GraphFile", split)
         if path is None:
             raise ValueError("GraphFile: path (the .pt file) is required")
         self.path = Path(path).expanduser()

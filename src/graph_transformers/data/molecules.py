@@ -50,6 +50,7 @@ from .cache import (
     resolve_data_dir,
     sha256_of,
 )
+from .generated import SPLITS
 
 __all__ = [
     "ATOM_FEATURE_NAMES",
@@ -302,7 +303,6 @@ def smiles_to_graph(smiles: str) -> Data:
 # --------------------------------------------------------------------------------------------
 # Scaffold split
 # --------------------------------------------------------------------------------------------
-SPLITS: tuple[str, ...] = ("train", "val", "test")
 
 
 def murcko_scaffold(smiles_or_mol: Any) -> str:

@@ -120,6 +120,7 @@ from .cache import (
     resolve_cache_dir,
     resolve_data_dir,
 )
+from .generated import SPLITS, check_split
 
 __all__ = [
     "CIFAR10Superpixels",
@@ -195,7 +196,6 @@ _CIFAR10_BATCHES = {
     "test": ("test_batch",),
 }
 
-_SPLITS = ("train", "val", "test")
 _SOURCE_ID = {"train": 0, "test": 1}  # which image file a split reads (node-order seeding)
 _NODE_ORDER_SEED = 0
 _KNN_RULES = ("topk", "benchmark")
@@ -872,8 +872,7 @@ class _SuperpixelDataset(CheckedInMemoryDataset):
         use_intensity: bool = False,
         knn_rule: str = "topk",
     ) -> None:
-        if split not in _SPLITS:
-            raise ValueError(f"{self.name}: split must be one of {_SPLITS}, got {split!r}")
+        check_split(self.name, split)
         if max_images is not None and (isinstance(max_images, bool) or int(max_images) < 1):
             raise ValueError(f"{self.name}: max_images must be None or >= 1, got {max_images!r}")
         if knn_rule not in _KNN_RULES:

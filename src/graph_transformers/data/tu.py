@@ -72,6 +72,7 @@ from .cache import (
     resolve_data_dir,
     sha256_of,
 )
+from .generated import SPLITS, check_split
 
 __all__ = [
     "TU",
@@ -109,7 +110,6 @@ BENCHMARK_INDEX_URL = (
 )
 #: Set to ``1`` to forbid any download attempt (same as ``download=False``).
 
-_SPLITS = ("train", "val", "test")
 # sha256 of the files in shared/data/TU (shared/data/README.md section 4).
 _SHA256 = {
     "MUTAG.zip": "e6f234cb1487781d0b6411175fb0489ed4142cf8a103570526114e1fd4eebdf0",
@@ -373,8 +373,7 @@ class TU(TUDataset):
         split_seed: int = TU_SPLIT_SEED,
         download: bool = True,
     ) -> None:
-        if split not in _SPLITS:
-            raise ValueError(f"TU: split must be one of {_SPLITS}, got {split!r}")
+        check_split("TU", split)
         fold = _check_fold(fold)
         name = _canonical_name(str(name))
         self.split = split
@@ -388,7 +387,7 @@ class TU(TUDataset):
         # attributes, TUDataset's slicing is a no-op either way.
         keep_attr = True if use_node_attr is None else bool(use_node_attr)
         # Locate the split files before any extraction/processing, so a missing one fails fast.
-        self._index_paths = ({s: self._index_file(name, s, root) for s in _SPLITS}
+        self._index_paths = ({s: self._index_file(name, s, root) for s in SPLITS}
                              if name in _INDEX_SPLIT_NAMES else None)
         super().__init__(str(root), name, transform, pre_transform,
                          force_reload=force_reload, use_node_attr=keep_attr,
@@ -490,7 +489,7 @@ class TU(TUDataset):
             return stratified_fold_split(labels, self.fold, TU_NUM_FOLDS, self.split_seed)
         self.split_source = "benchmark index files"
         out = {}
-        for split in _SPLITS:
+        for split in SPLITS:
             path = self._index_paths[split]
             _check_sha(path)
             folds = read_benchmark_index(path)

@@ -61,6 +61,7 @@ from .cache import (
     resolve_data_dir,
     sha256_of,
 )
+from .generated import SPLITS, check_split
 
 __all__ = [
     "ATOM_TYPES",
@@ -126,7 +127,6 @@ _SHA256 = {
 # Members of molecules.zip. Its sha256 is not known here (the archive could not be obtained), so
 # download_zinc checks its structure instead of a checksum.
 _ZIP_MEMBERS = ("train.pickle", "val.pickle", "test.pickle")
-_SPLITS = ("train", "val", "test")
 #: bump when the processed format or the reconstruction recipe changes. 2: the target's ring
 #: term uses :func:`largest_ring_jtvae` (the benchmark's cycle basis), not the current networkx
 #: default basis; 14 of the 10,000 reconstructed train labels changed (by 3.5 to 21.0).
@@ -607,8 +607,7 @@ def _load_split(
 ) -> tuple[list[Data], dict[str, Any]]:
     """Graphs of ``split`` plus a provenance dict (``"provenance"``: ``"exact"`` or
     ``"reconstructed"``, where the graphs came from)."""
-    if split not in _SPLITS:
-        raise ValueError(f"ZINC: split must be one of {_SPLITS}, got {split!r}")
+    check_split("ZINC", split)
     dirs = list(dirs)
     search = dirs + ([download_dir] if download_dir is not None else [])
 
@@ -704,7 +703,7 @@ def download_zinc(dest_dir: str | os.PathLike, timeout: float = 15.0) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     zpath = dest / "molecules.zip"
     try:
-        for split in _SPLITS:
+        for split in SPLITS:
             ipath = dest / f"{split}.index"
             if not ipath.is_file() or sha256_of(ipath) != _SHA256[ipath.name]:
                 _fetch(ZINC_INDEX_URL.format(split), ipath, timeout)
@@ -785,8 +784,7 @@ class ZINC(CheckedInMemoryDataset):
         *,
         download: bool = True,
     ) -> None:
-        if split not in _SPLITS:
-            raise ValueError(f"ZINC: split must be one of {_SPLITS}, got {split!r}")
+        check_split("ZINC", split)
         self.split = split
         self.allow_download = bool(download) and not offline()
         data = resolve_data_dir(data_dir)

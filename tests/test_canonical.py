@@ -20,7 +20,8 @@ import pytest
 import torch
 
 from graph_transformers.data import canonical as C
-from graph_transformers.data.cache import OFFLINE_ENV, DataNotFoundError, fetch_url
+from graph_transformers.data.cache import DataNotFoundError
+from graph_transformers.data.download import OFFLINE_ENV, fetch_url
 from graph_transformers.data.registry import get_spec, load_splits
 from graph_transformers.data.sbm import generate_cluster, generate_pattern
 from graph_transformers.training.config import DataConfig, EncodingsConfig

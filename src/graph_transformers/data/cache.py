@@ -4,7 +4,8 @@ Two directories matter:
 
 * the **data directory** holds raw benchmark files (read-only is fine). It is, in order of
   precedence, the ``data_dir`` argument (CLI ``--data-dir``), the ``GRAPH_TRANSFORMERS_DATA``
-  environment variable, or ``None`` (then loaders download from the canonical source);
+  environment variable, or ``None`` (then loaders download from the canonical source, through
+  :mod:`graph_transformers.data.download`);
 * the **cache directory** holds processed datasets (graphs plus precomputed encodings). It is the
   ``cache_dir`` argument, the ``GRAPH_TRANSFORMERS_CACHE`` environment variable, or
   ``~/.cache/graph_transformers``.
@@ -16,14 +17,12 @@ import json
 import logging
 import os
 import re
-import shutil
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..fileio import atomic_save, atomic_write_text, atomic_writer
+from ..fileio import atomic_save, atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -102,40 +101,6 @@ class DataNotFoundError(FileNotFoundError):
     """Raised when a dataset's raw files are neither in the data directory nor downloadable.
 
     The message says where the loader looked and how to get the files."""
-
-
-#: set to 1/true/yes/on to forbid every download attempt (loaders then only read local files)
-OFFLINE_ENV = "GRAPH_TRANSFORMERS_OFFLINE"
-
-
-def offline() -> bool:
-    """Whether ``$GRAPH_TRANSFORMERS_OFFLINE`` forbids downloads."""
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-#: seconds a download waits to connect and for each read before it fails
-DOWNLOAD_TIMEOUT = 15.0
-
-
-def fetch_url(url: str, dest: str | os.PathLike, timeout: float = DOWNLOAD_TIMEOUT) -> Path:
-    """Downloads ``url`` to ``dest`` atomically (a unique temporary file renamed into place).
-
-    Unlike PyG's ``download_url``, every socket operation has a ``timeout`` (connecting and each
-    read), so a closed or stalled network fails within seconds instead of hanging; a slow but
-    working download still finishes.
-
-    Returns:
-        ``dest`` as a :class:`~pathlib.Path`.
-
-    Raises:
-        OSError: unreachable host, HTTP error (``urllib.error.URLError`` / ``HTTPError``), socket
-            timeout, or a write error; nothing is left at ``dest``.
-        http.client.HTTPException: a broken HTTP response.
-    """
-    req = urllib.request.Request(url, headers={"User-Agent": "graph_transformers"})
-    with urllib.request.urlopen(req, timeout=timeout) as r, atomic_writer(dest, "wb") as f:
-        shutil.copyfileobj(r, f, length=1 << 20)
-    return Path(dest)
 
 
 # ----------------------------------------------------------------------------- verified caches

@@ -90,15 +90,13 @@ from torch_geometric.transforms import BaseTransform, Compose
 from ..errors import DataError
 from ..fileio import atomic_writer
 from .cache import (
-    OFFLINE_ENV,
     CheckedInMemoryDataset,
     DataNotFoundError,
-    fetch_url,
-    offline,
     pre_transform_key,
     resolve_cache_dir,
     resolve_data_dir,
 )
+from .download import OFFLINE_ENV, fetch_url, offline
 from .generated import SPLITS, check_split
 
 __all__ = [

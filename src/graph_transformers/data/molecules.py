@@ -256,9 +256,15 @@ def mol_to_graph(mol: Any) -> Data:
     )
 
 
-def _parse_smiles(smiles: str) -> tuple[Any, str | None]:
+def parse_smiles(smiles: str) -> tuple[Any, str | None]:
     """``(mol, None)`` when RDKit parses and sanitizes ``smiles`` (and it has atoms), else
-    ``(None, reason)``. RDKit's own log output is blocked while parsing."""
+    ``(None, reason)``: the one SMILES parser of the package (MoleculeNet, molecule CSVs, ZINC).
+    RDKit's own log output is blocked while parsing (a scoped ``BlockLogs``: the caller's logging
+    settings are left as they were).
+
+    Raises:
+        MissingDependencyError: when RDKit is not installed.
+    """
     require("rdkit", "parsing SMILES")
     from rdkit import Chem, rdBase
 
@@ -294,7 +300,7 @@ def smiles_to_graph(smiles: str) -> Data:
         ValueError: RDKit cannot parse or sanitize ``smiles``, or it has no atoms; the message
             names the SMILES and the reason.
     """
-    mol, reason = _parse_smiles(smiles.strip() if isinstance(smiles, str) else smiles)
+    mol, reason = parse_smiles(smiles.strip() if isinstance(smiles, str) else smiles)
     if mol is None:
         raise ValueError(f"invalid SMILES {smiles!r}: {reason}")
     return mol_to_graph(mol)
@@ -317,7 +323,7 @@ def murcko_scaffold(smiles_or_mol: Any) -> str:
 
     mol = smiles_or_mol
     if isinstance(smiles_or_mol, str):
-        mol, reason = _parse_smiles(smiles_or_mol.strip())
+        mol, reason = parse_smiles(smiles_or_mol.strip())
         if mol is None:
             raise ValueError(f"murcko_scaffold: invalid SMILES {smiles_or_mol!r}: {reason}")
     return MurckoScaffold.MurckoScaffoldSmiles(mol=mol, includeChirality=True)
@@ -669,7 +675,7 @@ class MoleculeCSV(FileBackedDataset):
         num_rows = 0
         for row, line, smi, labels in self._read_rows():
             num_rows += 1
-            mol, reason = _parse_smiles(smi)
+            mol, reason = parse_smiles(smi)
             graph = None
             if mol is not None:
                 try:

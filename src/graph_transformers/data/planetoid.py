@@ -30,8 +30,6 @@ from pathlib import Path
 from torch_geometric.datasets import Planetoid
 
 from .cache import (
-    OFFLINE_ENV,
-    offline,
     DATA_ENV,
     DataNotFoundError,
     pre_transform_key,
@@ -39,6 +37,7 @@ from .cache import (
     resolve_data_dir,
     sha256_of,
 )
+from .download import OFFLINE_ENV, offline
 
 __all__ = ["PlanetoidGraph", "PLANETOID_NAMES", "PLANETOID_STATS", "OFFLINE_ENV"]
 

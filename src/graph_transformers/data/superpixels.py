@@ -110,16 +110,14 @@ from torch_geometric.data import Data, InMemoryDataset
 from .._optional import require
 from .cache import (
     CheckedInMemoryDataset,
-    write_cache_json,
-    OFFLINE_ENV,
-    offline,
     DATA_ENV,
     DataNotFoundError,
-    fetch_url,
     pre_transform_key,
     resolve_cache_dir,
     resolve_data_dir,
+    write_cache_json,
 )
+from .download import OFFLINE_ENV, fetch_checked, md5_of, offline
 from .generated import SPLITS, check_split
 
 __all__ = [
@@ -747,27 +745,6 @@ def read_cifar10(source: str | os.PathLike, split: str) -> tuple[np.ndarray, np.
 # --------------------------------------------------------------------------------------------
 # Downloads
 # --------------------------------------------------------------------------------------------
-def _md5(path: Path) -> str:
-    h = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _fetch(url: str, dest: Path, md5: str, timeout: float) -> None:
-    """Download ``url`` to ``dest`` (via ``dest.part``) and check its md5."""
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")  # unique per process
-    try:
-        fetch_url(url, tmp, timeout)
-        got = _md5(tmp)
-        if got != md5:
-            raise ValueError(f"{url}: md5 {got} != expected {md5}")
-        tmp.replace(dest)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def download_mnist(
     dest_dir: str | os.PathLike,
     files: Sequence[str] | None = None,
@@ -797,12 +774,12 @@ def download_mnist(
         if name not in MNIST_MD5:
             raise ValueError(f"unknown MNIST file {name!r}; known: {sorted(MNIST_MD5)}")
         path = dest / name
-        if path.is_file() and _md5(path) == MNIST_MD5[name]:
+        if path.is_file() and md5_of(path) == MNIST_MD5[name]:
             continue
         errors = []
         for mirror in MNIST_MIRRORS:
             try:
-                _fetch(mirror + name, path, MNIST_MD5[name], timeout)
+                fetch_checked(mirror + name, path, MNIST_MD5[name], timeout)
                 break
             except (OSError, http.client.HTTPException, ValueError) as e:  # URLError is OSError
                 errors.append(f"{mirror}{name}: {e}")
@@ -828,10 +805,10 @@ def download_cifar10(dest_dir: str | os.PathLike, timeout: float = 15.0) -> Path
     dest = Path(dest_dir).expanduser()
     dest.mkdir(parents=True, exist_ok=True)
     path = dest / CIFAR10_ARCHIVE
-    if path.is_file() and _md5(path) == CIFAR10_MD5:
+    if path.is_file() and md5_of(path) == CIFAR10_MD5:
         return path
     try:
-        _fetch(CIFAR10_URL, path, CIFAR10_MD5, timeout)
+        fetch_checked(CIFAR10_URL, path, CIFAR10_MD5, timeout)
     except (OSError, http.client.HTTPException, ValueError) as e:
         raise DataNotFoundError(f"CIFAR10: could not download {CIFAR10_URL}: {e}") from e
     return path
@@ -1069,8 +1046,8 @@ class MNISTSuperpixels(_SuperpixelDataset):
                 f"download from {MNIST_MIRRORS[0]} (needs network; download=True and "
                 f"${OFFLINE_ENV} unset).")
         for p in found:
-            if p.name in MNIST_MD5 and _md5(p) != MNIST_MD5[p.name]:
-                raise ValueError(f"MNIST: {p} has md5 {_md5(p)}, expected {MNIST_MD5[p.name]}")
+            if p.name in MNIST_MD5 and md5_of(p) != MNIST_MD5[p.name]:
+                raise ValueError(f"MNIST: {p} has md5 {md5_of(p)}, expected {MNIST_MD5[p.name]}")
         images, labels = read_mnist(found[0], found[1])
         return images, labels, [str(p) for p in found]
 
@@ -1150,7 +1127,7 @@ class CIFAR10Superpixels(_SuperpixelDataset):
                 f"a folder whose CIFAR10/ holds {CIFAR10_ARCHIVE} (or its extracted "
                 f"{CIFAR10_FOLDER}/), or allow the download of {CIFAR10_URL} (needs network; "
                 f"download=True and ${OFFLINE_ENV} unset).")
-        if found.is_file() and _md5(found) != CIFAR10_MD5:
-            raise ValueError(f"CIFAR10: {found} has md5 {_md5(found)}, expected {CIFAR10_MD5}")
+        if found.is_file() and md5_of(found) != CIFAR10_MD5:
+            raise ValueError(f"CIFAR10: {found} has md5 {md5_of(found)}, expected {CIFAR10_MD5}")
         images, labels = read_cifar10(found, source)
         return images, labels, [str(found)]

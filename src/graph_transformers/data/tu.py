@@ -63,8 +63,6 @@ from torch_geometric.datasets import TUDataset
 log = logging.getLogger(__name__)
 
 from .cache import (
-    OFFLINE_ENV,
-    offline,
     DATA_ENV,
     DataNotFoundError,
     pre_transform_key,
@@ -72,6 +70,7 @@ from .cache import (
     resolve_data_dir,
     sha256_of,
 )
+from .download import OFFLINE_ENV, fetch_url, offline
 from .generated import SPLITS, check_split
 
 __all__ = [
@@ -463,12 +462,9 @@ class TU(TUDataset):
                 f"data/TUs/) there, set ${DATA_ENV}, or allow its download from "
                 f"{BENCHMARK_INDEX_URL.format(name=name, split=split)}."
             )
-        from torch_geometric.data import download_url
-
         url = BENCHMARK_INDEX_URL.format(name=name, split=split)
-        dest = root / "splits"
         try:
-            path = Path(download_url(url, str(dest), log=False))
+            path = fetch_url(url, root / "splits" / fname)
         except Exception as e:
             raise DataNotFoundError(
                 f"TU {name}: split file {fname} not found in "

@@ -50,17 +50,16 @@ from torch_geometric.data import Data, InMemoryDataset
 
 from .cache import (
     CheckedInMemoryDataset,
-    write_cache_json,
-    OFFLINE_ENV,
-    offline,
     DATA_ENV,
     DataNotFoundError,
-    fetch_url,
     pre_transform_key,
     resolve_cache_dir,
     resolve_data_dir,
     sha256_of,
+    write_cache_json,
 )
+from .download import OFFLINE_ENV, fetch_url, offline
+from .molecules import parse_smiles
 from .generated import SPLITS, check_split
 
 __all__ = [
@@ -155,15 +154,14 @@ def atom_token(atom: Any) -> str:
 
 
 def _parse(smiles: str):
-    from rdkit import Chem, rdBase
+    """The RDKit molecule of ``smiles`` (:func:`~.molecules.parse_smiles`).
 
-    blocker = rdBase.BlockLogs()  # scoped: RDKit's logging is left as the caller had it
-    try:
-        mol = Chem.MolFromSmiles(smiles)
-    finally:
-        del blocker
+    Raises:
+        ValueError: for a SMILES that RDKit cannot parse and sanitize, or one without atoms.
+    """
+    mol, reason = parse_smiles(smiles)
     if mol is None:
-        raise ValueError(f"ZINC: cannot parse SMILES {smiles!r}")
+        raise ValueError(f"ZINC: cannot parse SMILES {smiles!r} ({reason})")
     return mol
 
 

@@ -132,12 +132,10 @@ def test_file_backed_cache_directories_unchanged(tmp_path, data_dir):
     pytest.importorskip("skimage")
     from graph_transformers.data import molecules, superpixels, zinc
 
-    zinc_cls = next(getattr(zinc, n) for n in ("ZINC", "ZINCSubset") if hasattr(zinc, n))
-    mol_cls = next(getattr(molecules, n) for n in ("MoleculeNet", "MoleculeNetCSV")
-                   if hasattr(molecules, n))
     names = [
-        _relative(zinc_cls(tmp_path / "z", split="val", data_dir=data_dir)),
-        _relative(mol_cls(tmp_path / "m", name="esol", split="test", data_dir=data_dir)),
+        _relative(zinc.ZINCSubset(tmp_path / "z", split="val", data_dir=data_dir)),
+        _relative(molecules.MoleculeNetCSV(tmp_path / "m", name="esol", split="test",
+                                           data_dir=data_dir)),
         _relative(superpixels.MNISTSuperpixels(tmp_path / "x", split="test", data_dir=data_dir,
                                                max_images=2)),
     ]

@@ -69,7 +69,7 @@ __all__ = [
     "murcko_scaffold",
     "scaffold_split",
     "MoleculeCSV",
-    "MoleculeNet",
+    "MoleculeNetCSV",
 ]
 
 log = logging.getLogger(__name__)
@@ -810,12 +810,13 @@ def _moleculenet_dir(data_dir: Path) -> Path:
     return data_dir / "MoleculeNet"
 
 
-class MoleculeNet(MoleculeCSV):
+class MoleculeNetCSV(MoleculeCSV):
     r"""A MoleculeNet benchmark (:data:`MOLECULENET`): ``hiv`` (= ogbg-molhiv semantics), ``esol``,
     ``freesolv``, ``lipo`` (RMSE regression), ``tox21``, ``clintox``, ``sider`` (multi-task
     ROC-AUC), read from ``resolve_data_dir(data_dir) / "MoleculeNet" / <file>`` and split by
     scaffold 80 / 10 / 10 (:func:`scaffold_split`). See :class:`MoleculeCSV` for the graphs,
-    skipped rows and caching.
+    skipped rows and caching. (Named after what it reads, the MoleculeNet CSV files, so that it
+    does not shadow PyG's :class:`torch_geometric.datasets.MoleculeNet`.)
 
     For ``hiv`` this is the ogbg-molhiv setting (same molecules in the same order, label
     ``HIV_active``, OGB featurization, scaffold split, ROC-AUC) but not necessarily its exact
@@ -897,4 +898,4 @@ class MoleculeNet(MoleculeCSV):
         return self.info.metric
 
     def __repr__(self) -> str:
-        return f"MoleculeNet({self.name}, {len(self)}, split={self.split!r})"
+        return f"MoleculeNetCSV({self.name}, {len(self)}, split={self.split!r})"

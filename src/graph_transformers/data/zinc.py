@@ -21,7 +21,7 @@ Where the splits come from (see ``shared/data/README.md``, section 1):
   10,000 molecules sampled with a fixed seed from the ZINC-full validation SMILES (JT-VAE
   ``valid.txt``), excluding the val subset and any molecule equal to a val/test subset molecule,
   featurized with :func:`smiles_to_graph` and labelled with :func:`penalized_logp_target`. Its
-  numbers are not comparable to published ZINC results; :attr:`ZINC.provenance` says which one
+  numbers are not comparable to published ZINC results; :attr:`ZINCSubset.provenance` says which one
   was loaded.
 
 The reconstructed labels use the benchmark's own ring rule (:func:`largest_ring_jtvae`: the
@@ -75,7 +75,7 @@ __all__ = [
     "largest_ring_jtvae",
     "load_zinc_graphs",
     "download_zinc",
-    "ZINC",
+    "ZINCSubset",
 ]
 
 log = logging.getLogger(__name__)
@@ -730,14 +730,16 @@ def download_zinc(dest_dir: str | os.PathLike, timeout: float = 15.0) -> Path:
 # --------------------------------------------------------------------------------------------
 # Dataset
 # --------------------------------------------------------------------------------------------
-class ZINC(CheckedInMemoryDataset):
+class ZINCSubset(CheckedInMemoryDataset):
     r"""ZINC-12k (Dwivedi et al., "Benchmarking Graph Neural Networks"; molecules from
     Gómez-Bombarelli et al. / JT-VAE): 10,000 / 1,000 / 1,000 molecular graphs, graph regression
     of the normalized penalized logP, metric MAE.
 
     Each graph: ``x`` ``LongTensor [num_nodes, 1]`` (28 atom types), ``edge_index``
     ``LongTensor [2, num_edges]``, ``edge_attr`` ``LongTensor [num_edges]`` (bond types 1..3),
-    ``y`` ``FloatTensor [1]`` — the layout of PyG's ``ZINC(subset=True)``.
+    ``y`` ``FloatTensor [1]`` — the layout of PyG's ``ZINC(subset=True)``. (Named after what it
+    is, the benchmark's subset, so that it does not shadow PyG's
+    :class:`torch_geometric.datasets.ZINC`, which :class:`~.canonical.CanonicalZINC` wraps.)
 
     Raw files are read in place from ``resolve_data_dir(data_dir) / "ZINC"`` (never copied),
     then from ``root/raw`` (where downloads go). ``val``/``test`` are always exact. ``train`` is

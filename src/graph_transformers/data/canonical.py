@@ -26,8 +26,7 @@ copied or modified):
   ``DATA_DIR/<NAME>/raw/`` or ``DATA_DIR/<NAME>/``; or the archive ``<NAME>_v2.zip`` there; or
   PyG's processed ``DATA_DIR/<NAME>/processed/{train,val,test}_data.pt``;
 * CSL: ``graphs_Kary_Deterministic_Graphs.pkl`` + ``y_Kary_Deterministic_Graphs.pt`` in
-  ``DATA_DIR/CSL/raw/`` or ``DATA_DIR/CSL/``; or benchmarking-gnns' ``CSL.zip`` there (as in
-  ``shared/data/CSL``); or PyG's ``DATA_DIR/CSL/processed/data.pt``;
+  ``DATA_DIR/CSL/raw/`` or ``DATA_DIR/CSL/``; or benchmarking-gnns' ``CSL.zip`` there; or PyG's ``DATA_DIR/CSL/processed/data.pt``;
 * ZINC: ``{train,val,test}.pickle`` + ``{train,val,test}.index`` in ``DATA_DIR/ZINC/raw/`` or
   ``DATA_DIR/ZINC/``, the pickles also in ``DATA_DIR/ZINC/molecules/`` (the benchmark's
   ``molecules.zip`` extracted); or PyG's ``DATA_DIR/ZINC/subset/processed/{train,val,test}.pt``;

@@ -14,7 +14,7 @@ regenerates them instead of shipping them: class ``c`` has skip length ``CSL_SKI
 and graph ``k`` has the label of original graph ``k`` (labels ``k // 15``). The benchmark's 5-fold
 split files ``CSL_{train,val,test}.index`` ship inside the package, so the fold indices apply
 unchanged. Nothing outside the installed package is needed. Where the published files are in the
-data directory (benchmarking-gnns' ``CSL.zip``, as in ``shared/data/CSL``), the registry reads
+data directory (benchmarking-gnns' ``CSL.zip``), the registry reads
 those instead, through PyG (``data.source``, :mod:`graph_transformers.data.canonical`).
 """
 from __future__ import annotations

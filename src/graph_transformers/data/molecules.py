@@ -19,7 +19,7 @@ is ``< ATOM_FEATURE_DIMS[k]`` (values outside OGB's allowable lists go to the co
 
 Splits are the deterministic scaffold split of :func:`scaffold_split` (the rule of DeepChem's
 ``ScaffoldSplitter`` and snap-stanford/pretrain-gnns ``scaffold_split``, which OGB used to make the
-``ogbg-mol*`` splits). The data files are described in ``shared/data/README.md``, section 3.
+``ogbg-mol*`` splits). The data files are described in ``docs/datasets.md`` ("Raw files").
 """
 from __future__ import annotations
 
@@ -737,7 +737,7 @@ class MoleculeCSV(FileBackedDataset):
 class MoleculeNetInfo:
     """One MoleculeNet benchmark: its file in ``<data_dir>/MoleculeNet/``, label columns, task
     type, metric key (``"roc_auc"`` / ``"rmse"``, as in ``metrics.json``), and the sha256 and
-    data-row count of the reference copy (``shared/data/README.md`` section 3)."""
+    data-row count of the reference copy (``docs/datasets.md``, "Raw files")."""
 
     file: str
     target_columns: tuple[str, ...]
@@ -871,15 +871,15 @@ class MoleculeNetCSV(MoleculeCSV):
         if data is None:
             raise DataNotFoundError(
                 f"MoleculeNet {key}: no data directory. Pass data_dir=... (CLI --data-dir) or set "
-                f"${DATA_ENV} to a folder holding MoleculeNet/{info.file} (laid out like "
-                f"shared/data/MoleculeNet, see shared/data/README.md section 3)."
+                f"${DATA_ENV} to a folder holding MoleculeNet/{info.file} (docs/datasets.md, "
+                f"'Raw files')."
             )
         path = _moleculenet_dir(data) / info.file
         if not path.is_file():
             raise DataNotFoundError(
                 f"MoleculeNet {key}: {info.file} not found; looked for {path} (data directory "
                 f"{data}). Pass data_dir=... (CLI --data-dir) or set ${DATA_ENV} to a folder "
-                f"holding MoleculeNet/{info.file} (see shared/data/README.md section 3)."
+                f"holding MoleculeNet/{info.file} (see docs/datasets.md, 'Raw files')."
             )
         base = Path(root).expanduser() if root is not None else resolve_cache_dir() / "MoleculeNet"
         super().__init__(
@@ -889,7 +889,7 @@ class MoleculeNetCSV(MoleculeCSV):
         if self.file_sha256 != info.sha256:
             log.warning(
                 "MoleculeNet %s: %s has sha256 %s, not the reference copy's %s "
-                "(shared/data/README.md section 3); results may not be comparable.",
+                "(docs/datasets.md, 'Raw files'); results may not be comparable.",
                 key, path, self.file_sha256[:16], info.sha256[:16],
             )
 

@@ -5,7 +5,7 @@ arXiv:2003.00982) and are used by the Graph Transformer paper (Dwivedi & Bresson
 graphs are drawn from stochastic block models (SBMs). The original pickles
 (``SBM_PATTERN.pkl`` / ``SBM_CLUSTER.pkl``) are not available, so this module regenerates both
 datasets with the procedure and parameters of graphdeeplearning/benchmarking-gnns
-``data/SBMs/generate_SBM_{PATTERN,CLUSTER}.ipynb`` (see ``shared/data/README.md``, section 7).
+``data/SBMs/generate_SBM_{PATTERN,CLUSTER}.ipynb``.
 Where the published files can be had (PyG's ``PATTERN_v2.pt`` / ``CLUSTER_v2.pt``), the registry
 reads those instead (``data.source``, :mod:`graph_transformers.data.canonical`).
 

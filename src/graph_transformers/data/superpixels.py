@@ -74,14 +74,9 @@ Raw files:
   ``resolve_data_dir(data_dir) / "CIFAR10"``, read by :func:`read_cifar10`. Download:
   :func:`download_cifar10` (the Toronto page).
 
-Speed (SLIC + features + graph, one process, scikit-image 0.26, measured on a 2-core machine
-whose cores were both busy with other jobs): MNIST 28-39 images/s (about 9 SLIC calls per image,
-so the full 70,000 images take roughly 30-40 min on one core); CIFAR10 about 5 images/s (about 38
-SLIC calls per image; measured on 32x32 crops of scikit-image's sample photos, as no CIFAR images
-were available), i.e. hours for 60,000 images. Each split is processed once and cached.
-``num_workers`` spreads the images over processes; it scales with free cores but gave nothing on
-that busy machine (MNIST, 500 images: 27.9 images/s serial, 28.5 with 2 workers), so the default
-is 0 (serial).
+Speed: about 30 MNIST images/s and 5 CIFAR10 images/s per core (``docs/datasets.md``,
+"Superpixels: build time"); each split is processed once and cached, and ``num_workers`` spreads
+the images over processes (default 0: serial).
 """
 from __future__ import annotations
 

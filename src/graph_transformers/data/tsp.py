@@ -4,7 +4,7 @@ TSP was introduced by Dwivedi et al., "Benchmarking Graph Neural Networks" (JMLR
 arXiv:2003.00982) and is used by the Graph Transformer paper (Dwivedi & Bresson, 2021). The
 original files (``TSP.pkl``, ``tsp50-500_{train,val,test}.txt``) are not available, so this module
 regenerates the dataset with the procedure and parameters of graphdeeplearning/benchmarking-gnns
-``data/TSP/generate_TSP.py`` and ``data/TSP.py`` (see ``shared/data/README.md``, section 7).
+``data/TSP/generate_TSP.py`` and ``data/TSP.py``.
 Where the published files can be had (PyG's ``TSP_v2.pt``), the registry reads those instead
 (``data.source``, :mod:`graph_transformers.data.canonical`).
 

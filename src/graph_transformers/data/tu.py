@@ -3,7 +3,7 @@
 et al., "Benchmarking Graph Neural Networks". The metric is accuracy (report mean ± std over the
 10 folds).
 
-Where the raw files come from (see ``shared/data/README.md``, section 4):
+Where the raw files come from (``docs/datasets.md``, "Raw files"):
 
 * **offline**: ``resolve_data_dir(data_dir) / "TU" / "<NAME>.zip"``. The zip holds
   ``<NAME>/<NAME>_A.txt``, ``_graph_indicator.txt``, ``_graph_labels.txt``,
@@ -109,7 +109,7 @@ BENCHMARK_INDEX_URL = (
 )
 #: Set to ``1`` to forbid any download attempt (same as ``download=False``).
 
-# sha256 of the files in shared/data/TU (shared/data/README.md section 4).
+# sha256 of the benchmark's raw files in TU (docs/datasets.md, 'Raw files').
 _SHA256 = {
     "MUTAG.zip": "e6f234cb1487781d0b6411175fb0489ed4142cf8a103570526114e1fd4eebdf0",
     "ENZYMES.zip": "f9530114781f6d3b02e12fce1b58f2a9d33b419bcc8932904067e55c60b02cf2",
@@ -152,7 +152,7 @@ def _check_sha(path: Path) -> None:
         if got != want:
             raise ValueError(
                 f"TU: {path} has sha256 {got}, expected {want} (the file listed in "
-                f"shared/data/README.md section 4); the file is corrupt or not the benchmark's"
+                f"docs/datasets.md, 'Raw files'); the file is corrupt or not the benchmark's"
             )
 
 
@@ -243,7 +243,7 @@ def extract_tu_zip(zip_path: str | os.PathLike, raw_dir: str | os.PathLike, name
     inside the zip is dropped, so ``MUTAG/MUTAG_A.txt`` becomes ``raw_dir/MUTAG_A.txt``, the
     layout TUDataset expects). Each file is written to a temporary name and renamed, the
     ``_A.txt`` / ``_graph_indicator.txt`` files that TUDataset checks for last, so an interrupted
-    extraction is redone. The sha256 of a zip named like one in ``shared/data/TU`` is checked first.
+    extraction is redone. The sha256 of a zip named like a benchmark's (MUTAG, ENZYMES, NCI1) is checked first.
 
     Raises:
         ValueError: a sha256 mismatch, a bad zip, or a zip without ``<name>_A.txt`` /
@@ -444,7 +444,7 @@ class TU(TUDataset):
             f"Looked in: {looked} (for {self.name}.zip or {self.name}/{self.name}_A.txt) and "
             f"{self.raw_dir}. To get the data, pass --data-dir (data_dir=...) or set "
             f"${DATA_ENV} to a folder whose TU/ holds {self.name}.zip laid out like "
-            "shared/data/TU (see shared/data/README.md section 4), or allow TUDataset's download "
+            "the benchmark's (see docs/datasets.md, 'Raw files'), or allow TUDataset's download "
             f"of {self.url}/{self.name}.zip (needs network; download=True and ${OFFLINE_ENV} "
             "unset)."
         )

@@ -12,7 +12,7 @@ Graphs follow the PyTorch Geometric ``ZINC(subset=True)`` convention:
   :func:`smiles_to_graph` picks the alternation the benchmark's RDKit picked, see there);
 * ``y``: ``FloatTensor [1]``, the target.
 
-Where the splits come from (see ``shared/data/README.md``, section 1):
+Where the splits come from (``docs/datasets.md``, "Raw files"):
 
 * ``val`` / ``test``: exact, read from ``zinc_subset_{val,test}.npz`` (or from the benchmark's
   ``molecules/{val,test}.pickle`` + ``{val,test}.index`` when only those are present);
@@ -107,12 +107,12 @@ ZINC_INDEX_URL = (
 )
 #: Set to ``1`` to forbid any download attempt (same as ``download=False``).
 
-# Penalized-logP normalization constants (JT-VAE; shared/data/README.md section 1).
+# Penalized-logP normalization constants (JT-VAE: mean and std of logP, SA score and ring term).
 _LOGP_MEAN, _LOGP_STD = 2.4570953396190123, 1.434324401111988
 _SA_MEAN, _SA_STD = -3.0525811293166134, 0.8335207024513095
 _CYCLE_MEAN, _CYCLE_STD = -0.0485696876403053, 0.2860212110245455
 
-# sha256 of the raw files as laid out in shared/data/ZINC (the .index files are verbatim copies
+# sha256 of the raw files as docs/datasets.md lists them (the .index files are verbatim copies
 # of benchmarking-gnns data/molecules/*.index, so the downloaded ones must match too).
 _SHA256 = {
     "train.index": "575d6acd72ac207a95947e2bdd16411ef6fc3faa88c2f55a2c496ea43022a6d8",
@@ -440,7 +440,7 @@ def _check_sha(path: Path) -> None:
         if got != want:
             raise ValueError(
                 f"ZINC: {path} has sha256 {got}, expected {want} (the file listed in "
-                f"shared/data/README.md); the file is corrupt or not the benchmark's"
+                f"docs/datasets.md, 'Raw files'); the file is corrupt or not the benchmark's"
             )
 
 
@@ -589,9 +589,9 @@ def _how_to_get(dirs: Sequence[Path]) -> str:
     looked = ", ".join(str(d) for d in dirs) if dirs else "(no directory)"
     return (
         f"Looked in: {looked}. To get the data, pass --data-dir (data_dir=...) or set "
-        f"${DATA_ENV} to a folder whose ZINC/ is laid out like shared/data/ZINC "
-        "(zinc_subset_{val,test}.npz, jtvae_zinc_{valid,test}.txt.gz, {train,val,test}.index; "
-        "see shared/data/README.md section 1), or put the benchmark's molecules.zip contents "
+        f"${DATA_ENV} to a folder whose ZINC/ holds "
+        "zinc_subset_{val,test}.npz, jtvae_zinc_{valid,test}.txt.gz and {train,val,test}.index "
+        "(docs/datasets.md, 'Raw files'), or put the benchmark's molecules.zip contents "
         f"(molecules/{{train,val,test}}.pickle + {{train,val,test}}.index) there, or allow the "
         f"download of {ZINC_URL} (needs network; download=True and ${OFFLINE_ENV} unset)."
     )

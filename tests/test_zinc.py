@@ -76,11 +76,11 @@ def _edge_match(a, b):
 def test_constants_match_atom_dict():
     spec = json.loads((ZDIR / "atom_dict.json").read_text())
     assert list(Z.ATOM_TYPES) == spec["idx2word"]
-    assert len(Z.ATOM_TYPES) == Z.ZINC.num_atom_types == 28
+    assert len(Z.ATOM_TYPES) == Z.ZINCSubset.num_atom_types == 28
     assert sorted(Z.BOND_TYPES) == sorted(int(k) for k in spec["bond_types"]) == [0, 1, 2, 3]
     for k, name in Z.BOND_TYPES.items():
         assert spec["bond_types"][str(k)].startswith(name)
-    assert Z.ZINC.num_bond_types == 4 and Z.ZINC.metric == "mae"
+    assert Z.ZINCSubset.num_bond_types == 4 and Z.ZINCSubset.metric == "mae"
 
 
 @pytest.mark.parametrize(
@@ -273,7 +273,7 @@ def test_train_cache_is_reused(train_root, monkeypatch, caplog):
     def boom(self):
         raise AssertionError("process() called although the split is cached")
 
-    monkeypatch.setattr(Z.ZINC, "process", boom)
+    monkeypatch.setattr(Z.ZINCSubset, "process", boom)
     with caplog.at_level(logging.WARNING, logger=Z.__name__):
         t0 = time.perf_counter()
         again = Z.ZINCSubset(root=root, split="train", data_dir=DATA, download=False)
@@ -317,7 +317,7 @@ def test_dataset_val_exact_cached_and_keyed_by_pre_transform(tmp_path, monkeypat
     assert enc[0].deg.shape == (enc[0].num_nodes,)
     assert "deg" not in ds[0]
 
-    monkeypatch.setattr(Z.ZINC, "process", lambda self: pytest.fail("re-processed"))
+    monkeypatch.setattr(Z.ZINCSubset, "process", lambda self: pytest.fail("re-processed"))
     cached = Z.ZINCSubset(root=tmp_path, split="val", data_dir=DATA, download=False)
     assert cached.provenance == {"val": "exact"} and len(cached) == 1000
 

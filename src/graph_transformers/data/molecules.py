@@ -483,6 +483,43 @@ def _format_lines(skipped: Sequence[dict]) -> str:
     return lines + (", ..." if len(skipped) > _MAX_LOGGED_ROWS else "")
 
 
+def _check_csv_arguments(name: str, split: str, task: str, path: Any, max_rows: Any) -> None:
+    """The arguments of :class:`MoleculeCSV` that need no file: split, task, path, max_rows."""
+    if split not in SPLITS + ("all",):
+        raise ValueError(f"{name}: split must be one of {SPLITS + ('all',)}, got {split!r}")
+    if task not in _TASKS:
+        raise ValueError(f"{name}: task must be one of {_TASKS}, got {task!r}")
+    if path is None:
+        raise ValueError(f"{name}: path (the CSV file) is required")
+    if max_rows is not None and (isinstance(max_rows, bool) or int(max_rows) < 1):
+        raise ValueError(
+            f"{name}: max_rows must be a positive integer or None, got {max_rows!r}")
+
+
+def _target_columns(name: str, path: Path, smiles_column: str,
+                    target_columns: Sequence[str] | str | None) -> list[str]:
+    """The label columns (default: every column but the SMILES one), checked against the
+    header of ``path``."""
+    header = _read_header(path)
+    if smiles_column not in header:
+        raise ValueError(
+            f"{name}: SMILES column {smiles_column!r} not in the header of {path}; "
+            f"columns: {header}"
+        )
+    if target_columns is None:
+        target_columns = [c for c in header if c != smiles_column]
+    elif isinstance(target_columns, str):
+        target_columns = [target_columns]
+    target_columns = list(target_columns)
+    missing = [c for c in target_columns if c not in header]
+    if missing or not target_columns:
+        raise ValueError(
+            f"{name}: target columns {missing or target_columns} not in the header of "
+            f"{path}; columns: {header}"
+        )
+    return target_columns
+
+
 class MoleculeCSV(FileBackedDataset):
     r"""Molecular graph property prediction from a CSV file of SMILES and labels (``.csv`` or
     ``.csv.gz``), featurized like OGB (:func:`mol_to_graph`) and split by scaffold
@@ -556,35 +593,11 @@ class MoleculeCSV(FileBackedDataset):
         max_rows: int | None = None,
     ) -> None:
         name = type(self).__name__
-        if split not in SPLITS + ("all",):
-            raise ValueError(f"{name}: split must be one of {SPLITS + ('all',)}, got {split!r}")
-        if task not in _TASKS:
-            raise ValueError(f"{name}: task must be one of {_TASKS}, got {task!r}")
-        if path is None:
-            raise ValueError(f"{name}: path (the CSV file) is required")
-        if max_rows is not None and (isinstance(max_rows, bool) or int(max_rows) < 1):
-            raise ValueError(
-                f"{name}: max_rows must be a positive integer or None, got {max_rows!r}")
+        _check_csv_arguments(name, split, task, path, max_rows)
         self.path = Path(path).expanduser()
         if not self.path.is_file():
             raise DataNotFoundError(f"{name}: CSV file not found: {self.path}")
-        header = _read_header(self.path)
-        if smiles_column not in header:
-            raise ValueError(
-                f"{name}: SMILES column {smiles_column!r} not in the header of {self.path}; "
-                f"columns: {header}"
-            )
-        if target_columns is None:
-            target_columns = [c for c in header if c != smiles_column]
-        elif isinstance(target_columns, str):
-            target_columns = [target_columns]
-        target_columns = list(target_columns)
-        missing = [c for c in target_columns if c not in header]
-        if missing or not target_columns:
-            raise ValueError(
-                f"{name}: target columns {missing or target_columns} not in the header of "
-                f"{self.path}; columns: {header}"
-            )
+        target_columns = _target_columns(name, self.path, smiles_column, target_columns)
         self.split = split
         self.smiles_column = smiles_column
         self.task_names = target_columns
@@ -592,21 +605,31 @@ class MoleculeCSV(FileBackedDataset):
         self.frac = _check_frac(frac)
         self.max_rows = None if max_rows is None else int(max_rows)
         self.file_sha256 = sha256_of(self.path)
-        settings = json.dumps(
-            {"format": _FORMAT_VERSION, "smiles": smiles_column, "targets": target_columns,
-             "task": task, "frac": self.frac, "max_rows": self.max_rows},
-            sort_keys=True,
-        )
-        self._key = "_".join((
-            self.file_sha256[:16],
-            hashlib.sha256(settings.encode()).hexdigest()[:8],
-            pre_transform_key(pre_transform),
-        ))
+        self._key = self._cache_key(pre_transform)
         if root is None:
             stem = self.path.name.split(".")[0] or "data"
             root = resolve_cache_dir() / "MoleculeCSV" / stem
         super().__init__(os.fspath(root), transform, pre_transform, force_reload=force_reload)
         self.load(self.processed_paths[0])  # verifies data.pt and meta.json, rebuilds if needed
+        self._select_split(self._read_meta())
+
+    def _cache_key(self, pre_transform: Callable | None) -> str:
+        """``<sha256 of the file>_<settings hash>_<pre_transform key>``: the processed folder."""
+        settings = json.dumps(
+            {"format": _FORMAT_VERSION, "smiles": self.smiles_column,
+             "targets": self.task_names, "task": self.task, "frac": self.frac,
+             "max_rows": self.max_rows},
+            sort_keys=True,
+        )
+        return "_".join((
+            self.file_sha256[:16],
+            hashlib.sha256(settings.encode()).hexdigest()[:8],
+            pre_transform_key(pre_transform),
+        ))
+
+    def _read_meta(self) -> dict[str, Any]:
+        """Reads ``meta.json`` (skipped rows, split, provenance) and, on a load from the cache,
+        repeats the skipped-rows summary as a WARNING."""
         with open(self.processed_paths[1]) as f:
             meta = json.load(f)
         self.skipped: list[dict] = meta["skipped"]
@@ -616,20 +639,25 @@ class MoleculeCSV(FileBackedDataset):
             # process() logged the details just now; a load from the cache repeats a summary.
             log.warning(
                 "%s(%s): %d of %d rows were skipped (invalid SMILES) when this cache was built; "
-                "%d molecules kept; lines %s; details in .skipped", name, self.path,
-                len(self.skipped), self.provenance["num_rows"], self.provenance["num_molecules"],
-                _format_lines(self.skipped),
+                "%d molecules kept; lines %s; details in .skipped", type(self).__name__,
+                self.path, len(self.skipped), self.provenance["num_rows"],
+                self.provenance["num_molecules"], _format_lines(self.skipped),
             )
-        idx = (list(range(len(meta["smiles"]))) if split == "all"
-               else self.split_indices[split])
+        return meta
+
+    def _select_split(self, meta: dict[str, Any]) -> None:
+        """Keeps this split's molecules (all of them for ``"all"``) and their SMILES and rows."""
+        idx = (list(range(len(meta["smiles"]))) if self.split == "all"
+               else self.split_indices[self.split])
         self.smiles: list[str] = [meta["smiles"][i] for i in idx]
         self.rows: list[int] = [meta["rows"][i] for i in idx]
-        if split != "all":
+        if self.split != "all":
             if idx:
                 self.data, self.slices = self.collate([self.get(i) for i in idx])
             else:
                 log.warning("%s(%s): split %r is empty (%d molecules are too few for frac=%s)",
-                            name, self.path, split, len(meta["smiles"]), self.frac)
+                            type(self).__name__, self.path, self.split, len(meta["smiles"]),
+                            self.frac)
                 self.data, self.slices = Data(), {}
             self._data_list = None
 
@@ -667,6 +695,32 @@ class MoleculeCSV(FileBackedDataset):
     def process(self) -> None:
         """Parse every row, featurize the valid molecules, compute their scaffolds and the
         split, apply ``pre_transform`` and save graphs + metadata."""
+        graphs, smiles, rows, scaffolds, skipped, num_rows = self._featurize_rows()
+        if skipped:
+            log.warning(
+                "%s(%s): skipped %d of %d rows whose SMILES RDKit cannot use; %d molecules "
+                "kept: %s", type(self).__name__, self.path, len(skipped), num_rows, len(graphs),
+                _format_skipped(skipped),
+            )
+            self._logged_skipped = True
+        if not graphs:
+            raise ValueError(
+                f"{type(self).__name__}: no valid molecule in {self.path} "
+                f"({num_rows} rows, {len(skipped)} skipped)"
+            )
+        split = _split_from_scaffolds(scaffolds, self.frac)
+        if self.pre_transform is not None:
+            graphs = [self.pre_transform(g) for g in graphs]
+        self.save(graphs, self.processed_paths[0])
+        provenance = self._provenance(num_rows, len(graphs), len(skipped), split)
+        meta = {"provenance": provenance, "skipped": skipped, "split": split,
+                "smiles": smiles, "rows": rows}
+        write_cache_json(self.processed_paths[1], meta)
+
+    def _featurize_rows(self) -> tuple[list[Data], list[str], list[int], list[str], list[dict],
+                                       int]:
+        """Parses and featurizes every row: ``(graphs, smiles, rows, scaffolds)`` of the valid
+        molecules (``y`` set, before ``pre_transform``), the skipped rows and the row count."""
         graphs: list[Data] = []
         smiles: list[str] = []
         rows: list[int] = []
@@ -692,23 +746,12 @@ class MoleculeCSV(FileBackedDataset):
             smiles.append(smi)
             rows.append(row)
             scaffolds.append(scaffold)
-        if skipped:
-            log.warning(
-                "%s(%s): skipped %d of %d rows whose SMILES RDKit cannot use; %d molecules "
-                "kept: %s", type(self).__name__, self.path, len(skipped), num_rows, len(graphs),
-                _format_skipped(skipped),
-            )
-            self._logged_skipped = True
-        if not graphs:
-            raise ValueError(
-                f"{type(self).__name__}: no valid molecule in {self.path} "
-                f"({num_rows} rows, {len(skipped)} skipped)"
-            )
-        split = _split_from_scaffolds(scaffolds, self.frac)
-        if self.pre_transform is not None:
-            graphs = [self.pre_transform(g) for g in graphs]
-        self.save(graphs, self.processed_paths[0])
-        provenance = {
+        return graphs, smiles, rows, scaffolds, skipped, num_rows
+
+    def _provenance(self, num_rows: int, num_molecules: int, num_skipped: int,
+                    split: dict[str, list[int]]) -> dict[str, Any]:
+        """The ``provenance`` record of ``meta.json``: source, settings, counts, split rule."""
+        return {
             "source": str(self.path),
             "sha256": self.file_sha256,
             "smiles_column": self.smiles_column,
@@ -717,17 +760,14 @@ class MoleculeCSV(FileBackedDataset):
             "frac": list(self.frac),
             "max_rows": self.max_rows,
             "num_rows": num_rows,
-            "num_molecules": len(graphs),
-            "num_skipped": len(skipped),
+            "num_molecules": num_molecules,
+            "num_skipped": num_skipped,
             "split_sizes": {s: len(v) for s, v in split.items()},
             "split_rule": "scaffold (MurckoScaffoldSmiles includeChirality=True; groups by "
                           "(size, first index) descending; greedy train/val/test fill)",
             "featurization": "OGB smiles2graph (9 atom / 3 bond categorical features)",
             "format_version": _FORMAT_VERSION,
         }
-        meta = {"provenance": provenance, "skipped": skipped, "split": split,
-                "smiles": smiles, "rows": rows}
-        write_cache_json(self.processed_paths[1], meta)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)}, split={self.split!r}, tasks={self.num_tasks})"

@@ -506,6 +506,53 @@ def _canonical_key(mol) -> str:
     return Chem.MolToSmiles(mol, isomericSmiles=False)
 
 
+def _draw_train(valid: Sequence[str], order: Sequence[int], excluded: set[str]
+                ) -> tuple[list[Data], list[int], dict[str, int], list[dict[str, int]]]:
+    """Featurizes the molecules ``valid[pos]`` for ``pos`` in ``order`` until :data:`NUM_TRAIN`
+    are kept, skipping those in ``excluded`` (val/test molecules), repeats and unparsable ones.
+
+    Returns:
+        ``(graphs, positions, skipped, rule_sensitive)``: the graphs (``y`` the penalized logP
+        target), their positions in ``valid``, the skip counts (``overlap``, ``duplicate``,
+        ``invalid``), and the molecules whose ring term depends on the largest-ring rule.
+    """
+    graphs: list[Data] = []
+    positions: list[int] = []
+    skipped = {"overlap": 0, "duplicate": 0, "invalid": 0}
+    rule_sensitive: list[dict[str, int]] = []
+    seen: set[str] = set()
+    for pos in order:
+        if len(graphs) == NUM_TRAIN:
+            break
+        smi = valid[pos]
+        try:
+            mol = _parse(smi)
+            key = _canonical_key(mol)
+            if key in excluded:
+                skipped["overlap"] += 1
+                continue
+            if key in seen:
+                skipped["duplicate"] += 1
+                continue
+            data = _mol_to_graph(mol, smi)
+            ring = largest_ring_jtvae(mol)
+            y = _penalized_logp_from_mol(mol, ring)
+            ring_v1 = _largest_ring_bond_graph(mol)
+        except ValueError:
+            skipped["invalid"] += 1
+            continue
+        seen.add(key)
+        data.y = torch.tensor([y], dtype=torch.float32)
+        if max(ring - 6, 0) != max(ring_v1 - 6, 0):
+            rule_sensitive.append(
+                {"index": len(graphs), "source_position": pos, "largest_ring": ring,
+                 "largest_ring_current_networkx": ring_v1}
+            )
+        graphs.append(data)
+        positions.append(pos)
+    return graphs, positions, skipped, rule_sensitive
+
+
 def _reconstruct_train(dirs: Sequence[Path]) -> tuple[list[Data], dict[str, Any]]:
     need = {
         n: _find(dirs, n)
@@ -525,39 +572,7 @@ def _reconstruct_train(dirs: Sequence[Path]) -> tuple[list[Data], dict[str, Any]
     val_set = set(val_idx)
     candidates = np.array([p for p in range(len(valid)) if p not in val_set], dtype=np.int64)
     order = np.random.default_rng(RECONSTRUCTED_TRAIN_SEED).permutation(candidates)
-
-    graphs, positions, n_overlap, n_invalid, n_dup = [], [], 0, 0, 0
-    rule_sensitive: list[dict[str, int]] = []
-    seen: set[str] = set()
-    for pos in order.tolist():
-        if len(graphs) == NUM_TRAIN:
-            break
-        smi = valid[pos]
-        try:
-            mol = _parse(smi)
-            key = _canonical_key(mol)
-            if key in excluded:
-                n_overlap += 1
-                continue
-            if key in seen:
-                n_dup += 1
-                continue
-            data = _mol_to_graph(mol, smi)
-            ring = largest_ring_jtvae(mol)
-            y = _penalized_logp_from_mol(mol, ring)
-            ring_v1 = _largest_ring_bond_graph(mol)
-        except ValueError:
-            n_invalid += 1
-            continue
-        seen.add(key)
-        data.y = torch.tensor([y], dtype=torch.float32)
-        if max(ring - 6, 0) != max(ring_v1 - 6, 0):
-            rule_sensitive.append(
-                {"index": len(graphs), "source_position": pos, "largest_ring": ring,
-                 "largest_ring_current_networkx": ring_v1}
-            )
-        graphs.append(data)
-        positions.append(pos)
+    graphs, positions, skipped, rule_sensitive = _draw_train(valid, order.tolist(), excluded)
     if len(graphs) < NUM_TRAIN:
         raise RuntimeError(f"ZINC: only {len(graphs)} molecules available for the train split")
     info = {
@@ -576,9 +591,9 @@ def _reconstruct_train(dirs: Sequence[Path]) -> tuple[list[Data], dict[str, Any]
         "seed": RECONSTRUCTED_TRAIN_SEED,
         "source": str(need["jtvae_zinc_valid.txt.gz"]),
         "source_sha256": _SHA256["jtvae_zinc_valid.txt.gz"],
-        "skipped_overlap": n_overlap,
-        "skipped_duplicate": n_dup,
-        "skipped_invalid": n_invalid,
+        "skipped_overlap": skipped["overlap"],
+        "skipped_duplicate": skipped["duplicate"],
+        "skipped_invalid": skipped["invalid"],
         "source_positions": positions,
         "seconds": round(time.perf_counter() - t0, 2),
     }

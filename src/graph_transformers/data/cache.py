@@ -267,8 +267,27 @@ class CheckedInMemoryDataset(_InMemoryDataset):
                                n if isinstance(n, int) and not isinstance(n, bool) else None)
 
 
-class FileBackedDataset(CheckedInMemoryDataset):
-    """A :class:`CheckedInMemoryDataset` built from one user file ``self.path``, read in place
+class KeyedCacheDataset(CheckedInMemoryDataset):
+    """A :class:`CheckedInMemoryDataset` whose processed files live in
+    ``root/processed/<self._key>/``, the key naming what the graphs depend on (source files'
+    hash, settings, seed, pre-transform), so that a change gives a new cache entry, never a
+    stale one. Subclasses set ``_key`` (an attribute or a property) before ``__init__`` of this
+    class runs. Raw files, if any, are found by the subclass itself: ``raw_file_names`` is
+    empty, so PyG's download hook never runs."""
+
+    _key: str
+
+    @property
+    def raw_file_names(self) -> list[str]:
+        return []
+
+    @property
+    def processed_dir(self) -> str:
+        return os.path.join(self.root, "processed", self._key)
+
+
+class FileBackedDataset(KeyedCacheDataset):
+    """A :class:`KeyedCacheDataset` built from one user file ``self.path``, read in place
     (never copied), its processed files ``data.pt`` + ``meta.json`` under
     ``root/processed/<self._key>/`` (the key names the file's hash, settings and pre-transform).
     Subclasses set ``path``, ``_key`` and ``_missing`` (what the missing file is, for the
@@ -283,10 +302,6 @@ class FileBackedDataset(CheckedInMemoryDataset):
     @property
     def raw_file_names(self) -> list[str]:
         return [self.path.name]
-
-    @property
-    def processed_dir(self) -> str:
-        return os.path.join(self.root, "processed", self._key)
 
     @property
     def processed_file_names(self) -> list[str]:

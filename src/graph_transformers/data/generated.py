@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import os
-import os.path as osp
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 from torch_geometric.data import Data
 
-from .cache import CheckedInMemoryDataset, pre_transform_key, resolve_cache_dir
+from .cache import KeyedCacheDataset, pre_transform_key, resolve_cache_dir
 
 #: The split names, in the order every dataset stores and generates them.
 SPLITS: tuple[str, str, str] = ("train", "val", "test")
@@ -81,7 +80,7 @@ def size_tag(prefix: str, counts: Sequence[int], default: Sequence[int]) -> str:
     return prefix + "-".join(map(str, counts))
 
 
-class GeneratedDataset(CheckedInMemoryDataset):
+class GeneratedDataset(KeyedCacheDataset):
     """A dataset generated in code from a seed: ``root`` is only a cache.
 
     The processed files live in
@@ -140,13 +139,8 @@ class GeneratedDataset(CheckedInMemoryDataset):
             yield self._generate_split(split)
 
     @property
-    def raw_file_names(self) -> list[str]:
-        return []
-
-    @property
-    def processed_dir(self) -> str:
-        key = f"{pre_transform_key(self.pre_transform)}_seed{self.seed}{self._size_tag()}"
-        return osp.join(self.root, "processed", key)
+    def _key(self) -> str:
+        return f"{pre_transform_key(self.pre_transform)}_seed{self.seed}{self._size_tag()}"
 
     @property
     def processed_file_names(self) -> list[str]:

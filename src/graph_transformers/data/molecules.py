@@ -40,16 +40,8 @@ from torch_geometric.data import Data, InMemoryDataset
 
 from .._optional import require
 from ..errors import DataError
-from .cache import (
-    FileBackedDataset,
-    write_cache_json,
-    DATA_ENV,
-    DataNotFoundError,
-    pre_transform_key,
-    resolve_cache_dir,
-    resolve_data_dir,
-    sha256_of,
-)
+from .cache import (FileBackedDataset, write_cache_json, DATA_ENV, DataNotFoundError,
+                    pre_transform_key, resolve_cache_dir, resolve_data_dir, sha256_of)
 from .generated import SPLITS
 
 __all__ = [

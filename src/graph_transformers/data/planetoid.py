@@ -29,14 +29,8 @@ from pathlib import Path
 
 from torch_geometric.datasets import Planetoid
 
-from .cache import (
-    DATA_ENV,
-    DataNotFoundError,
-    pre_transform_key,
-    resolve_cache_dir,
-    resolve_data_dir,
-    sha256_of,
-)
+from .cache import (DATA_ENV, DataNotFoundError, pre_transform_key, resolve_cache_dir,
+                    resolve_data_dir, sha256_of)
 from .download import OFFLINE_ENV, offline
 
 __all__ = ["PlanetoidGraph", "PLANETOID_NAMES", "PLANETOID_STATS", "OFFLINE_ENV"]

@@ -38,15 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from .cache import (
-    CheckedInMemoryDataset,
-    DATA_ENV,
-    DataNotFoundError,
-    pre_transform_key,
-    resolve_cache_dir,
-    resolve_data_dir,
-    write_cache_json,
-)
+from .cache import (KeyedCacheDataset, DATA_ENV, DataNotFoundError, pre_transform_key,
+                    resolve_cache_dir, resolve_data_dir, write_cache_json)
 from .download import OFFLINE_ENV, md5_of, offline
 from .generated import check_split
 from .image_files import (
@@ -118,7 +111,7 @@ _SOURCE_ID = {"train": 0, "test": 1}  # which image file a split reads (node-ord
 _FORMAT_VERSION = 1  # bump when the processed format or the procedure changes
 
 
-class _SuperpixelDataset(CheckedInMemoryDataset):
+class _SuperpixelDataset(KeyedCacheDataset):
     """Shared machinery of :class:`MNISTSuperpixels` and :class:`CIFAR10Superpixels`."""
 
     #: Dataset name (raw folder under the data directory).
@@ -195,15 +188,6 @@ class _SuperpixelDataset(CheckedInMemoryDataset):
     def raw_dir(self) -> str:
         # Raw files are read in place from the data directory; root/raw only receives downloads.
         return os.path.join(self.root, "raw")
-
-    @property
-    def raw_file_names(self) -> list[str]:
-        # Resolved in process() (several layouts are accepted); PyG's download hook is unused.
-        return []
-
-    @property
-    def processed_dir(self) -> str:
-        return os.path.join(self.root, "processed", self._key)
 
     @property
     def processed_file_names(self) -> list[str]:

@@ -62,14 +62,8 @@ from torch_geometric.datasets import TUDataset
 
 log = logging.getLogger(__name__)
 
-from .cache import (
-    DATA_ENV,
-    DataNotFoundError,
-    pre_transform_key,
-    resolve_cache_dir,
-    resolve_data_dir,
-    sha256_of,
-)
+from .cache import (DATA_ENV, DataNotFoundError, pre_transform_key, resolve_cache_dir,
+                    resolve_data_dir, sha256_of)
 from .download import OFFLINE_ENV, fetch_url, offline
 from .generated import SPLITS, check_split
 

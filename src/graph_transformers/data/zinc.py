@@ -48,16 +48,8 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, InMemoryDataset
 
-from .cache import (
-    CheckedInMemoryDataset,
-    DATA_ENV,
-    DataNotFoundError,
-    pre_transform_key,
-    resolve_cache_dir,
-    resolve_data_dir,
-    sha256_of,
-    write_cache_json,
-)
+from .cache import (KeyedCacheDataset, DATA_ENV, DataNotFoundError, pre_transform_key,
+                    resolve_cache_dir, resolve_data_dir, sha256_of, write_cache_json)
 from .download import OFFLINE_ENV, fetch_url, offline
 from .molecules import parse_smiles
 from .generated import SPLITS, check_split
@@ -745,7 +737,7 @@ def download_zinc(dest_dir: str | os.PathLike, timeout: float = 15.0) -> Path:
 # --------------------------------------------------------------------------------------------
 # Dataset
 # --------------------------------------------------------------------------------------------
-class ZINCSubset(CheckedInMemoryDataset):
+class ZINCSubset(KeyedCacheDataset):
     r"""ZINC-12k (Dwivedi et al., "Benchmarking Graph Neural Networks"; molecules from
     Gómez-Bombarelli et al. / JT-VAE): 10,000 / 1,000 / 1,000 molecular graphs, graph regression
     of the normalized penalized logP, metric MAE.
@@ -847,16 +839,6 @@ class ZINCSubset(CheckedInMemoryDataset):
     def raw_dir(self) -> str:
         # Raw files are read in place from the data directory; root/raw only receives downloads.
         return str(self._data_dirs[0]) if self._data_dirs else os.path.join(self.root, "raw")
-
-    @property
-    def raw_file_names(self) -> list[str]:
-        # Which raw files are needed depends on the layout found (npz / pickle / SMILES), so they
-        # are resolved in process(); PyG's download hook is not used (no `download` override).
-        return []
-
-    @property
-    def processed_dir(self) -> str:
-        return os.path.join(self.root, "processed", self._key)
 
     @property
     def processed_file_names(self) -> list[str]:

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 import torch
@@ -417,20 +417,15 @@ class _SBMDataset(GeneratedDataset):
     metric = "weighted_accuracy"
     level = "node"
 
-    def __init__(
-        self,
-        root: str | os.PathLike | None,
-        split: str,
-        seed: int,
-        transform: Callable | None,
-        pre_transform: Callable | None,
-        force_reload: bool,
-    ) -> None:
-        super().__init__(root, split, seed, transform, pre_transform, force_reload)
-        #: ``{split: "generated"}``: these are not the published graphs (see the module docstring)
-        self.provenance: dict[str, str] = {split: "generated"}
-        #: details of the generation (procedure, seed, notes on the published statistics)
-        self.provenance_info: dict = self._provenance_info()
+    @cached_property
+    def provenance(self) -> dict[str, str]:
+        """``{split: "generated"}``: these are not the published graphs (module docstring)."""
+        return {self.split: "generated"}
+
+    @cached_property
+    def provenance_info(self) -> dict:
+        """Details of the generation (procedure, seed, notes on the published statistics)."""
+        return self._provenance_info()
 
     def _provenance_info(self) -> dict:
         return {

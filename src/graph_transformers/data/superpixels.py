@@ -206,6 +206,32 @@ class _SuperpixelDataset(KeyedCacheDataset):
             stop = min(stop, start + self.max_images)
         return source, start, stop
 
+    def _search_dirs(self) -> list[Path]:
+        """Where raw files are looked for: the data directory's folders, then ``root/raw``."""
+        return self._data_dirs + [Path(self.raw_dir)]
+
+    def _looked(self) -> str:
+        return ", ".join(str(d) for d in self._search_dirs())
+
+    def _locate(self, find: Callable[[], list[Path | None]],
+                download: Callable[[list[Path | None]], object],
+                what: str) -> tuple[list[Path | None], str]:
+        """``find()`` (a path or ``None`` per file needed); when some are missing and downloads
+        are allowed, ``download(found)`` and ``find()`` again. Returns the paths and why the
+        missing ones are missing (for the error message; ``what``: "the files are" / "the
+        archive is")."""
+        found = find()
+        why = "download disabled"
+        if None in found and self.allow_download:
+            try:
+                download(found)
+            except DataNotFoundError as e:
+                why = f"download failed: {e}"
+            else:
+                found = find()
+                why = f"download finished but {what} missing"
+        return found, why
+
     # -- subclass hooks ------------------------------------------------------------------------
     def _read_source(self, source: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """(images, labels, paths read) of the ``"train"`` or ``"test"`` image file."""
@@ -303,7 +329,7 @@ class MNISTSuperpixels(_SuperpixelDataset):
     file_sizes = {"train": 60_000, "test": 10_000}
 
     def _find(self, name: str) -> Path | None:
-        for d in self._data_dirs + [Path(self.raw_dir)]:
+        for d in self._search_dirs():
             for candidate in (d / f"{name}.gz", d / name):
                 if candidate.is_file():
                     return candidate
@@ -311,23 +337,17 @@ class MNISTSuperpixels(_SuperpixelDataset):
 
     def _read_source(self, source: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
         names = MNIST_FILES[source]
-        found = [self._find(n) for n in names]
-        download_error = "download disabled"
-        if any(p is None for p in found) and self.allow_download:
-            try:
-                download_mnist(self.raw_dir, [f"{n}.gz" for n, p in zip(names, found) if p is None])
-            except DataNotFoundError as e:
-                download_error = f"download failed: {e}"
-            else:
-                found = [self._find(n) for n in names]
-                download_error = "download finished but the files are missing"
-        if any(p is None for p in found):
+        found, download_error = self._locate(
+            lambda: [self._find(n) for n in names],
+            lambda found: download_mnist(
+                self.raw_dir, [f"{n}.gz" for n, p in zip(names, found) if p is None]),
+            "the files are")
+        if None in found:
             missing = [n for n, p in zip(names, found) if p is None]
-            looked = ", ".join(str(d) for d in self._data_dirs + [Path(self.raw_dir)])
             raise DataNotFoundError(
                 f"MNIST {self.split}: {', '.join(missing)}[.gz] not found; {download_error}. "
-                f"Looked in: {looked}. To get the data, pass data_dir=... (--data-dir) or set "
-                f"${DATA_ENV} to a folder whose MNIST/ holds {names[0]}.gz and {names[1]}.gz "
+                f"Looked in: {self._looked()}. To get the data, pass data_dir=... (--data-dir) or "
+                f"set ${DATA_ENV} to a folder whose MNIST/ holds {names[0]}.gz and {names[1]}.gz "
                 f"(gzipped or not; torchvision's MNIST/raw/ layout works too), or allow the "
                 f"download from {MNIST_MIRRORS[0]} (needs network; download=True and "
                 f"${OFFLINE_ENV} unset).")
@@ -385,7 +405,7 @@ class CIFAR10Superpixels(_SuperpixelDataset):
 
     def _find(self, source: str) -> Path | None:
         wanted = CIFAR10_BATCHES[source]
-        for d in self._data_dirs + [Path(self.raw_dir)]:
+        for d in self._search_dirs():
             if (d / CIFAR10_ARCHIVE).is_file():
                 return d / CIFAR10_ARCHIVE
             for folder in (d / CIFAR10_FOLDER, d):
@@ -394,23 +414,15 @@ class CIFAR10Superpixels(_SuperpixelDataset):
         return None
 
     def _read_source(self, source: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        found = self._find(source)
-        download_error = "download disabled"
-        if found is None and self.allow_download:
-            try:
-                download_cifar10(self.raw_dir)
-            except DataNotFoundError as e:
-                download_error = f"download failed: {e}"
-            else:
-                found = self._find(source)
-                download_error = "download finished but the archive is missing"
+        (found,), download_error = self._locate(
+            lambda: [self._find(source)], lambda _: download_cifar10(self.raw_dir),
+            "the archive is")
         if found is None:
-            looked = ", ".join(str(d) for d in self._data_dirs + [Path(self.raw_dir)])
             raise DataNotFoundError(
                 f"CIFAR10 {self.split}: neither {CIFAR10_ARCHIVE} nor {CIFAR10_FOLDER}/"
                 f"{{{','.join(CIFAR10_BATCHES[source])}}} found; {download_error}. Looked in: "
-                f"{looked}. To get the data, pass data_dir=... (--data-dir) or set ${DATA_ENV} to "
-                f"a folder whose CIFAR10/ holds {CIFAR10_ARCHIVE} (or its extracted "
+                f"{self._looked()}. To get the data, pass data_dir=... (--data-dir) or set "
+                f"${DATA_ENV} to a folder whose CIFAR10/ holds {CIFAR10_ARCHIVE} (or its extracted "
                 f"{CIFAR10_FOLDER}/), or allow the download of {CIFAR10_URL} (needs network; "
                 f"download=True and ${OFFLINE_ENV} unset).")
         if found.is_file() and md5_of(found) != CIFAR10_MD5:

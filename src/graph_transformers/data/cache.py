@@ -97,6 +97,23 @@ def sha256_of(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def check_sha256(path: str | os.PathLike, want: str | None, what: str) -> None:
+    """Checks a raw file against the sha256 recorded for it (``want``; ``None``: nothing is
+    recorded for this file, nothing is checked). ``what`` names the dataset in the error.
+
+    Raises:
+        ValueError: the file's sha256 is not ``want``.
+    """
+    if want is None:
+        return
+    got = sha256_of(path)
+    if got != want:
+        raise ValueError(
+            f"{what}: {path} has sha256 {got}, expected {want} (the file listed in "
+            f"docs/datasets.md, 'Raw files'); the file is corrupt or not the benchmark's"
+        )
+
+
 class DataNotFoundError(FileNotFoundError):
     """Raised when a dataset's raw files are neither in the data directory nor downloadable.
 

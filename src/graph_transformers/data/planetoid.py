@@ -29,8 +29,8 @@ from pathlib import Path
 
 from torch_geometric.datasets import Planetoid
 
-from .cache import (DATA_ENV, DataNotFoundError, pre_transform_key, resolve_cache_dir,
-                    resolve_data_dir, sha256_of)
+from .cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transform_key,
+                    resolve_cache_dir, resolve_data_dir)
 from .download import OFFLINE_ENV, offline
 
 __all__ = ["PlanetoidGraph", "PLANETOID_NAMES", "PLANETOID_STATS", "OFFLINE_ENV"]
@@ -167,13 +167,7 @@ class PlanetoidGraph(Planetoid):
             if all(p.is_file() for p in sources):
                 raw.mkdir(parents=True, exist_ok=True)
                 for src in sources:
-                    want = _SHA256.get(src.name)
-                    if want is not None and (got := sha256_of(src)) != want:
-                        raise ValueError(
-                            f"Planetoid: {src} has sha256 {got}, expected {want} (the file "
-                            "listed in docs/datasets.md, 'Raw files'); the file is corrupt "
-                            "or not the benchmark's"
-                        )
+                    check_sha256(src, _SHA256.get(src.name), "Planetoid")
                     tmp = raw / f".{src.name}.part"
                     shutil.copyfile(src, tmp)
                     os.replace(tmp, raw / src.name)

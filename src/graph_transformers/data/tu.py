@@ -62,8 +62,8 @@ from torch_geometric.datasets import TUDataset
 
 log = logging.getLogger(__name__)
 
-from .cache import (DATA_ENV, DataNotFoundError, pre_transform_key, resolve_cache_dir,
-                    resolve_data_dir, sha256_of)
+from .cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transform_key,
+                    resolve_cache_dir, resolve_data_dir, sha256_of)
 from .download import OFFLINE_ENV, fetch_url, offline
 from .generated import SPLITS, check_split
 
@@ -141,13 +141,7 @@ def _check_sha(path: Path) -> None:
     if want is None:
         log.info("TU: %s has no recorded checksum; used as found (sha256 %s)", path,
                  sha256_of(path))
-    if want is not None:
-        got = sha256_of(path)
-        if got != want:
-            raise ValueError(
-                f"TU: {path} has sha256 {got}, expected {want} (the file listed in "
-                f"docs/datasets.md, 'Raw files'); the file is corrupt or not the benchmark's"
-            )
+    check_sha256(path, want, "TU")
 
 
 # --------------------------------------------------------------------------------------------

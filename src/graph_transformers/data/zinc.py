@@ -48,8 +48,9 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, InMemoryDataset
 
-from .cache import (KeyedCacheDataset, DATA_ENV, DataNotFoundError, pre_transform_key,
-                    resolve_cache_dir, resolve_data_dir, sha256_of, write_cache_json)
+from .cache import (KeyedCacheDataset, DATA_ENV, DataNotFoundError, check_sha256,
+                    pre_transform_key, resolve_cache_dir, resolve_data_dir, sha256_of,
+                    write_cache_json)
 from .download import OFFLINE_ENV, fetch_url, offline
 from .molecules import parse_smiles
 from .generated import SPLITS, check_split
@@ -426,14 +427,7 @@ def _find(dirs: Sequence[Path], *names: str) -> Path | None:
 
 
 def _check_sha(path: Path) -> None:
-    want = _SHA256.get(path.name)
-    if want is not None:
-        got = sha256_of(path)
-        if got != want:
-            raise ValueError(
-                f"ZINC: {path} has sha256 {got}, expected {want} (the file listed in "
-                f"docs/datasets.md, 'Raw files'); the file is corrupt or not the benchmark's"
-            )
+    check_sha256(path, _SHA256.get(path.name), "ZINC")
 
 
 def _read_index(path: Path) -> list[int]:

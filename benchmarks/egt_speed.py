@@ -43,7 +43,7 @@ from torch_geometric.loader import DataLoader
 from graph_transformers.benchmarking import peak_step_memory_mib
 from graph_transformers.data.dense import DenseBatch
 from graph_transformers.data.sampler import SizeBucketBatchSampler, graph_sizes
-from graph_transformers.data.zinc import ZINC
+from graph_transformers.data.zinc import ZINCSubset
 from graph_transformers.encodings import AddSVDPE
 from graph_transformers.models import EGT, count_parameters
 from graph_transformers.training.allocator import keep_freed_memory
@@ -81,7 +81,7 @@ def padded_pairs(batch) -> tuple[int, int]:
 
 # ----------------------------------------------------------------------------- part 1: ZINC
 def zinc_part(args) -> dict:
-    ds = ZINC(split="train", data_dir=args.data_dir, pre_transform=AddSVDPE(8))
+    ds = ZINCSubset(split="train", data_dir=args.data_dir, pre_transform=AddSVDPE(8))
     sampler = SizeBucketBatchSampler(graph_sizes(ds), 128, window=50, seed=0)
     bucketed = [b for _, b in zip(range(args.steps), DataLoader(ds, batch_sampler=sampler))]
     plain = DataLoader(ds, batch_size=128, shuffle=True, generator=torch.Generator().manual_seed(0))

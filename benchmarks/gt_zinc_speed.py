@@ -24,7 +24,7 @@ from torch_geometric.loader import DataLoader
 from torch_geometric.nn import TransformerConv
 
 from graph_transformers.benchmarking import peak_step_memory_mib
-from graph_transformers.data.zinc import ZINC
+from graph_transformers.data.zinc import ZINCSubset
 from graph_transformers.encodings import AddLaplacianPE
 from graph_transformers.models import GraphTransformer, count_parameters
 from graph_transformers.models.encoders import FeatureEncoder, LapPEEncoder
@@ -78,7 +78,7 @@ MODELS = ("gt", "pyg-transformerconv", "gt-edge", "pyg-transformerconv-edge")
 
 
 def batches(data_dir: str, n: int, batch_size: int = 128):
-    ds = ZINC(split="train", data_dir=data_dir, pre_transform=AddLaplacianPE(8))
+    ds = ZINCSubset(split="train", data_dir=data_dir, pre_transform=AddLaplacianPE(8))
     loader = DataLoader(ds, batch_size=batch_size, shuffle=True,
                         generator=torch.Generator().manual_seed(0))
     out = []

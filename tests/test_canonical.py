@@ -20,7 +20,8 @@ import pytest
 import torch
 
 from graph_transformers.data import canonical as C
-from graph_transformers.data.cache import OFFLINE_ENV, DataNotFoundError, fetch_url
+from graph_transformers.data.cache import DataNotFoundError
+from graph_transformers.data.download import OFFLINE_ENV, fetch_url
 from graph_transformers.data.registry import get_spec, load_splits
 from graph_transformers.data.sbm import generate_cluster, generate_pattern
 from graph_transformers.training.config import DataConfig, EncodingsConfig
@@ -488,7 +489,7 @@ def test_molhiv_without_ogb_files_falls_back_to_the_rederived_split(tmp_path, ca
                 if r.levelno >= logging.WARNING and r.name.endswith("registry")]
     assert len(warnings) == 1 and "using the reconstructed version" in warnings[0]
     assert "ogbg_molhiv" in warnings[0] and "hiv.zip" in warnings[0]
-    assert type(splits["train"]).__name__ == "MoleculeNet"
+    assert type(splits["train"]).__name__ == "MoleculeNetCSV"
     record = splits["train"].data_source
     assert record["source"] == "reconstructed"
     from graph_transformers.training.runner import collect_provenance

@@ -100,12 +100,12 @@ def test_loss_goes_down_on_real_zinc(data_dir):
     """A small GT on 512 real ZINC graphs: the training loss falls well below its start."""
     from torch_geometric.loader import DataLoader
 
-    from graph_transformers.data.zinc import ZINC
+    from graph_transformers.data.zinc import ZINCSubset
     from graph_transformers.encodings import AddLaplacianPE
     from graph_transformers.models import GraphTransformer
 
     torch.manual_seed(0)
-    ds = ZINC(split="val", data_dir=data_dir, pre_transform=AddLaplacianPE(4))[:512]
+    ds = ZINCSubset(split="val", data_dir=data_dir, pre_transform=AddLaplacianPE(4))[:512]
     loader = DataLoader(ds, batch_size=64, shuffle=True)
     model = GraphTransformer(32, 3, 4, 1, num_node_types=28, num_edge_types=4,
                              use_edge_features=True, pe="lap", pe_dim=4)

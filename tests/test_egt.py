@@ -392,7 +392,7 @@ def test_egt_trains_on_zinc(data_dir):
     """A small EGT-SPE + DO on 512 real ZINC graphs with size-bucketed batches: the training loss
     falls well below its start."""
     from graph_transformers.data.registry import resolve_spec
-    from graph_transformers.data.zinc import ZINC
+    from graph_transformers.data.zinc import ZINCSubset
     from graph_transformers.encodings import AddSVDPE
     from graph_transformers.training.module import split_output
     from graph_transformers.training.runner import make_loaders, make_model
@@ -405,7 +405,7 @@ def test_egt_trains_on_zinc(data_dir):
         "data": {"name": "zinc", "batch_size": 64, "bucket_by_size": True, "bucket_window": 4},
         "encodings": {"svd_pe": {"r": 4}}})
     spec = resolve_spec(cfg.data)
-    train = ZINC(split="val", data_dir=data_dir, pre_transform=AddSVDPE(4))[:512]
+    train = ZINCSubset(split="val", data_dir=data_dir, pre_transform=AddSVDPE(4))[:512]
     loader = make_loaders(cfg, {"train": train})["train"]
     torch.manual_seed(0)
     model = make_model(cfg, spec)

@@ -22,7 +22,7 @@ from graph_transformers.data.molecules import (
     BOND_FEATURE_DIMS,
     MOLECULENET,
     MoleculeCSV,
-    MoleculeNet,
+    MoleculeNetCSV,
     atom_features,
     bond_features,
     mol_to_graph,
@@ -348,7 +348,7 @@ def test_moleculenet_loads_and_caches(name, data_dir, mn_root, monkeypatch):
     _mn(data_dir)
     rows, invalid = EXPECTED[name]
     info = MOLECULENET[name]
-    ds = MoleculeNet(root=mn_root, name=name, split="all", data_dir=data_dir)
+    ds = MoleculeNetCSV(root=mn_root, name=name, split="all", data_dir=data_dir)
     assert ds.provenance["num_rows"] == rows
     assert len(ds) == rows - invalid == ds.provenance["num_molecules"]
     assert len(ds.skipped) == invalid
@@ -362,14 +362,14 @@ def test_moleculenet_loads_and_caches(name, data_dir, mn_root, monkeypatch):
         assert bool(((labelled == 0) | (labelled == 1)).all())
     # A split loads from the cache without processing again.
     monkeypatch.setattr(MoleculeCSV, "process", lambda self: pytest.fail("reprocessed"))
-    train = MoleculeNet(root=mn_root, name=name, split="train", data_dir=data_dir)
+    train = MoleculeNetCSV(root=mn_root, name=name, split="train", data_dir=data_dir)
     assert len(train) == sizes["train"]
     assert train[0].x.shape[1] == 9 and train[0].edge_attr.shape[1] == 3
 
 
 def test_tox21_missing_labels_are_nan(data_dir, mn_root):
     path = _mn(data_dir) / "tox21.csv"
-    ds = MoleculeNet(root=mn_root, name="tox21", split="all", data_dir=data_dir)
+    ds = MoleculeNetCSV(root=mn_root, name="tox21", split="all", data_dir=data_dir)
     with open(path, newline="") as f:
         table = list(csv.DictReader(f))
     blanks = torch.tensor([[row[t] == "" for t in MOLECULENET["tox21"].target_columns]
@@ -397,7 +397,7 @@ def test_hiv_prefix(data_dir, tmp_path):
     """HIV (= ogbg-molhiv molecules and label) on the first 1,000 rows of the file: rows 137 and
     987 are rejected by current RDKit (Al / B valence)."""
     _mn(data_dir)
-    ds = MoleculeNet(root=tmp_path, name="ogbg-molhiv", split="all", data_dir=data_dir,
+    ds = MoleculeNetCSV(root=tmp_path, name="ogbg-molhiv", split="all", data_dir=data_dir,
                      max_rows=1000)
     assert ds.name == "hiv" and ds.metric == "roc_auc" and ds.num_tasks == 1
     assert ds.provenance["num_rows"] == 1000 and len(ds) == 998
@@ -405,7 +405,7 @@ def test_hiv_prefix(data_dir, tmp_path):
     assert bool(((ds.y == 0) | (ds.y == 1)).all()) and 0 < int(ds.y.sum()) < len(ds)
     labels = _csv_column(data_dir / "MoleculeNet" / "HIV.csv.gz", "HIV_active")
     assert ds.y.view(-1).tolist() == [float(labels[r]) for r in ds.rows]
-    splits = {s: MoleculeNet(root=tmp_path, name="hiv", split=s, data_dir=data_dir,
+    splits = {s: MoleculeNetCSV(root=tmp_path, name="hiv", split=s, data_dir=data_dir,
                              max_rows=1000) for s in ("train", "val", "test")}
     all_smiles = [s for part in splits.values() for s in part.smiles]
     assert sorted(all_smiles) == sorted(ds.smiles)
@@ -414,9 +414,9 @@ def test_hiv_prefix(data_dir, tmp_path):
 
 def test_moleculenet_not_found(tmp_path, monkeypatch):
     with pytest.raises(DataNotFoundError, match=r"MoleculeNet.HIV\.csv\.gz"):
-        MoleculeNet(root=tmp_path / "c", name="hiv", data_dir=tmp_path)
+        MoleculeNetCSV(root=tmp_path / "c", name="hiv", data_dir=tmp_path)
     monkeypatch.delenv("GRAPH_TRANSFORMERS_DATA", raising=False)
     with pytest.raises(DataNotFoundError, match="GRAPH_TRANSFORMERS_DATA"):
-        MoleculeNet(root=tmp_path / "c", name="esol")
+        MoleculeNetCSV(root=tmp_path / "c", name="esol")
     with pytest.raises(ValueError, match="unknown name"):
-        MoleculeNet(root=tmp_path / "c", name="bbbp", data_dir=tmp_path)
+        MoleculeNetCSV(root=tmp_path / "c", name="bbbp", data_dir=tmp_path)

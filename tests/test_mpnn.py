@@ -23,9 +23,9 @@ def zinc_batch(tmp_path_factory):
     if data is None or not (data / "ZINC").is_dir():
         pytest.skip("ZINC data not found: set GRAPH_TRANSFORMERS_DATA or place shared/data next "
                     "to the repository")
-    from graph_transformers.data.zinc import ZINC
+    from graph_transformers.data.zinc import ZINCSubset
     root = tmp_path_factory.mktemp("zinc")
-    ds = ZINC(root=str(root), split="val", data_dir=str(data), pre_transform=AddRWSE(8),
+    ds = ZINCSubset(root=str(root), split="val", data_dir=str(data), pre_transform=AddRWSE(8),
               download=False)
     subset = ds[:64]
     return subset, next(iter(DataLoader(subset, batch_size=64)))

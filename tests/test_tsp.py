@@ -1,4 +1,5 @@
-"""Tests of the generated TSP edge-classification benchmark (graph_transformers.data.tsp).
+"""Tests of the generated TSP edge-classification benchmark (graph_transformers.data.tsp), its
+LKH solver (graph_transformers.data.tsp_solver) and its metric (training.metrics.f1_positive).
 
 The solver is checked against an exact Held-Karp dynamic program on small instances; the k-NN
 graphs and labels against brute force. Tests that solve whole splits shrink the instance size
@@ -21,15 +22,77 @@ from graph_transformers.data.tsp import (  # noqa: E402
     TSP,
     TSP_MAX_NODES,
     TSP_MIN_NODES,
-    f1_positive,
     generate_tsp,
-    held_karp,
     solve_split_tours,
-    solve_tour,
-    tour_length,
     tsp_graph,
     tsp_instance,
 )
+from graph_transformers.data.tsp_solver import (  # noqa: E402
+    check_coords,
+    distance_matrix,
+    solve_tour,
+    tour_length,
+)
+from graph_transformers.training.metrics import f1_positive  # noqa: E402
+
+_HELD_KARP_MAX_NODES = 16
+
+
+def held_karp(coords) -> tuple[np.ndarray, float]:
+    """An exact optimal tour by the Held-Karp dynamic program (checks the LKH solver).
+
+    ``cost[S, j]`` is the length of the shortest path that starts at node 0, visits exactly the
+    nodes of ``S`` (a subset of ``1..n-1``) and ends at ``j`` in ``S``. Subsets are processed by
+    size, all subsets of one size at once (vectorized NumPy): ``O(2^n n^2)`` time,
+    ``O(2^n n)`` memory.
+
+    Args:
+        coords: ``[n, 2]`` coordinates with ``1 <= n <= 16``.
+
+    Returns:
+        ``(tour, length)``: an optimal tour (int64 permutation starting at node 0) and its
+        Euclidean length.
+
+    Raises:
+        ValueError: for malformed coordinates or ``n > 16``.
+    """
+    c = check_coords(coords)
+    n = c.shape[0]
+    if n > _HELD_KARP_MAX_NODES:
+        raise ValueError(f"held_karp is exponential; use at most {_HELD_KARP_MAX_NODES} nodes, "
+                         f"got {n}")
+    if n <= 3:
+        t = np.arange(n, dtype=np.int64)
+        return t, tour_length(c, t)
+    d = distance_matrix(c)
+    m = n - 1  # nodes 1..n-1 are bits 0..m-1
+    full = 1 << m
+    bit = 1 << np.arange(m)
+    member = (np.arange(full)[:, None] & bit[None, :]) != 0  # [2^m, m]
+    size = member.sum(1)
+    cost = np.full((full, m), np.inf)
+    parent = np.full((full, m), -1, dtype=np.int64)
+    cost[bit, np.arange(m)] = d[0, 1:]
+    inner = d[1:, 1:]  # inner[k, j] = d(k + 1, j + 1)
+    for s in range(2, m + 1):
+        subsets = np.nonzero(size == s)[0]
+        prev = subsets[:, None] ^ bit[None, :]  # [S, j]: subset without j
+        cand = cost[prev] + inner.T[None, :, :]  # [S, j, k]: path to k, then k -> j
+        best = cand.argmin(2)
+        val = np.take_along_axis(cand, best[:, :, None], 2)[:, :, 0]
+        inside = member[subsets]
+        cost[subsets] = np.where(inside, val, np.inf)
+        parent[subsets] = np.where(inside, best, -1)
+    closing = cost[full - 1] + d[1:, 0]
+    j = int(closing.argmin())
+    length = float(closing[j])
+    order, subset = [], full - 1
+    while j >= 0:
+        order.append(j + 1)
+        prev_j = int(parent[subset, j])
+        subset ^= 1 << j
+        j = prev_j if subset else -1
+    return np.array([0] + order[::-1], dtype=np.int64), length
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from graph_transformers.cli import main
-from graph_transformers.data.cache import OFFLINE_ENV
+from graph_transformers.data.download import OFFLINE_ENV
 from graph_transformers.data.registry import resolve_spec
 from graph_transformers.training.config import build_config
 

@@ -76,11 +76,11 @@ def _edge_match(a, b):
 def test_constants_match_atom_dict():
     spec = json.loads((ZDIR / "atom_dict.json").read_text())
     assert list(Z.ATOM_TYPES) == spec["idx2word"]
-    assert len(Z.ATOM_TYPES) == Z.ZINC.num_atom_types == 28
+    assert len(Z.ATOM_TYPES) == Z.ZINCSubset.num_atom_types == 28
     assert sorted(Z.BOND_TYPES) == sorted(int(k) for k in spec["bond_types"]) == [0, 1, 2, 3]
     for k, name in Z.BOND_TYPES.items():
         assert spec["bond_types"][str(k)].startswith(name)
-    assert Z.ZINC.num_bond_types == 4 and Z.ZINC.metric == "mae"
+    assert Z.ZINCSubset.num_bond_types == 4 and Z.ZINCSubset.metric == "mae"
 
 
 @pytest.mark.parametrize(
@@ -205,7 +205,7 @@ def train_root(tmp_path_factory):
         pytest.skip(f"ZINC raw files not found in {ZDIR}")
     root = tmp_path_factory.mktemp("zinc_cache")
     t0 = time.perf_counter()
-    ds = Z.ZINC(root=root, split="train", data_dir=DATA, download=False)
+    ds = Z.ZINCSubset(root=root, split="train", data_dir=DATA, download=False)
     return root, ds, time.perf_counter() - t0
 
 
@@ -273,10 +273,10 @@ def test_train_cache_is_reused(train_root, monkeypatch, caplog):
     def boom(self):
         raise AssertionError("process() called although the split is cached")
 
-    monkeypatch.setattr(Z.ZINC, "process", boom)
+    monkeypatch.setattr(Z.ZINCSubset, "process", boom)
     with caplog.at_level(logging.WARNING, logger=Z.__name__):
         t0 = time.perf_counter()
-        again = Z.ZINC(root=root, split="train", data_dir=DATA, download=False)
+        again = Z.ZINCSubset(root=root, split="train", data_dir=DATA, download=False)
         seconds = time.perf_counter() - t0
     assert seconds < 10
     assert again.provenance == {"train": "reconstructed"}  # read from the cached json
@@ -300,7 +300,7 @@ class _AddDegree:
 
 @needs_data
 def test_dataset_val_exact_cached_and_keyed_by_pre_transform(tmp_path, monkeypatch):
-    ds = Z.ZINC(root=tmp_path, split="val", data_dir=DATA, download=False)
+    ds = Z.ZINCSubset(root=tmp_path, split="val", data_dir=DATA, download=False)
     assert len(ds) == 1000 and ds.provenance == {"val": "exact"}
     assert Path(ds.processed_dir) == tmp_path / "processed" / pre_transform_key(None)
     assert (Path(ds.processed_dir) / "val.pt").is_file()
@@ -310,15 +310,15 @@ def test_dataset_val_exact_cached_and_keyed_by_pre_transform(tmp_path, monkeypat
         for key in ("x", "edge_index", "edge_attr", "y"):
             assert torch.equal(ds[i][key], ref[i][key])
 
-    enc = Z.ZINC(root=tmp_path, split="val", data_dir=DATA, pre_transform=_AddDegree(),
+    enc = Z.ZINCSubset(root=tmp_path, split="val", data_dir=DATA, pre_transform=_AddDegree(),
                  download=False)
     assert enc.processed_dir != ds.processed_dir
     assert Path(enc.processed_dir).name == pre_transform_key(_AddDegree())
     assert enc[0].deg.shape == (enc[0].num_nodes,)
     assert "deg" not in ds[0]
 
-    monkeypatch.setattr(Z.ZINC, "process", lambda self: pytest.fail("re-processed"))
-    cached = Z.ZINC(root=tmp_path, split="val", data_dir=DATA, download=False)
+    monkeypatch.setattr(Z.ZINCSubset, "process", lambda self: pytest.fail("re-processed"))
+    cached = Z.ZINCSubset(root=tmp_path, split="val", data_dir=DATA, download=False)
     assert cached.provenance == {"val": "exact"} and len(cached) == 1000
 
 
@@ -330,18 +330,18 @@ def test_missing_data_raises_without_download(tmp_path, monkeypatch):
     missing = tmp_path / "nowhere"
     for split in ("val", "train"):
         with pytest.raises(DataNotFoundError) as info:
-            Z.ZINC(root=tmp_path / "cache", split=split, data_dir=missing, download=False)
+            Z.ZINCSubset(root=tmp_path / "cache", split=split, data_dir=missing, download=False)
         msg = str(info.value)
         assert str(missing / "ZINC") in msg and str(tmp_path / "cache" / "raw") in msg
         assert DATA_ENV in msg and "--data-dir" in msg and "download disabled" in msg
     # The environment switch disables the download too.
     monkeypatch.setenv(Z.OFFLINE_ENV, "1")
     with pytest.raises(DataNotFoundError):
-        Z.ZINC(root=tmp_path / "cache", split="test", data_dir=missing)
+        Z.ZINCSubset(root=tmp_path / "cache", split="test", data_dir=missing)
     # No data dir at all: the message still names where it looked.
     monkeypatch.delenv(DATA_ENV, raising=False)
     with pytest.raises(DataNotFoundError, match="Looked in"):
-        Z.ZINC(root=tmp_path / "cache2", split="val")
+        Z.ZINCSubset(root=tmp_path / "cache2", split="val")
 
 
 def test_closed_network_fails_fast(tmp_path, monkeypatch):
@@ -353,7 +353,7 @@ def test_closed_network_fails_fast(tmp_path, monkeypatch):
     with pytest.raises(DataNotFoundError, match="could not download"):
         Z.download_zinc(tmp_path / "dl")
     with pytest.raises(DataNotFoundError, match="download failed"):
-        Z.ZINC(root=tmp_path / "cache", split="val", data_dir=tmp_path / "nowhere")
+        Z.ZINCSubset(root=tmp_path / "cache", split="val", data_dir=tmp_path / "nowhere")
 
 
 def _pyg_mol(g) -> dict:
@@ -408,7 +408,7 @@ def test_exact_splits_from_benchmark_pickles(tmp_path, caplog):
     with open(data / "molecules" / "val.pickle", "wb") as f:
         pickle.dump(mols, f)
     shutil.copy(ZDIR / "val.index", data / "val.index")
-    ds = Z.ZINC(root=tmp_path / "cache", split="val", data_dir=tmp_path / "data", download=False)
+    ds = Z.ZINCSubset(root=tmp_path / "cache", split="val", data_dir=tmp_path / "data", download=False)
     assert ds.provenance == {"val": "exact"}
     for i in (0, 500, 999):
         for key in ("x", "edge_index", "edge_attr", "y"):
@@ -422,7 +422,7 @@ def test_exact_splits_from_benchmark_pickles(tmp_path, caplog):
         pickle.dump(mols, f)
     shutil.copy(ZDIR / "train.index", data / "train.index")
     with caplog.at_level(logging.WARNING, logger=Z.__name__):
-        tr = Z.ZINC(root=tmp_path / "cache", split="train", data_dir=tmp_path / "data",
+        tr = Z.ZINCSubset(root=tmp_path / "cache", split="train", data_dir=tmp_path / "data",
                     download=False)
     assert tr.provenance == {"train": "exact"} and len(tr) == 10_000
     assert torch.equal(tr[0].x, val[1].x) and torch.equal(tr[0].edge_attr, val[1].edge_attr)
@@ -442,7 +442,7 @@ def test_cached_reconstruction_upgraded_when_exact_train_appears(train_root, tmp
     (data / "ZINC" / "molecules").mkdir()
     with open(data / "ZINC" / "molecules" / "train.pickle", "wb") as f:
         pickle.dump([_pyg_mol(val[0])] * (max(train_idx) + 1), f)
-    tr = Z.ZINC(root=cache, split="train", data_dir=data, download=False)
+    tr = Z.ZINCSubset(root=cache, split="train", data_dir=data, download=False)
     assert tr.provenance == {"train": "exact"}
 
 

@@ -4,7 +4,8 @@ Two directories matter:
 
 * the **data directory** holds raw benchmark files (read-only is fine). It is, in order of
   precedence, the ``data_dir`` argument (CLI ``--data-dir``), the ``GRAPH_TRANSFORMERS_DATA``
-  environment variable, or ``None`` (then loaders download from the canonical source);
+  environment variable, or ``None`` (then loaders download from the canonical source, through
+  :mod:`graph_transformers.data.download`);
 * the **cache directory** holds processed datasets (graphs plus precomputed encodings). It is the
   ``cache_dir`` argument, the ``GRAPH_TRANSFORMERS_CACHE`` environment variable, or
   ``~/.cache/graph_transformers``.
@@ -16,14 +17,12 @@ import json
 import logging
 import os
 import re
-import shutil
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..fileio import atomic_save, atomic_write_text, atomic_writer
+from ..fileio import atomic_save, atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -98,44 +97,27 @@ def sha256_of(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def check_sha256(path: str | os.PathLike, want: str | None, what: str) -> None:
+    """Checks a raw file against the sha256 recorded for it (``want``; ``None``: nothing is
+    recorded for this file, nothing is checked). ``what`` names the dataset in the error.
+
+    Raises:
+        ValueError: the file's sha256 is not ``want``.
+    """
+    if want is None:
+        return
+    got = sha256_of(path)
+    if got != want:
+        raise ValueError(
+            f"{what}: {path} has sha256 {got}, expected {want} (the file listed in "
+            f"docs/datasets.md, 'Raw files'); the file is corrupt or not the benchmark's"
+        )
+
+
 class DataNotFoundError(FileNotFoundError):
     """Raised when a dataset's raw files are neither in the data directory nor downloadable.
 
     The message says where the loader looked and how to get the files."""
-
-
-#: set to 1/true/yes/on to forbid every download attempt (loaders then only read local files)
-OFFLINE_ENV = "GRAPH_TRANSFORMERS_OFFLINE"
-
-
-def offline() -> bool:
-    """Whether ``$GRAPH_TRANSFORMERS_OFFLINE`` forbids downloads."""
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-#: seconds a download waits to connect and for each read before it fails
-DOWNLOAD_TIMEOUT = 15.0
-
-
-def fetch_url(url: str, dest: str | os.PathLike, timeout: float = DOWNLOAD_TIMEOUT) -> Path:
-    """Downloads ``url`` to ``dest`` atomically (a unique temporary file renamed into place).
-
-    Unlike PyG's ``download_url``, every socket operation has a ``timeout`` (connecting and each
-    read), so a closed or stalled network fails within seconds instead of hanging; a slow but
-    working download still finishes.
-
-    Returns:
-        ``dest`` as a :class:`~pathlib.Path`.
-
-    Raises:
-        OSError: unreachable host, HTTP error (``urllib.error.URLError`` / ``HTTPError``), socket
-            timeout, or a write error; nothing is left at ``dest``.
-        http.client.HTTPException: a broken HTTP response.
-    """
-    req = urllib.request.Request(url, headers={"User-Agent": "graph_transformers"})
-    with urllib.request.urlopen(req, timeout=timeout) as r, atomic_writer(dest, "wb") as f:
-        shutil.copyfileobj(r, f, length=1 << 20)
-    return Path(dest)
 
 
 # ----------------------------------------------------------------------------- verified caches
@@ -302,8 +284,27 @@ class CheckedInMemoryDataset(_InMemoryDataset):
                                n if isinstance(n, int) and not isinstance(n, bool) else None)
 
 
-class FileBackedDataset(CheckedInMemoryDataset):
-    """A :class:`CheckedInMemoryDataset` built from one user file ``self.path``, read in place
+class KeyedCacheDataset(CheckedInMemoryDataset):
+    """A :class:`CheckedInMemoryDataset` whose processed files live in
+    ``root/processed/<self._key>/``, the key naming what the graphs depend on (source files'
+    hash, settings, seed, pre-transform), so that a change gives a new cache entry, never a
+    stale one. Subclasses set ``_key`` (an attribute or a property) before ``__init__`` of this
+    class runs. Raw files, if any, are found by the subclass itself: ``raw_file_names`` is
+    empty, so PyG's download hook never runs."""
+
+    _key: str
+
+    @property
+    def raw_file_names(self) -> list[str]:
+        return []
+
+    @property
+    def processed_dir(self) -> str:
+        return os.path.join(self.root, "processed", self._key)
+
+
+class FileBackedDataset(KeyedCacheDataset):
+    """A :class:`KeyedCacheDataset` built from one user file ``self.path``, read in place
     (never copied), its processed files ``data.pt`` + ``meta.json`` under
     ``root/processed/<self._key>/`` (the key names the file's hash, settings and pre-transform).
     Subclasses set ``path``, ``_key`` and ``_missing`` (what the missing file is, for the
@@ -318,10 +319,6 @@ class FileBackedDataset(CheckedInMemoryDataset):
     @property
     def raw_file_names(self) -> list[str]:
         return [self.path.name]
-
-    @property
-    def processed_dir(self) -> str:
-        return os.path.join(self.root, "processed", self._key)
 
     @property
     def processed_file_names(self) -> list[str]:

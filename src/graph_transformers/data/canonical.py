@@ -26,8 +26,7 @@ copied or modified):
   ``DATA_DIR/<NAME>/raw/`` or ``DATA_DIR/<NAME>/``; or the archive ``<NAME>_v2.zip`` there; or
   PyG's processed ``DATA_DIR/<NAME>/processed/{train,val,test}_data.pt``;
 * CSL: ``graphs_Kary_Deterministic_Graphs.pkl`` + ``y_Kary_Deterministic_Graphs.pt`` in
-  ``DATA_DIR/CSL/raw/`` or ``DATA_DIR/CSL/``; or benchmarking-gnns' ``CSL.zip`` there (as in
-  ``shared/data/CSL``); or PyG's ``DATA_DIR/CSL/processed/data.pt``;
+  ``DATA_DIR/CSL/raw/`` or ``DATA_DIR/CSL/``; or benchmarking-gnns' ``CSL.zip`` there; or PyG's ``DATA_DIR/CSL/processed/data.pt``;
 * ZINC: ``{train,val,test}.pickle`` + ``{train,val,test}.index`` in ``DATA_DIR/ZINC/raw/`` or
   ``DATA_DIR/ZINC/``, the pickles also in ``DATA_DIR/ZINC/molecules/`` (the benchmark's
   ``molecules.zip`` extracted); or PyG's ``DATA_DIR/ZINC/subset/processed/{train,val,test}.pt``;
@@ -89,16 +88,10 @@ from torch_geometric.transforms import BaseTransform, Compose
 
 from ..errors import DataError
 from ..fileio import atomic_writer
-from .cache import (
-    OFFLINE_ENV,
-    CheckedInMemoryDataset,
-    DataNotFoundError,
-    fetch_url,
-    offline,
-    pre_transform_key,
-    resolve_cache_dir,
-    resolve_data_dir,
-)
+from .cache import (CheckedInMemoryDataset, DataNotFoundError, pre_transform_key,
+                    resolve_cache_dir, resolve_data_dir)
+from .download import OFFLINE_ENV, fetch_url, offline
+from .generated import SPLITS, check_split
 
 __all__ = [
     "BENCHMARK_NAMES",
@@ -125,7 +118,6 @@ SOURCES: tuple[str, ...] = ("auto", "canonical", "generated")
 #: the datasets of PyG's :class:`~torch_geometric.datasets.GNNBenchmarkDataset`
 BENCHMARK_NAMES: tuple[str, ...] = tuple(GNNBenchmarkDataset.names)
 
-_SPLITS = ("train", "val", "test")
 #: bumped whenever :class:`ToBenchmarkFields` changes what it produces (it is in the cache key)
 _FIELDS_VERSION = 1
 
@@ -402,7 +394,7 @@ def _benchmark_files(name: str) -> tuple[list[str], str, str, list[str]]:
         return (["graphs_Kary_Deterministic_Graphs.pkl", "y_Kary_Deterministic_Graphs.pt"],
                 "CSL.zip", url, ["data.pt"])
     stem = url.rsplit("/", 1)[-1][:-4]  # PATTERN_v2
-    return [f"{stem}.pt"], f"{stem}.zip", url, [f"{s}_data.pt" for s in _SPLITS]
+    return [f"{stem}.pt"], f"{stem}.zip", url, [f"{s}_data.pt" for s in SPLITS]
 
 
 def _locate_benchmark(name: str, data_dir: Path | None, download_dir: Path,
@@ -436,7 +428,52 @@ def _locate_benchmark(name: str, data_dir: Path | None, download_dir: Path,
         f"{url}")
 
 
-class GNNBenchmark(CheckedInMemoryDataset, GNNBenchmarkDataset):
+class _PublishedFiles(CheckedInMemoryDataset):
+    """What :class:`GNNBenchmark` and :class:`CanonicalZINC` share: a PyG dataset class that
+    reads the published files in place from ``self._found`` (its raw files, or PyG's processed
+    files when ``self._from_processed``), never downloads through PyG's hook (the ``_locate_*``
+    functions find or download the files, with a timeout), and records
+    ``provenance = {split: "exact"}`` and ``canonical_info``. Subclasses set ``_found`` and
+    ``_from_processed`` before ``__init__`` of this class runs, and name PyG's processed files
+    in :meth:`_pyg_processed_files`."""
+
+    _found: Path
+    _from_processed: bool
+
+    def _record(self, split: str, loader: str) -> None:
+        """Sets ``split``, ``provenance`` and ``canonical_info`` (``loader``: PyG's class)."""
+        self.split = split
+        self.provenance: dict[str, str] = {split: "exact"}
+        self.canonical_info: dict[str, Any] = {
+            "loader": loader,
+            "files": str(self._found),
+            "read_from": "PyG processed files" if self._from_processed else "raw files",
+        }
+
+    @property
+    def raw_dir(self) -> str:
+        return str(self._found)
+
+    @property
+    def has_download(self) -> bool:
+        return False
+
+    def _pyg_processed_files(self) -> list[str]:
+        """PyG's processed files in ``self._found``, in :attr:`processed_paths` order."""
+        raise NotImplementedError
+
+    def process(self) -> None:
+        if not self._from_processed:
+            super().process()  # PyG's reader of the raw files
+            return
+        for src, dst in zip(self._pyg_processed_files(), self.processed_paths):
+            graphs = read_pyg_processed(self._found / src)
+            if self.pre_filter is not None:
+                graphs = [d for d in graphs if self.pre_filter(d)]
+            self.save([self.pre_transform(d) for d in graphs], dst)
+
+
+class GNNBenchmark(_PublishedFiles, GNNBenchmarkDataset):
     r"""One split of a benchmark of Dwivedi et al., "Benchmarking Graph Neural Networks" (PATTERN,
     CLUSTER, MNIST, CIFAR10, TSP, CSL), read from its published files by PyG's
     :class:`~torch_geometric.datasets.GNNBenchmarkDataset`.
@@ -488,8 +525,7 @@ class GNNBenchmark(CheckedInMemoryDataset, GNNBenchmarkDataset):
     ) -> None:
         if name not in BENCHMARK_NAMES:
             raise ValueError(f"GNNBenchmark: unknown name {name!r}; known: {BENCHMARK_NAMES}")
-        if split not in _SPLITS:
-            raise ValueError(f"GNNBenchmark {name}: split must be one of {_SPLITS}, got {split!r}")
+        check_split(f"GNNBenchmark {name}", split)
         indices = None
         if name == "CSL":
             from .csl import csl_split_indices
@@ -506,35 +542,14 @@ class GNNBenchmark(CheckedInMemoryDataset, GNNBenchmarkDataset):
                          force_reload=force_reload)
         if indices is not None:
             self.data, self.slices = self.collate([self.get(i) for i in indices])
-        self.split = split
-        self.provenance: dict[str, str] = {split: "exact"}
-        self.canonical_info: dict[str, Any] = {
-            "loader": f"torch_geometric.datasets.GNNBenchmarkDataset({name!r})",
-            "files": str(self._found),
-            "read_from": "PyG processed files" if self._from_processed else "raw files",
-        }
-
-    @property
-    def raw_dir(self) -> str:
-        return str(self._found)
+        self._record(split, f"torch_geometric.datasets.GNNBenchmarkDataset({name!r})")
 
     @property
     def processed_dir(self) -> str:
         return osp.join(self.root, self.name, "processed", self._key)
 
-    @property
-    def has_download(self) -> bool:
-        return False  # _locate_benchmark finds or downloads the files (with a timeout)
-
-    def process(self) -> None:
-        if not self._from_processed:
-            super().process()  # PyG's reader of the raw files
-            return
-        for src, dst in zip(_benchmark_files(self.name)[3], self.processed_paths):
-            graphs = read_pyg_processed(self._found / src)
-            if self.pre_filter is not None:
-                graphs = [d for d in graphs if self.pre_filter(d)]
-            self.save([self.pre_transform(d) for d in graphs], dst)
+    def _pyg_processed_files(self) -> list[str]:
+        return _benchmark_files(self.name)[3]
 
     def __repr__(self) -> str:
         return f"{self.name}({len(self)}, split={self.split!r}, published files)"
@@ -543,7 +558,7 @@ class GNNBenchmark(CheckedInMemoryDataset, GNNBenchmarkDataset):
 # --------------------------------------------------------------------------------------------
 # PyG's ZINC
 # --------------------------------------------------------------------------------------------
-_ZINC_RAW = [f"{s}.pickle" for s in _SPLITS] + [f"{s}.index" for s in _SPLITS]
+_ZINC_RAW = [f"{s}.pickle" for s in SPLITS] + [f"{s}.index" for s in SPLITS]
 
 
 def _locate_zinc(data_dir: Path | None, download_dir: Path, download: bool) -> tuple[str, Path]:
@@ -570,7 +585,7 @@ def _locate_zinc(data_dir: Path | None, download_dir: Path, download: bool) -> t
     found = gather()
     if found is not None:
         return "raw", found
-    processed = [f"{s}.pt" for s in _SPLITS]
+    processed = [f"{s}.pt" for s in SPLITS]
     if data_dir is not None and _dir_with([data_dir / "ZINC" / "subset" / "processed"], processed):
         return "processed", data_dir / "ZINC" / "subset" / "processed"
     why = _download_blocked(download)
@@ -590,7 +605,7 @@ def _locate_zinc(data_dir: Path | None, download_dir: Path, download: bool) -> t
         f"ZINC(root=DATA_DIR/ZINC, subset=True)) or extract the benchmark's {ZINC_URL} there")
 
 
-class CanonicalZINC(CheckedInMemoryDataset, PyGZINC):
+class CanonicalZINC(_PublishedFiles, PyGZINC):
     r"""One split of ZINC-12k (Dwivedi et al.) read from the benchmark's files by PyG's
     :class:`~torch_geometric.datasets.ZINC` (``subset=True``): the exact 10,000 / 1,000 / 1,000
     graphs with their stored targets.
@@ -627,45 +642,23 @@ class CanonicalZINC(CheckedInMemoryDataset, PyGZINC):
         download: bool = True,
         force_reload: bool = False,
     ) -> None:
-        if split not in _SPLITS:
-            raise ValueError(f"ZINC: split must be one of {_SPLITS}, got {split!r}")
+        check_split("ZINC", split)
         base = (Path(root).expanduser() if root is not None else canonical_root()) / "ZINC"
         kind, self._found = _locate_zinc(resolve_data_dir(data_dir), base / "download", download)
         self._from_processed = kind == "processed"
         pre = with_fields("ZINC", pre_transform)
-        files = [f"{s}.pt" for s in _SPLITS] if self._from_processed else _ZINC_RAW
+        files = [f"{s}.pt" for s in SPLITS] if self._from_processed else _ZINC_RAW
         self._key = f"{pre_transform_key(pre)}_{files_tag([self._found / f for f in files])}"
         super().__init__(str(base), subset=True, split=split, transform=transform,
                          pre_transform=pre, force_reload=force_reload)
-        self.split = split
-        self.provenance: dict[str, str] = {split: "exact"}
-        self.canonical_info: dict[str, Any] = {
-            "loader": "torch_geometric.datasets.ZINC(subset=True)",
-            "files": str(self._found),
-            "read_from": "PyG processed files" if self._from_processed else "raw files",
-        }
-
-    @property
-    def raw_dir(self) -> str:
-        return str(self._found)
+        self._record(split, "torch_geometric.datasets.ZINC(subset=True)")
 
     @property
     def processed_dir(self) -> str:
         return osp.join(self.root, "processed", self._key)
 
-    @property
-    def has_download(self) -> bool:
-        return False
-
-    def process(self) -> None:
-        if not self._from_processed:
-            super().process()
-            return
-        for split, dst in zip(_SPLITS, self.processed_paths):
-            graphs = read_pyg_processed(self._found / f"{split}.pt")
-            if self.pre_filter is not None:
-                graphs = [d for d in graphs if self.pre_filter(d)]
-            self.save([self.pre_transform(d) for d in graphs], dst)
+    def _pyg_processed_files(self) -> list[str]:
+        return [f"{split}.pt" for split in SPLITS]
 
     def __repr__(self) -> str:
         return f"ZINC({len(self)}, split={self.split!r}, published files)"

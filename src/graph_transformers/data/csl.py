@@ -14,23 +14,21 @@ regenerates them instead of shipping them: class ``c`` has skip length ``CSL_SKI
 and graph ``k`` has the label of original graph ``k`` (labels ``k // 15``). The benchmark's 5-fold
 split files ``CSL_{train,val,test}.index`` ship inside the package, so the fold indices apply
 unchanged. Nothing outside the installed package is needed. Where the published files are in the
-data directory (benchmarking-gnns' ``CSL.zip``, as in ``shared/data/CSL``), the registry reads
+data directory (benchmarking-gnns' ``CSL.zip``), the registry reads
 those instead, through PyG (``data.source``, :mod:`graph_transformers.data.canonical`).
 """
 from __future__ import annotations
 
 import os
-import os.path as osp
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import resources
 
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.data import Data, InMemoryDataset
+from torch_geometric.data import Data
 
-from graph_transformers.data.cache import (CheckedInMemoryDataset, pre_transform_key,
-                                           resolve_cache_dir)
+from .generated import SPLITS, GeneratedDataset, check_split
 
 __all__ = [
     "CSL",
@@ -56,7 +54,6 @@ CSL_GRAPHS_PER_CLASS = 15
 CSL_NUM_GRAPHS = CSL_NUM_CLASSES * CSL_GRAPHS_PER_CLASS
 CSL_NUM_FOLDS = 5
 
-_SPLITS = ("train", "val", "test")
 _SPLIT_PACKAGE = "graph_transformers.data"
 _SPLIT_DIR = "csl_splits"
 
@@ -160,10 +157,10 @@ def csl_split_indices(fold: int) -> dict[str, list[int]]:
         0 <= fold < CSL_NUM_FOLDS
     ):
         raise ValueError(f"CSL fold must be an integer in 0..{CSL_NUM_FOLDS - 1}, got {fold!r}")
-    return {split: _read_index_file(split)[int(fold)] for split in _SPLITS}
+    return {split: _read_index_file(split)[int(fold)] for split in SPLITS}
 
 
-class CSL(CheckedInMemoryDataset):
+class CSL(GeneratedDataset):
     r"""The CSL (Circular Skip Link) dataset of Murphy et al. (2019) with the 5-fold splits of
     Dwivedi et al., "Benchmarking Graph Neural Networks": 150 graphs of 41 nodes, 10 classes
     (skip lengths ``CSL_SKIP_LENGTHS``), 15 randomly permuted copies per class.
@@ -190,6 +187,7 @@ class CSL(CheckedInMemoryDataset):
         ValueError: for an unknown ``split`` or a ``fold`` outside ``0..4``.
     """
 
+    name = "CSL"
     num_classes = CSL_NUM_CLASSES
     metric = "accuracy"
 
@@ -203,38 +201,23 @@ class CSL(CheckedInMemoryDataset):
         pre_transform: Callable | None = None,
         force_reload: bool = False,
     ) -> None:
-        if split not in _SPLITS:
-            raise ValueError(f"CSL split must be one of {_SPLITS}, got {split!r}")
+        check_split("CSL", split)
         indices = csl_split_indices(fold)[split]  # validates fold before any work
-        self.split = split
         self.fold = int(fold)
-        self.seed = int(seed)
-        if root is None:
-            root = resolve_cache_dir() / "CSL"
-        super().__init__(os.fspath(root), transform, pre_transform, force_reload=force_reload)
-        self.load(self.processed_paths[0])
+        super().__init__(root, split, seed, transform, pre_transform, force_reload)
         data_list = [self.get(i) for i in indices]
         self._data_list = None
         self.data, self.slices = self.collate(data_list)
 
-    @property
-    def raw_file_names(self) -> list[str]:
-        return []
-
-    @property
-    def processed_dir(self) -> str:
-        key = f"{pre_transform_key(self.pre_transform)}_seed{self.seed}"
-        return osp.join(self.root, "processed", key)
+    def _file_index(self) -> int:
+        return 0  # one file holds all 150 graphs; the fold's index files select the split
 
     @property
     def processed_file_names(self) -> list[str]:
         return ["data.pt"]
 
-    def process(self) -> None:
-        data_list = generate_csl(self.seed)
-        if self.pre_transform is not None:
-            data_list = [self.pre_transform(d) for d in data_list]
-        self.save(data_list, self.processed_paths[0])
+    def _generate(self) -> Iterator[list[Data]]:
+        yield generate_csl(self.seed)
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}({len(self)}, split={self.split!r}, fold={self.fold})"

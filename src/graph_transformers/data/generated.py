@@ -1,9 +1,43 @@
-"""Argument checks shared by the datasets generated in code (CSL, PATTERN, CLUSTER, TSP)."""
+"""The split names of every dataset, the argument checks of the datasets generated in code, and
+:class:`GeneratedDataset`, the base class of the generated datasets (CSL, PATTERN, CLUSTER, TSP).
+"""
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
+from torch_geometric.data import Data
+
+from .cache import KeyedCacheDataset, pre_transform_key, resolve_cache_dir
+
+#: The split names, in the order every dataset stores and generates them.
+SPLITS: tuple[str, str, str] = ("train", "val", "test")
+
+
+def check_split(name: str, split: str) -> int:
+    """The position of ``split`` in :data:`SPLITS`.
+
+    Raises:
+        ValueError: naming dataset ``name`` for a split that is not in :data:`SPLITS`.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"{name} split must be one of {SPLITS}, got {split!r}")
+    return SPLITS.index(split)
+
+
+def check_count(name: str, value: int, minimum: int = 1) -> int:
+    """``value`` as an ``int``, checked to be an integer (not a bool) ``>= minimum``.
+
+    Raises:
+        ValueError: naming ``name`` ("a positive integer" for ``minimum = 1``, "a non-negative
+            integer" for ``minimum = 0``).
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        kind = {0: "a non-negative integer", 1: "a positive integer"}.get(
+            minimum, f"an integer >= {minimum}")
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    return int(value)
 
 
 def check_split_counts(name: str, counts: Sequence[int]) -> tuple[int, int, int]:
@@ -35,3 +69,89 @@ def check_seed(seed: int) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     return int(seed)
+
+
+def size_tag(prefix: str, counts: Sequence[int], default: Sequence[int]) -> str:
+    """The processed-directory suffix of non-benchmark sizes: ``""`` when ``counts`` equal the
+    benchmark's ``default``, else ``prefix`` followed by the counts joined by ``-``
+    (``size_tag("_n", (2, 1, 1), ...) == "_n2-1-1"``)."""
+    if tuple(counts) == tuple(default):
+        return ""
+    return prefix + "-".join(map(str, counts))
+
+
+class GeneratedDataset(KeyedCacheDataset):
+    """A dataset generated in code from a seed: ``root`` is only a cache.
+
+    The processed files live in
+    ``root/processed/<pre_transform_key(pre_transform)>_seed<seed><_size_tag()>/`` (one
+    ``<split>.pt`` per split unless a subclass names other files); the first instantiation
+    generates them all (:meth:`_generate`, one file at a time so that peak memory stays at one
+    split), later ones load them. Subclasses set ``name`` and implement :meth:`_generate_split`
+    (or :meth:`_generate`); non-benchmark sizes override :meth:`_size_tag`.
+
+    Args:
+        root (str or PathLike, optional): cache directory (default
+            ``resolve_cache_dir() / name``).
+        split (str): one of :data:`SPLITS`.
+        seed (int): generation seed, a non-negative integer.
+        transform, pre_transform (callable, optional): as in PyG.
+        force_reload (bool): regenerate the processed files.
+
+    Raises:
+        ValueError: for an unknown ``split`` or a negative ``seed``.
+    """
+
+    name = ""
+
+    def __init__(
+        self,
+        root: str | os.PathLike | None,
+        split: str,
+        seed: int,
+        transform: Callable | None,
+        pre_transform: Callable | None,
+        force_reload: bool,
+    ) -> None:
+        check_split(self.name, split)
+        self.split = split
+        self.seed = check_seed(seed)
+        if root is None:
+            root = resolve_cache_dir() / self.name
+        super().__init__(os.fspath(root), transform, pre_transform, force_reload=force_reload)
+        self.load(self.processed_paths[self._file_index()])
+
+    def _size_tag(self) -> str:
+        """Suffix of the processed directory for non-benchmark sizes (``""`` by default)."""
+        return ""
+
+    def _file_index(self) -> int:
+        """Which processed file holds this split's graphs."""
+        return SPLITS.index(self.split)
+
+    def _generate_split(self, split: str) -> list[Data]:
+        """The graphs of ``split`` (before ``pre_transform``)."""
+        raise NotImplementedError
+
+    def _generate(self) -> Iterator[list[Data]]:
+        """The graphs of each processed file, in :attr:`processed_file_names` order."""
+        for split in SPLITS:
+            yield self._generate_split(split)
+
+    @property
+    def _key(self) -> str:
+        return f"{pre_transform_key(self.pre_transform)}_seed{self.seed}{self._size_tag()}"
+
+    @property
+    def processed_file_names(self) -> list[str]:
+        return [f"{split}.pt" for split in SPLITS]
+
+    def process(self) -> None:
+        for path, data_list in zip(self.processed_paths, self._generate()):
+            if self.pre_transform is not None:
+                data_list = [self.pre_transform(d) for d in data_list]
+            self.save(data_list, path)
+            del data_list
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({len(self)}, split={self.split!r}, seed={self.seed})"

@@ -52,11 +52,11 @@ from torch_geometric.data import Data, InMemoryDataset
 from ..errors import DataError
 from .cache import (DataNotFoundError, FileBackedDataset, pre_transform_key,
                     resolve_cache_dir, sha256_of, write_cache_json)
+from .generated import SPLITS, check_split
 from .tu import stratified_kfold
 
 log = logging.getLogger(__name__)
 
-SPLITS = ("train", "val", "test")
 LEVELS = ("graph", "node", "edge")
 TASKS = ("regression", "classification", "binary")
 #: folds of the generated split: test = fold ``k``, val = fold ``k + 1``, train = the rest
@@ -166,16 +166,18 @@ def _width(tensors: list[torch.Tensor], what: str) -> int:
     return widths.pop()
 
 
-def infer_info(graphs: Sequence[Data], level: str | None = None, task: str | None = None
-               ) -> GraphListInfo:
-    """Reads level, task, output size and feature vocabularies off ``graphs`` (see the module
-    docstring); ``level`` / ``task`` given fix those instead.
+def _feature_vocab(tensors: list[torch.Tensor], what: str
+                   ) -> tuple[tuple[int, ...] | None, int | None]:
+    """``(category sizes, None)`` for integer features, ``(None, width)`` for floating ones."""
+    if all(t.is_floating_point() for t in tensors):
+        return None, _width(tensors, what)
+    if not any(t.is_floating_point() for t in tensors):
+        return _categories(tensors, what), None
+    raise DataError(f"{what} is floating point in some graphs and integer in others")
 
-    Raises:
-        DataError: graphs without ``y`` or ``edge_index``, a ``y`` whose rows fit no level (or
-            several, with ``level`` not given), mixed feature types or widths, negative category
-            ids, class labels that are not integers, binary labels other than 0 / 1 / NaN.
-    """
+
+def _check_graphs(graphs: Sequence[Data], level: str | None, task: str | None) -> None:
+    """The arguments of :func:`infer_info`: known ``level`` / ``task``, graphs with y and edges."""
     if level is not None and level not in LEVELS:
         raise DataError(f"data.level must be one of {LEVELS}, got {level!r}")
     if task is not None and task not in TASKS:
@@ -187,6 +189,10 @@ def infer_info(graphs: Sequence[Data], level: str | None = None, task: str | Non
             raise DataError(f"graph {i} has no y (the labels)")
         if g.edge_index is None:
             raise DataError(f"graph {i} has no edge_index")
+
+
+def _infer_level(graphs: Sequence[Data], level: str | None) -> str:
+    """The one level whose item count every graph's ``y`` matches (or ``level``, checked)."""
     fits = set(LEVELS)
     for g in graphs:
         fits &= _levels_of(g)
@@ -199,10 +205,16 @@ def infer_info(graphs: Sequence[Data], level: str | None = None, task: str | Non
                 f"{g.edge_index.size(1)} edges; "
                 + ("set data.level (graph, node or edge)" if fits else
                    "y must have 1 row per graph (graph level), one per node or one per edge"))
-        level = fits.pop()
-    elif level not in fits:
+        return fits.pop()
+    if level not in fits:
         raise DataError(f"data.level={level}, but y does not have one row per {level} in every "
                         "graph")
+    return level
+
+
+def _infer_target(graphs: Sequence[Data], level: str, task: str | None
+                  ) -> tuple[str, int, str]:
+    """``(task, out_dim, metric)`` from the labels ``y`` stacked over ``graphs``."""
     ys = [g.y.view(1, -1) if level == "graph" else g.y.view(g.y.size(0), -1) for g in graphs]
     width = {y.size(1) for y in ys}
     if len(width) > 1:
@@ -220,39 +232,41 @@ def infer_info(graphs: Sequence[Data], level: str | None = None, task: str | Non
                             "columns (set data.task=binary for several 0/1 tasks)")
         if int(y.min()) < 0:
             raise DataError("class labels must be >= 0")
-        out_dim, metric = int(y.max()) + 1, "accuracy"
-    elif task == "binary":
+        return task, int(y.max()) + 1, "accuracy"
+    if task == "binary":
         known = y[~torch.isnan(y.float())].float()
         if not bool(torch.all((known == 0) | (known == 1))):
             raise DataError("task binary needs labels 0, 1 or NaN (missing)")
-        out_dim, metric = y.size(1), "roc_auc"
-    else:
-        out_dim, metric = y.size(1), "mae"
+        return task, y.size(1), "roc_auc"
+    return task, y.size(1), "mae"
+
+
+def infer_info(graphs: Sequence[Data], level: str | None = None, task: str | None = None
+               ) -> GraphListInfo:
+    """Reads level, task, output size and feature vocabularies off ``graphs`` (see the module
+    docstring); ``level`` / ``task`` given fix those instead.
+
+    Raises:
+        DataError: graphs without ``y`` or ``edge_index``, a ``y`` whose rows fit no level (or
+            several, with ``level`` not given), mixed feature types or widths, negative category
+            ids, class labels that are not integers, binary labels other than 0 / 1 / NaN.
+    """
+    _check_graphs(graphs, level, task)
+    level = _infer_level(graphs, level)
+    task, out_dim, metric = _infer_target(graphs, level, task)
     constant_x = any(getattr(g, "x", None) is None for g in graphs)
-    node_types = node_dim = None
     if constant_x:
         if not all(getattr(g, "x", None) is None for g in graphs):
             raise DataError("some graphs have x and some do not")
-        node_dim = 1
+        node_types, node_dim = None, 1
     else:
-        xs = [g.x for g in graphs]
-        if all(x.is_floating_point() for x in xs):
-            node_dim = _width(xs, "x")
-        elif not any(x.is_floating_point() for x in xs):
-            node_types = _categories(xs, "x")
-        else:
-            raise DataError("x is floating point in some graphs and integer in others")
+        node_types, node_dim = _feature_vocab([g.x for g in graphs], "x")
     edge_types = edge_dim = None
     eas = [getattr(g, "edge_attr", None) for g in graphs]
     if any(e is not None for e in eas):
         if any(e is None for e in eas):
             raise DataError("some graphs have edge_attr and some do not")
-        if all(e.is_floating_point() for e in eas):
-            edge_dim = _width(eas, "edge_attr")
-        elif not any(e.is_floating_point() for e in eas):
-            edge_types = _categories(eas, "edge_attr")
-        else:
-            raise DataError("edge_attr is floating point in some graphs and integer in others")
+        edge_types, edge_dim = _feature_vocab(eas, "edge_attr")
     return GraphListInfo(level, task, out_dim, metric, node_types, node_dim, edge_types,
                          edge_dim, constant_x, len(graphs))
 
@@ -431,8 +445,7 @@ class GraphList(InMemoryDataset):
                  split_files: dict[str, str] | None = None, pre_transform=None,
                  transform=None, source: str = "in-memory graphs (Python)",
                  info: GraphListInfo | None = None) -> None:
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        check_split("GraphList", split)
         super().__init__(None, transform)
         graphs = list(graphs)
         self.info = info or infer_info(graphs, level, task)
@@ -504,8 +517,7 @@ class GraphFile(FileBackedDataset):
                  task: str | None = None, fold: int = 0, seed: int = 0,
                  split_files: dict[str, str] | None = None, transform=None,
                  pre_transform=None, force_reload: bool = False) -> None:
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        check_split("GraphFile", split)
         if path is None:
             raise ValueError("GraphFile: path (the .pt file) is required")
         self.path = Path(path).expanduser()

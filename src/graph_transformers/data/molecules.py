@@ -19,7 +19,7 @@ is ``< ATOM_FEATURE_DIMS[k]`` (values outside OGB's allowable lists go to the co
 
 Splits are the deterministic scaffold split of :func:`scaffold_split` (the rule of DeepChem's
 ``ScaffoldSplitter`` and snap-stanford/pretrain-gnns ``scaffold_split``, which OGB used to make the
-``ogbg-mol*`` splits). The data files are described in ``shared/data/README.md``, section 3.
+``ogbg-mol*`` splits). The data files are described in ``docs/datasets.md`` ("Raw files").
 """
 from __future__ import annotations
 
@@ -40,16 +40,9 @@ from torch_geometric.data import Data, InMemoryDataset
 
 from .._optional import require
 from ..errors import DataError
-from .cache import (
-    FileBackedDataset,
-    write_cache_json,
-    DATA_ENV,
-    DataNotFoundError,
-    pre_transform_key,
-    resolve_cache_dir,
-    resolve_data_dir,
-    sha256_of,
-)
+from .cache import (FileBackedDataset, write_cache_json, DATA_ENV, DataNotFoundError,
+                    pre_transform_key, resolve_cache_dir, resolve_data_dir, sha256_of)
+from .generated import SPLITS
 
 __all__ = [
     "ATOM_FEATURE_NAMES",
@@ -68,7 +61,7 @@ __all__ = [
     "murcko_scaffold",
     "scaffold_split",
     "MoleculeCSV",
-    "MoleculeNet",
+    "MoleculeNetCSV",
 ]
 
 log = logging.getLogger(__name__)
@@ -255,9 +248,15 @@ def mol_to_graph(mol: Any) -> Data:
     )
 
 
-def _parse_smiles(smiles: str) -> tuple[Any, str | None]:
+def parse_smiles(smiles: str) -> tuple[Any, str | None]:
     """``(mol, None)`` when RDKit parses and sanitizes ``smiles`` (and it has atoms), else
-    ``(None, reason)``. RDKit's own log output is blocked while parsing."""
+    ``(None, reason)``: the one SMILES parser of the package (MoleculeNet, molecule CSVs, ZINC).
+    RDKit's own log output is blocked while parsing (a scoped ``BlockLogs``: the caller's logging
+    settings are left as they were).
+
+    Raises:
+        MissingDependencyError: when RDKit is not installed.
+    """
     require("rdkit", "parsing SMILES")
     from rdkit import Chem, rdBase
 
@@ -293,7 +292,7 @@ def smiles_to_graph(smiles: str) -> Data:
         ValueError: RDKit cannot parse or sanitize ``smiles``, or it has no atoms; the message
             names the SMILES and the reason.
     """
-    mol, reason = _parse_smiles(smiles.strip() if isinstance(smiles, str) else smiles)
+    mol, reason = parse_smiles(smiles.strip() if isinstance(smiles, str) else smiles)
     if mol is None:
         raise ValueError(f"invalid SMILES {smiles!r}: {reason}")
     return mol_to_graph(mol)
@@ -302,7 +301,6 @@ def smiles_to_graph(smiles: str) -> Data:
 # --------------------------------------------------------------------------------------------
 # Scaffold split
 # --------------------------------------------------------------------------------------------
-SPLITS: tuple[str, ...] = ("train", "val", "test")
 
 
 def murcko_scaffold(smiles_or_mol: Any) -> str:
@@ -317,7 +315,7 @@ def murcko_scaffold(smiles_or_mol: Any) -> str:
 
     mol = smiles_or_mol
     if isinstance(smiles_or_mol, str):
-        mol, reason = _parse_smiles(smiles_or_mol.strip())
+        mol, reason = parse_smiles(smiles_or_mol.strip())
         if mol is None:
             raise ValueError(f"murcko_scaffold: invalid SMILES {smiles_or_mol!r}: {reason}")
     return MurckoScaffold.MurckoScaffoldSmiles(mol=mol, includeChirality=True)
@@ -477,6 +475,43 @@ def _format_lines(skipped: Sequence[dict]) -> str:
     return lines + (", ..." if len(skipped) > _MAX_LOGGED_ROWS else "")
 
 
+def _check_csv_arguments(name: str, split: str, task: str, path: Any, max_rows: Any) -> None:
+    """The arguments of :class:`MoleculeCSV` that need no file: split, task, path, max_rows."""
+    if split not in SPLITS + ("all",):
+        raise ValueError(f"{name}: split must be one of {SPLITS + ('all',)}, got {split!r}")
+    if task not in _TASKS:
+        raise ValueError(f"{name}: task must be one of {_TASKS}, got {task!r}")
+    if path is None:
+        raise ValueError(f"{name}: path (the CSV file) is required")
+    if max_rows is not None and (isinstance(max_rows, bool) or int(max_rows) < 1):
+        raise ValueError(
+            f"{name}: max_rows must be a positive integer or None, got {max_rows!r}")
+
+
+def _target_columns(name: str, path: Path, smiles_column: str,
+                    target_columns: Sequence[str] | str | None) -> list[str]:
+    """The label columns (default: every column but the SMILES one), checked against the
+    header of ``path``."""
+    header = _read_header(path)
+    if smiles_column not in header:
+        raise ValueError(
+            f"{name}: SMILES column {smiles_column!r} not in the header of {path}; "
+            f"columns: {header}"
+        )
+    if target_columns is None:
+        target_columns = [c for c in header if c != smiles_column]
+    elif isinstance(target_columns, str):
+        target_columns = [target_columns]
+    target_columns = list(target_columns)
+    missing = [c for c in target_columns if c not in header]
+    if missing or not target_columns:
+        raise ValueError(
+            f"{name}: target columns {missing or target_columns} not in the header of "
+            f"{path}; columns: {header}"
+        )
+    return target_columns
+
+
 class MoleculeCSV(FileBackedDataset):
     r"""Molecular graph property prediction from a CSV file of SMILES and labels (``.csv`` or
     ``.csv.gz``), featurized like OGB (:func:`mol_to_graph`) and split by scaffold
@@ -550,35 +585,11 @@ class MoleculeCSV(FileBackedDataset):
         max_rows: int | None = None,
     ) -> None:
         name = type(self).__name__
-        if split not in SPLITS + ("all",):
-            raise ValueError(f"{name}: split must be one of {SPLITS + ('all',)}, got {split!r}")
-        if task not in _TASKS:
-            raise ValueError(f"{name}: task must be one of {_TASKS}, got {task!r}")
-        if path is None:
-            raise ValueError(f"{name}: path (the CSV file) is required")
-        if max_rows is not None and (isinstance(max_rows, bool) or int(max_rows) < 1):
-            raise ValueError(
-                f"{name}: max_rows must be a positive integer or None, got {max_rows!r}")
+        _check_csv_arguments(name, split, task, path, max_rows)
         self.path = Path(path).expanduser()
         if not self.path.is_file():
             raise DataNotFoundError(f"{name}: CSV file not found: {self.path}")
-        header = _read_header(self.path)
-        if smiles_column not in header:
-            raise ValueError(
-                f"{name}: SMILES column {smiles_column!r} not in the header of {self.path}; "
-                f"columns: {header}"
-            )
-        if target_columns is None:
-            target_columns = [c for c in header if c != smiles_column]
-        elif isinstance(target_columns, str):
-            target_columns = [target_columns]
-        target_columns = list(target_columns)
-        missing = [c for c in target_columns if c not in header]
-        if missing or not target_columns:
-            raise ValueError(
-                f"{name}: target columns {missing or target_columns} not in the header of "
-                f"{self.path}; columns: {header}"
-            )
+        target_columns = _target_columns(name, self.path, smiles_column, target_columns)
         self.split = split
         self.smiles_column = smiles_column
         self.task_names = target_columns
@@ -586,21 +597,31 @@ class MoleculeCSV(FileBackedDataset):
         self.frac = _check_frac(frac)
         self.max_rows = None if max_rows is None else int(max_rows)
         self.file_sha256 = sha256_of(self.path)
-        settings = json.dumps(
-            {"format": _FORMAT_VERSION, "smiles": smiles_column, "targets": target_columns,
-             "task": task, "frac": self.frac, "max_rows": self.max_rows},
-            sort_keys=True,
-        )
-        self._key = "_".join((
-            self.file_sha256[:16],
-            hashlib.sha256(settings.encode()).hexdigest()[:8],
-            pre_transform_key(pre_transform),
-        ))
+        self._key = self._cache_key(pre_transform)
         if root is None:
             stem = self.path.name.split(".")[0] or "data"
             root = resolve_cache_dir() / "MoleculeCSV" / stem
         super().__init__(os.fspath(root), transform, pre_transform, force_reload=force_reload)
         self.load(self.processed_paths[0])  # verifies data.pt and meta.json, rebuilds if needed
+        self._select_split(self._read_meta())
+
+    def _cache_key(self, pre_transform: Callable | None) -> str:
+        """``<sha256 of the file>_<settings hash>_<pre_transform key>``: the processed folder."""
+        settings = json.dumps(
+            {"format": _FORMAT_VERSION, "smiles": self.smiles_column,
+             "targets": self.task_names, "task": self.task, "frac": self.frac,
+             "max_rows": self.max_rows},
+            sort_keys=True,
+        )
+        return "_".join((
+            self.file_sha256[:16],
+            hashlib.sha256(settings.encode()).hexdigest()[:8],
+            pre_transform_key(pre_transform),
+        ))
+
+    def _read_meta(self) -> dict[str, Any]:
+        """Reads ``meta.json`` (skipped rows, split, provenance) and, on a load from the cache,
+        repeats the skipped-rows summary as a WARNING."""
         with open(self.processed_paths[1]) as f:
             meta = json.load(f)
         self.skipped: list[dict] = meta["skipped"]
@@ -610,20 +631,25 @@ class MoleculeCSV(FileBackedDataset):
             # process() logged the details just now; a load from the cache repeats a summary.
             log.warning(
                 "%s(%s): %d of %d rows were skipped (invalid SMILES) when this cache was built; "
-                "%d molecules kept; lines %s; details in .skipped", name, self.path,
-                len(self.skipped), self.provenance["num_rows"], self.provenance["num_molecules"],
-                _format_lines(self.skipped),
+                "%d molecules kept; lines %s; details in .skipped", type(self).__name__,
+                self.path, len(self.skipped), self.provenance["num_rows"],
+                self.provenance["num_molecules"], _format_lines(self.skipped),
             )
-        idx = (list(range(len(meta["smiles"]))) if split == "all"
-               else self.split_indices[split])
+        return meta
+
+    def _select_split(self, meta: dict[str, Any]) -> None:
+        """Keeps this split's molecules (all of them for ``"all"``) and their SMILES and rows."""
+        idx = (list(range(len(meta["smiles"]))) if self.split == "all"
+               else self.split_indices[self.split])
         self.smiles: list[str] = [meta["smiles"][i] for i in idx]
         self.rows: list[int] = [meta["rows"][i] for i in idx]
-        if split != "all":
+        if self.split != "all":
             if idx:
                 self.data, self.slices = self.collate([self.get(i) for i in idx])
             else:
                 log.warning("%s(%s): split %r is empty (%d molecules are too few for frac=%s)",
-                            name, self.path, split, len(meta["smiles"]), self.frac)
+                            type(self).__name__, self.path, self.split, len(meta["smiles"]),
+                            self.frac)
                 self.data, self.slices = Data(), {}
             self._data_list = None
 
@@ -661,31 +687,7 @@ class MoleculeCSV(FileBackedDataset):
     def process(self) -> None:
         """Parse every row, featurize the valid molecules, compute their scaffolds and the
         split, apply ``pre_transform`` and save graphs + metadata."""
-        graphs: list[Data] = []
-        smiles: list[str] = []
-        rows: list[int] = []
-        scaffolds: list[str] = []
-        skipped: list[dict] = []
-        num_rows = 0
-        for row, line, smi, labels in self._read_rows():
-            num_rows += 1
-            mol, reason = _parse_smiles(smi)
-            graph = None
-            if mol is not None:
-                try:
-                    graph = mol_to_graph(mol)
-                    scaffold = murcko_scaffold(mol)
-                except Exception as e:  # noqa: BLE001 - RDKit errors on exotic molecules
-                    reason = f"featurization failed: {e}"
-                    graph = None
-            if graph is None:
-                skipped.append({"row": row, "line": line, "smiles": smi, "reason": reason})
-                continue
-            graph.y = torch.tensor(labels, dtype=torch.float32).view(1, -1)
-            graphs.append(graph)
-            smiles.append(smi)
-            rows.append(row)
-            scaffolds.append(scaffold)
+        graphs, smiles, rows, scaffolds, skipped, num_rows = self._featurize_rows()
         if skipped:
             log.warning(
                 "%s(%s): skipped %d of %d rows whose SMILES RDKit cannot use; %d molecules "
@@ -702,7 +704,46 @@ class MoleculeCSV(FileBackedDataset):
         if self.pre_transform is not None:
             graphs = [self.pre_transform(g) for g in graphs]
         self.save(graphs, self.processed_paths[0])
-        provenance = {
+        provenance = self._provenance(num_rows, len(graphs), len(skipped), split)
+        meta = {"provenance": provenance, "skipped": skipped, "split": split,
+                "smiles": smiles, "rows": rows}
+        write_cache_json(self.processed_paths[1], meta)
+
+    def _featurize_rows(self) -> tuple[list[Data], list[str], list[int], list[str], list[dict],
+                                       int]:
+        """Parses and featurizes every row: ``(graphs, smiles, rows, scaffolds)`` of the valid
+        molecules (``y`` set, before ``pre_transform``), the skipped rows and the row count."""
+        graphs: list[Data] = []
+        smiles: list[str] = []
+        rows: list[int] = []
+        scaffolds: list[str] = []
+        skipped: list[dict] = []
+        num_rows = 0
+        for row, line, smi, labels in self._read_rows():
+            num_rows += 1
+            mol, reason = parse_smiles(smi)
+            graph = None
+            if mol is not None:
+                try:
+                    graph = mol_to_graph(mol)
+                    scaffold = murcko_scaffold(mol)
+                except Exception as e:  # noqa: BLE001 - RDKit errors on exotic molecules
+                    reason = f"featurization failed: {e}"
+                    graph = None
+            if graph is None:
+                skipped.append({"row": row, "line": line, "smiles": smi, "reason": reason})
+                continue
+            graph.y = torch.tensor(labels, dtype=torch.float32).view(1, -1)
+            graphs.append(graph)
+            smiles.append(smi)
+            rows.append(row)
+            scaffolds.append(scaffold)
+        return graphs, smiles, rows, scaffolds, skipped, num_rows
+
+    def _provenance(self, num_rows: int, num_molecules: int, num_skipped: int,
+                    split: dict[str, list[int]]) -> dict[str, Any]:
+        """The ``provenance`` record of ``meta.json``: source, settings, counts, split rule."""
+        return {
             "source": str(self.path),
             "sha256": self.file_sha256,
             "smiles_column": self.smiles_column,
@@ -711,17 +752,14 @@ class MoleculeCSV(FileBackedDataset):
             "frac": list(self.frac),
             "max_rows": self.max_rows,
             "num_rows": num_rows,
-            "num_molecules": len(graphs),
-            "num_skipped": len(skipped),
+            "num_molecules": num_molecules,
+            "num_skipped": num_skipped,
             "split_sizes": {s: len(v) for s, v in split.items()},
             "split_rule": "scaffold (MurckoScaffoldSmiles includeChirality=True; groups by "
                           "(size, first index) descending; greedy train/val/test fill)",
             "featurization": "OGB smiles2graph (9 atom / 3 bond categorical features)",
             "format_version": _FORMAT_VERSION,
         }
-        meta = {"provenance": provenance, "skipped": skipped, "split": split,
-                "smiles": smiles, "rows": rows}
-        write_cache_json(self.processed_paths[1], meta)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)}, split={self.split!r}, tasks={self.num_tasks})"
@@ -731,7 +769,7 @@ class MoleculeCSV(FileBackedDataset):
 class MoleculeNetInfo:
     """One MoleculeNet benchmark: its file in ``<data_dir>/MoleculeNet/``, label columns, task
     type, metric key (``"roc_auc"`` / ``"rmse"``, as in ``metrics.json``), and the sha256 and
-    data-row count of the reference copy (``shared/data/README.md`` section 3)."""
+    data-row count of the reference copy (``docs/datasets.md``, "Raw files")."""
 
     file: str
     target_columns: tuple[str, ...]
@@ -804,12 +842,13 @@ def _moleculenet_dir(data_dir: Path) -> Path:
     return data_dir / "MoleculeNet"
 
 
-class MoleculeNet(MoleculeCSV):
+class MoleculeNetCSV(MoleculeCSV):
     r"""A MoleculeNet benchmark (:data:`MOLECULENET`): ``hiv`` (= ogbg-molhiv semantics), ``esol``,
     ``freesolv``, ``lipo`` (RMSE regression), ``tox21``, ``clintox``, ``sider`` (multi-task
     ROC-AUC), read from ``resolve_data_dir(data_dir) / "MoleculeNet" / <file>`` and split by
     scaffold 80 / 10 / 10 (:func:`scaffold_split`). See :class:`MoleculeCSV` for the graphs,
-    skipped rows and caching.
+    skipped rows and caching. (Named after what it reads, the MoleculeNet CSV files, so that it
+    does not shadow PyG's :class:`torch_geometric.datasets.MoleculeNet`.)
 
     For ``hiv`` this is the ogbg-molhiv setting (same molecules in the same order, label
     ``HIV_active``, OGB featurization, scaffold split, ROC-AUC) but not necessarily its exact
@@ -864,15 +903,15 @@ class MoleculeNet(MoleculeCSV):
         if data is None:
             raise DataNotFoundError(
                 f"MoleculeNet {key}: no data directory. Pass data_dir=... (CLI --data-dir) or set "
-                f"${DATA_ENV} to a folder holding MoleculeNet/{info.file} (laid out like "
-                f"shared/data/MoleculeNet, see shared/data/README.md section 3)."
+                f"${DATA_ENV} to a folder holding MoleculeNet/{info.file} (docs/datasets.md, "
+                f"'Raw files')."
             )
         path = _moleculenet_dir(data) / info.file
         if not path.is_file():
             raise DataNotFoundError(
                 f"MoleculeNet {key}: {info.file} not found; looked for {path} (data directory "
                 f"{data}). Pass data_dir=... (CLI --data-dir) or set ${DATA_ENV} to a folder "
-                f"holding MoleculeNet/{info.file} (see shared/data/README.md section 3)."
+                f"holding MoleculeNet/{info.file} (see docs/datasets.md, 'Raw files')."
             )
         base = Path(root).expanduser() if root is not None else resolve_cache_dir() / "MoleculeNet"
         super().__init__(
@@ -882,7 +921,7 @@ class MoleculeNet(MoleculeCSV):
         if self.file_sha256 != info.sha256:
             log.warning(
                 "MoleculeNet %s: %s has sha256 %s, not the reference copy's %s "
-                "(shared/data/README.md section 3); results may not be comparable.",
+                "(docs/datasets.md, 'Raw files'); results may not be comparable.",
                 key, path, self.file_sha256[:16], info.sha256[:16],
             )
 
@@ -891,4 +930,4 @@ class MoleculeNet(MoleculeCSV):
         return self.info.metric
 
     def __repr__(self) -> str:
-        return f"MoleculeNet({self.name}, {len(self)}, split={self.split!r})"
+        return f"MoleculeNetCSV({self.name}, {len(self)}, split={self.split!r})"

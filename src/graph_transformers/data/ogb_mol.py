@@ -6,7 +6,7 @@ bond as two directed edges) and gives the official split (``get_idx_split()``, O
 split), and OGB's ``Evaluator`` scores it
 (:class:`graph_transformers.training.metrics.OGBEvaluatorROCAUC`). Where the files are looked
 for: :func:`graph_transformers.data.canonical.locate_ogb`. Without them, ``data.source: auto``
-falls back to :class:`graph_transformers.data.molecules.MoleculeNet` (``hiv``: the same
+falls back to :class:`graph_transformers.data.molecules.MoleculeNetCSV` (``hiv``: the same
 molecules and label, featurized by this library, with a re-derived scaffold split).
 
 OGB's node and edge features are the columns of :mod:`graph_transformers.data.molecules`

@@ -7,8 +7,8 @@ The graph is read by PyTorch Geometric's own :class:`~torch_geometric.datasets.P
 (``split="public"``) from the eight Planetoid files ``ind.<name>.{x,tx,allx,y,ty,ally,graph,
 test.index}`` (Python-2 pickles of scipy/numpy objects):
 
-* **offline**: ``resolve_data_dir(data_dir) / "Planetoid"`` (see ``shared/data/README.md``,
-  section 5; kimiyoung/planetoid ``data/``). Each file's sha256 is checked against the README's,
+* **offline**: ``resolve_data_dir(data_dir) / "Planetoid"`` (``docs/datasets.md``, "Raw
+  files"; kimiyoung/planetoid ``data/``). Each file's sha256 is checked against the pinned one,
   then it is copied into Planetoid's ``raw_dir`` (``<root>/<Name>/raw/``), so Planetoid finds
   its ``raw_file_names`` and never downloads;
 * **online fallback**: Planetoid's own download from :attr:`Planetoid.url`
@@ -29,20 +29,13 @@ from pathlib import Path
 
 from torch_geometric.datasets import Planetoid
 
-from .cache import (
-    OFFLINE_ENV,
-    offline,
-    DATA_ENV,
-    DataNotFoundError,
-    pre_transform_key,
-    resolve_cache_dir,
-    resolve_data_dir,
-    sha256_of,
-)
+from .cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transform_key,
+                    resolve_cache_dir, resolve_data_dir)
+from .download import OFFLINE_ENV, offline
 
 __all__ = ["PlanetoidGraph", "PLANETOID_NAMES", "PLANETOID_STATS", "OFFLINE_ENV"]
 
-#: Names accepted (case-insensitive). Cora and CiteSeer are in shared/data; PubMed only by download.
+#: Names accepted (case-insensitive). PubMed is read like Cora and CiteSeer, or downloaded.
 PLANETOID_NAMES: tuple[str, ...] = ("Cora", "CiteSeer", "PubMed")
 #: Known sizes of the public split (checked by the tests).
 PLANETOID_STATS: dict[str, dict[str, int]] = {
@@ -53,7 +46,7 @@ PLANETOID_STATS: dict[str, dict[str, int]] = {
 }
 #: Set to ``1`` to forbid any download attempt (same as ``download=False``).
 
-# sha256 of the files in shared/data/Planetoid (shared/data/README.md section 5).
+# sha256 of the benchmark's raw files in Planetoid (docs/datasets.md, 'Raw files').
 _SHA256 = {
     "ind.cora.allx": "9419ba2f26f5c35243db64aba110e0f35a04851609e0dc5433450676ca6b8543",
     "ind.cora.ally": "2b998f5cc7fedc86e7f97ca2498f47a1ffc1462c29e2d578b23bf3f62b6e7d71",
@@ -174,13 +167,7 @@ class PlanetoidGraph(Planetoid):
             if all(p.is_file() for p in sources):
                 raw.mkdir(parents=True, exist_ok=True)
                 for src in sources:
-                    want = _SHA256.get(src.name)
-                    if want is not None and (got := sha256_of(src)) != want:
-                        raise ValueError(
-                            f"Planetoid: {src} has sha256 {got}, expected {want} (the file "
-                            "listed in shared/data/README.md section 5); the file is corrupt "
-                            "or not the benchmark's"
-                        )
+                    check_sha256(src, _SHA256.get(src.name), "Planetoid")
                     tmp = raw / f".{src.name}.part"
                     shutil.copyfile(src, tmp)
                     os.replace(tmp, raw / src.name)
@@ -203,7 +190,7 @@ class PlanetoidGraph(Planetoid):
         return (
             f"Looked in: {looked} and {self.raw_dir} for {files}. To get the data, pass "
             f"--data-dir (data_dir=...) or set ${DATA_ENV} to a folder whose Planetoid/ holds "
-            "these files (see shared/data/README.md section 5), or allow Planetoid's download "
+            "these files (see docs/datasets.md, 'Raw files'), or allow Planetoid's download "
             f"from {self.url} (needs network; download=True and ${OFFLINE_ENV} unset)."
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from torch_geometric.data import Dataset
@@ -69,7 +69,6 @@ class DatasetSpec:
     edge_dim: int | None = None
     splits: tuple[str, ...] = ("train", "val", "test")
     loss: str = "auto"
-    notes: dict = field(default_factory=dict)
     featurize: Callable[[str], Any] | None = None
     targets: tuple[str, ...] | None = None
     source: str = "canonical"
@@ -82,9 +81,9 @@ class DatasetSpec:
 
 def _load_zinc(split, data_dir, cache_dir, pre_transform, options):
     require("rdkit", "the ZINC dataset")
-    from .zinc import ZINC
+    from .zinc import ZINCSubset
     root = resolve_cache_dir(cache_dir) / "ZINC"
-    return ZINC(root=str(root), split=split, data_dir=data_dir, pre_transform=pre_transform)
+    return ZINCSubset(root=str(root), split=split, data_dir=data_dir, pre_transform=pre_transform)
 
 
 def _load_csl(split, data_dir, cache_dir, pre_transform, options):
@@ -180,8 +179,8 @@ def _load_synthetic_large(split, data_dir, cache_dir, pre_transform, options):
 def _load_moleculenet(name: str) -> Callable[..., Dataset]:
     def load(split, data_dir, cache_dir, pre_transform, options):
         require("rdkit", f"the {name} dataset")
-        from .molecules import MoleculeNet
-        return MoleculeNet(root=str(resolve_cache_dir(cache_dir) / "MoleculeNet"), name=name,
+        from .molecules import MoleculeNetCSV
+        return MoleculeNetCSV(root=str(resolve_cache_dir(cache_dir) / "MoleculeNet"), name=name,
                            split=split, data_dir=data_dir, pre_transform=pre_transform,
                            max_rows=options.get("max_rows"))
     return load

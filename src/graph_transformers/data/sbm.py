@@ -5,7 +5,7 @@ arXiv:2003.00982) and are used by the Graph Transformer paper (Dwivedi & Bresson
 graphs are drawn from stochastic block models (SBMs). The original pickles
 (``SBM_PATTERN.pkl`` / ``SBM_CLUSTER.pkl``) are not available, so this module regenerates both
 datasets with the procedure and parameters of graphdeeplearning/benchmarking-gnns
-``data/SBMs/generate_SBM_{PATTERN,CLUSTER}.ipynb`` (see ``shared/data/README.md``, section 7).
+``data/SBMs/generate_SBM_{PATTERN,CLUSTER}.ipynb``.
 Where the published files can be had (PyG's ``PATTERN_v2.pt`` / ``CLUSTER_v2.pt``), the registry
 reads those instead (``data.source``, :mod:`graph_transformers.data.canonical`).
 
@@ -62,18 +62,16 @@ part) and its class balance, not the procedure.
 from __future__ import annotations
 
 import os
-import os.path as osp
 from collections.abc import Callable, Sequence
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.data import Data, InMemoryDataset
+from torch_geometric.data import Data
 
-from graph_transformers.data.cache import (CheckedInMemoryDataset, pre_transform_key,
-                                           resolve_cache_dir)
-from graph_transformers.data.generated import check_seed, check_split_counts
+from .generated import (SPLITS, GeneratedDataset, check_count, check_seed, check_split_counts,
+                        size_tag)
 
 __all__ = [
     "CLUSTER",
@@ -129,8 +127,6 @@ CLUSTER_NUM_NODE_TYPES = CLUSTER_NUM_COMMUNITIES + 1
 CLUSTER_NUM_CLASSES = CLUSTER_NUM_COMMUNITIES
 #: Graphs in the train / val / test splits.
 CLUSTER_NUM_GRAPHS: tuple[int, int, int] = (10000, 1000, 1000)
-
-_SPLITS = ("train", "val", "test")
 
 
 # --------------------------------------------------------------------------------------------
@@ -292,7 +288,7 @@ def _pattern_split(
 ) -> list[Data]:
     streams = _pattern_streams(seed)
     patterns = _draw_patterns(np.random.default_rng(streams[0]), num_patterns)
-    rng = np.random.default_rng(streams[1 + _SPLITS.index(split)])
+    rng = np.random.default_rng(streams[1 + SPLITS.index(split)])
     prob = _pattern_prob()
     return [_pattern_graph(rng, pat, prob, keep_blocks) for pat in patterns for _ in range(count)]
 
@@ -333,18 +329,15 @@ def generate_pattern(
             or a negative seed.
     """
     counts = check_split_counts("num_graphs_per_pattern", num_graphs_per_pattern)
-    if isinstance(num_patterns, bool) or not isinstance(num_patterns, (int, np.integer)) or (
-        num_patterns < 1
-    ):
-        raise ValueError(f"num_patterns must be a positive integer, got {num_patterns!r}")
+    num_patterns = check_count("num_patterns", num_patterns)
     seed = check_seed(seed)
     splits = {
-        split: _pattern_split(seed, split, count, int(num_patterns), keep_blocks)
-        for split, count in zip(_SPLITS, counts)
+        split: _pattern_split(seed, split, count, num_patterns, keep_blocks)
+        for split, count in zip(SPLITS, counts)
     }
     if not return_patterns:
         return splits
-    raw = _draw_patterns(np.random.default_rng(_pattern_streams(seed)[0]), int(num_patterns))
+    raw = _draw_patterns(np.random.default_rng(_pattern_streams(seed)[0]), num_patterns)
     patterns = [
         Data(x=torch.from_numpy(u0.astype(np.int64)).view(-1, 1),
              edge_index=_undirected(src, dst, u0.shape[0]))
@@ -382,7 +375,7 @@ def _cluster_graph(rng: np.random.Generator, prob: np.ndarray) -> Data:
 
 def _cluster_split(seed: int, split: str, count: int) -> list[Data]:
     streams = np.random.SeedSequence(seed).spawn(3)
-    rng = np.random.default_rng(streams[_SPLITS.index(split)])
+    rng = np.random.default_rng(streams[SPLITS.index(split)])
     prob = _sbm_prob(CLUSTER_NUM_COMMUNITIES, CLUSTER_P, CLUSTER_Q)
     return [_cluster_graph(rng, prob) for _ in range(count)]
 
@@ -407,12 +400,7 @@ def generate_cluster(
     """
     counts = check_split_counts("num_graphs", num_graphs)
     seed = check_seed(seed)
-    return {split: _cluster_split(seed, split, count) for split, count in zip(_SPLITS, counts)}
-
-
-# --------------------------------------------------------------------------------------------
-# Metric
-# --------------------------------------------------------------------------------------------
+    return {split: _cluster_split(seed, split, count) for split, count in zip(SPLITS, counts)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -420,37 +408,24 @@ def generate_cluster(
 # --------------------------------------------------------------------------------------------
 
 
-class _SBMDataset(CheckedInMemoryDataset):
-    """Shared machinery: generated splits cached one file per split under
-    ``root/processed/<pre_transform_key(pre_transform)>_seed<seed>[_<sizes>]/<split>.pt``."""
+class _SBMDataset(GeneratedDataset):
+    """What PATTERN and CLUSTER share: node-level weighted accuracy and the provenance record
+    of a generated draw (see the module docstring)."""
 
-    name = ""
     num_classes = 0
     num_node_types = 0
     metric = "weighted_accuracy"
     level = "node"
 
-    def __init__(
-        self,
-        root: str | os.PathLike | None,
-        split: str,
-        seed: int,
-        transform: Callable | None,
-        pre_transform: Callable | None,
-        force_reload: bool,
-    ) -> None:
-        if split not in _SPLITS:
-            raise ValueError(f"{self.name} split must be one of {_SPLITS}, got {split!r}")
-        self.split = split
-        self.seed = check_seed(seed)
-        if root is None:
-            root = resolve_cache_dir() / self.name
-        super().__init__(os.fspath(root), transform, pre_transform, force_reload=force_reload)
-        self.load(self.processed_paths[_SPLITS.index(split)])
-        #: ``{split: "generated"}``: these are not the published graphs (see the module docstring)
-        self.provenance: dict[str, str] = {split: "generated"}
-        #: details of the generation (procedure, seed, notes on the published statistics)
-        self.provenance_info: dict = self._provenance_info()
+    @cached_property
+    def provenance(self) -> dict[str, str]:
+        """``{split: "generated"}``: these are not the published graphs (module docstring)."""
+        return {self.split: "generated"}
+
+    @cached_property
+    def provenance_info(self) -> dict:
+        """Details of the generation (procedure, seed, notes on the published statistics)."""
+        return self._provenance_info()
 
     def _provenance_info(self) -> dict:
         return {
@@ -460,39 +435,6 @@ class _SBMDataset(CheckedInMemoryDataset):
             "seed": self.seed,
             "note": "a fresh draw from the benchmark's distribution, not the published graphs",
         }
-
-    def _size_tag(self) -> str:
-        """Suffix of the processed directory for non-benchmark sizes ('' for the benchmark)."""
-        raise NotImplementedError
-
-    def _generate_split(self, split: str) -> list[Data]:
-        raise NotImplementedError
-
-    @property
-    def raw_file_names(self) -> list[str]:
-        return []
-
-    @property
-    def processed_dir(self) -> str:
-        key = f"{pre_transform_key(self.pre_transform)}_seed{self.seed}{self._size_tag()}"
-        return osp.join(self.root, "processed", key)
-
-    @property
-    def processed_file_names(self) -> list[str]:
-        return [f"{split}.pt" for split in _SPLITS]
-
-    def process(self) -> None:
-        # one split at a time: each split has its own random stream, and peak memory stays at
-        # one split (PATTERN's train split alone is ~1 GB of edge indices)
-        for split, path in zip(_SPLITS, self.processed_paths):
-            data_list = self._generate_split(split)
-            if self.pre_transform is not None:
-                data_list = [self.pre_transform(d) for d in data_list]
-            self.save(data_list, path)
-            del data_list
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}({len(self)}, split={self.split!r}, seed={self.seed})"
 
 
 class PATTERN(_SBMDataset):
@@ -528,8 +470,6 @@ class PATTERN(_SBMDataset):
     name = "PATTERN"
     num_classes = PATTERN_NUM_CLASSES
     num_node_types = PATTERN_NUM_NODE_TYPES
-    metric = "weighted_accuracy"
-    level = "node"
 
     def __init__(
         self,
@@ -545,11 +485,7 @@ class PATTERN(_SBMDataset):
     ) -> None:
         self.num_graphs_per_pattern = check_split_counts("num_graphs_per_pattern",
                                                     num_graphs_per_pattern)
-        if isinstance(num_patterns, bool) or not isinstance(num_patterns, (int, np.integer)) or (
-            num_patterns < 1
-        ):
-            raise ValueError(f"num_patterns must be a positive integer, got {num_patterns!r}")
-        self.num_patterns = int(num_patterns)
+        self.num_patterns = check_count("num_patterns", num_patterns)
         super().__init__(root, split, seed, transform, pre_transform, force_reload)
 
     def _provenance_info(self) -> dict:
@@ -572,7 +508,7 @@ class PATTERN(_SBMDataset):
         return f"_p{self.num_patterns}x" + "-".join(map(str, self.num_graphs_per_pattern))
 
     def _generate_split(self, split: str) -> list[Data]:
-        count = self.num_graphs_per_pattern[_SPLITS.index(split)]
+        count = self.num_graphs_per_pattern[SPLITS.index(split)]
         return _pattern_split(self.seed, split, count, self.num_patterns)
 
 
@@ -607,8 +543,6 @@ class CLUSTER(_SBMDataset):
     name = "CLUSTER"
     num_classes = CLUSTER_NUM_CLASSES
     num_node_types = CLUSTER_NUM_NODE_TYPES
-    metric = "weighted_accuracy"
-    level = "node"
 
     def __init__(
         self,
@@ -625,9 +559,7 @@ class CLUSTER(_SBMDataset):
         super().__init__(root, split, seed, transform, pre_transform, force_reload)
 
     def _size_tag(self) -> str:
-        if self.num_graphs == CLUSTER_NUM_GRAPHS:
-            return ""
-        return "_n" + "-".join(map(str, self.num_graphs))
+        return size_tag("_n", self.num_graphs, CLUSTER_NUM_GRAPHS)
 
     def _generate_split(self, split: str) -> list[Data]:
-        return _cluster_split(self.seed, split, self.num_graphs[_SPLITS.index(split)])
+        return _cluster_split(self.seed, split, self.num_graphs[SPLITS.index(split)])

@@ -16,14 +16,13 @@ neighbour sampling (``data.num_neighbors``); its size is a data option.
 from __future__ import annotations
 
 import json
-import os.path as osp
 from collections.abc import Callable
 
 import torch
-from torch_geometric.data import Data, InMemoryDataset
+from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops
 
-from .cache import CheckedInMemoryDataset, write_cache_json, pre_transform_key
+from .cache import KeyedCacheDataset, pre_transform_key
 from .generated import check_seed
 
 #: classes and feature width of the registered dataset (``DatasetSpec`` fixes them)
@@ -80,7 +79,7 @@ def make_sbm_graph(num_nodes: int, num_classes: int = NUM_CLASSES, avg_degree: f
     return Data(x=x, y=y, edge_index=edge_index, num_nodes=num_nodes, **masks)
 
 
-class SyntheticLargeGraph(CheckedInMemoryDataset):
+class SyntheticLargeGraph(KeyedCacheDataset):
     """The graph of :func:`make_sbm_graph` as a one-graph dataset, cached under
     ``root/processed/<options + pre-transform key>/`` (the encodings of a large graph, e.g. LapPE
     by the sparse eigensolver, are computed once).
@@ -101,14 +100,6 @@ class SyntheticLargeGraph(CheckedInMemoryDataset):
                                       pre_transform_key(pre_transform))
         super().__init__(root, transform, pre_transform)
         self.load(self.processed_paths[0])
-
-    @property
-    def raw_file_names(self) -> list[str]:
-        return []
-
-    @property
-    def processed_dir(self) -> str:
-        return osp.join(self.root, "processed", self._key)
 
     @property
     def processed_file_names(self) -> list[str]:

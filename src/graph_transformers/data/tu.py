@@ -3,7 +3,7 @@
 et al., "Benchmarking Graph Neural Networks". The metric is accuracy (report mean ± std over the
 10 folds).
 
-Where the raw files come from (see ``shared/data/README.md``, section 4):
+Where the raw files come from (``docs/datasets.md``, "Raw files"):
 
 * **offline**: ``resolve_data_dir(data_dir) / "TU" / "<NAME>.zip"``. The zip holds
   ``<NAME>/<NAME>_A.txt``, ``_graph_indicator.txt``, ``_graph_labels.txt``,
@@ -62,16 +62,10 @@ from torch_geometric.datasets import TUDataset
 
 log = logging.getLogger(__name__)
 
-from .cache import (
-    OFFLINE_ENV,
-    offline,
-    DATA_ENV,
-    DataNotFoundError,
-    pre_transform_key,
-    resolve_cache_dir,
-    resolve_data_dir,
-    sha256_of,
-)
+from .cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transform_key,
+                    resolve_cache_dir, resolve_data_dir, sha256_of)
+from .download import OFFLINE_ENV, fetch_url, offline
+from .generated import SPLITS, check_split
 
 __all__ = [
     "TU",
@@ -109,8 +103,7 @@ BENCHMARK_INDEX_URL = (
 )
 #: Set to ``1`` to forbid any download attempt (same as ``download=False``).
 
-_SPLITS = ("train", "val", "test")
-# sha256 of the files in shared/data/TU (shared/data/README.md section 4).
+# sha256 of the benchmark's raw files in TU (docs/datasets.md, 'Raw files').
 _SHA256 = {
     "MUTAG.zip": "e6f234cb1487781d0b6411175fb0489ed4142cf8a103570526114e1fd4eebdf0",
     "ENZYMES.zip": "f9530114781f6d3b02e12fce1b58f2a9d33b419bcc8932904067e55c60b02cf2",
@@ -148,13 +141,7 @@ def _check_sha(path: Path) -> None:
     if want is None:
         log.info("TU: %s has no recorded checksum; used as found (sha256 %s)", path,
                  sha256_of(path))
-    if want is not None:
-        got = sha256_of(path)
-        if got != want:
-            raise ValueError(
-                f"TU: {path} has sha256 {got}, expected {want} (the file listed in "
-                f"shared/data/README.md section 4); the file is corrupt or not the benchmark's"
-            )
+    check_sha256(path, want, "TU")
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,7 +231,7 @@ def extract_tu_zip(zip_path: str | os.PathLike, raw_dir: str | os.PathLike, name
     inside the zip is dropped, so ``MUTAG/MUTAG_A.txt`` becomes ``raw_dir/MUTAG_A.txt``, the
     layout TUDataset expects). Each file is written to a temporary name and renamed, the
     ``_A.txt`` / ``_graph_indicator.txt`` files that TUDataset checks for last, so an interrupted
-    extraction is redone. The sha256 of a zip named like one in ``shared/data/TU`` is checked first.
+    extraction is redone. The sha256 of a zip named like a benchmark's (MUTAG, ENZYMES, NCI1) is checked first.
 
     Raises:
         ValueError: a sha256 mismatch, a bad zip, or a zip without ``<name>_A.txt`` /
@@ -373,8 +360,7 @@ class TU(TUDataset):
         split_seed: int = TU_SPLIT_SEED,
         download: bool = True,
     ) -> None:
-        if split not in _SPLITS:
-            raise ValueError(f"TU: split must be one of {_SPLITS}, got {split!r}")
+        check_split("TU", split)
         fold = _check_fold(fold)
         name = _canonical_name(str(name))
         self.split = split
@@ -388,7 +374,7 @@ class TU(TUDataset):
         # attributes, TUDataset's slicing is a no-op either way.
         keep_attr = True if use_node_attr is None else bool(use_node_attr)
         # Locate the split files before any extraction/processing, so a missing one fails fast.
-        self._index_paths = ({s: self._index_file(name, s, root) for s in _SPLITS}
+        self._index_paths = ({s: self._index_file(name, s, root) for s in SPLITS}
                              if name in _INDEX_SPLIT_NAMES else None)
         super().__init__(str(root), name, transform, pre_transform,
                          force_reload=force_reload, use_node_attr=keep_attr,
@@ -446,7 +432,7 @@ class TU(TUDataset):
             f"Looked in: {looked} (for {self.name}.zip or {self.name}/{self.name}_A.txt) and "
             f"{self.raw_dir}. To get the data, pass --data-dir (data_dir=...) or set "
             f"${DATA_ENV} to a folder whose TU/ holds {self.name}.zip laid out like "
-            "shared/data/TU (see shared/data/README.md section 4), or allow TUDataset's download "
+            "the benchmark's (see docs/datasets.md, 'Raw files'), or allow TUDataset's download "
             f"of {self.url}/{self.name}.zip (needs network; download=True and ${OFFLINE_ENV} "
             "unset)."
         )
@@ -464,12 +450,9 @@ class TU(TUDataset):
                 f"data/TUs/) there, set ${DATA_ENV}, or allow its download from "
                 f"{BENCHMARK_INDEX_URL.format(name=name, split=split)}."
             )
-        from torch_geometric.data import download_url
-
         url = BENCHMARK_INDEX_URL.format(name=name, split=split)
-        dest = root / "splits"
         try:
-            path = Path(download_url(url, str(dest), log=False))
+            path = fetch_url(url, root / "splits" / fname)
         except Exception as e:
             raise DataNotFoundError(
                 f"TU {name}: split file {fname} not found in "
@@ -490,7 +473,7 @@ class TU(TUDataset):
             return stratified_fold_split(labels, self.fold, TU_NUM_FOLDS, self.split_seed)
         self.split_source = "benchmark index files"
         out = {}
-        for split in _SPLITS:
+        for split in SPLITS:
             path = self._index_paths[split]
             _check_sha(path)
             folds = read_benchmark_index(path)

@@ -12,7 +12,7 @@ Graphs follow the PyTorch Geometric ``ZINC(subset=True)`` convention:
   :func:`smiles_to_graph` picks the alternation the benchmark's RDKit picked, see there);
 * ``y``: ``FloatTensor [1]``, the target.
 
-Where the splits come from (see ``shared/data/README.md``, section 1):
+Where the splits come from (``docs/datasets.md``, "Raw files"):
 
 * ``val`` / ``test``: exact, read from ``zinc_subset_{val,test}.npz`` (or from the benchmark's
   ``molecules/{val,test}.pickle`` + ``{val,test}.index`` when only those are present);
@@ -21,7 +21,7 @@ Where the splits come from (see ``shared/data/README.md``, section 1):
   10,000 molecules sampled with a fixed seed from the ZINC-full validation SMILES (JT-VAE
   ``valid.txt``), excluding the val subset and any molecule equal to a val/test subset molecule,
   featurized with :func:`smiles_to_graph` and labelled with :func:`penalized_logp_target`. Its
-  numbers are not comparable to published ZINC results; :attr:`ZINC.provenance` says which one
+  numbers are not comparable to published ZINC results; :attr:`ZINCSubset.provenance` says which one
   was loaded.
 
 The reconstructed labels use the benchmark's own ring rule (:func:`largest_ring_jtvae`: the
@@ -48,19 +48,12 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, InMemoryDataset
 
-from .cache import (
-    CheckedInMemoryDataset,
-    write_cache_json,
-    OFFLINE_ENV,
-    offline,
-    DATA_ENV,
-    DataNotFoundError,
-    fetch_url,
-    pre_transform_key,
-    resolve_cache_dir,
-    resolve_data_dir,
-    sha256_of,
-)
+from .cache import (KeyedCacheDataset, DATA_ENV, DataNotFoundError, check_sha256,
+                    pre_transform_key, resolve_cache_dir, resolve_data_dir, sha256_of,
+                    write_cache_json)
+from .download import OFFLINE_ENV, fetch_url, offline
+from .molecules import parse_smiles
+from .generated import SPLITS, check_split
 
 __all__ = [
     "ATOM_TYPES",
@@ -75,7 +68,7 @@ __all__ = [
     "largest_ring_jtvae",
     "load_zinc_graphs",
     "download_zinc",
-    "ZINC",
+    "ZINCSubset",
 ]
 
 log = logging.getLogger(__name__)
@@ -107,12 +100,12 @@ ZINC_INDEX_URL = (
 )
 #: Set to ``1`` to forbid any download attempt (same as ``download=False``).
 
-# Penalized-logP normalization constants (JT-VAE; shared/data/README.md section 1).
+# Penalized-logP normalization constants (JT-VAE: mean and std of logP, SA score and ring term).
 _LOGP_MEAN, _LOGP_STD = 2.4570953396190123, 1.434324401111988
 _SA_MEAN, _SA_STD = -3.0525811293166134, 0.8335207024513095
 _CYCLE_MEAN, _CYCLE_STD = -0.0485696876403053, 0.2860212110245455
 
-# sha256 of the raw files as laid out in shared/data/ZINC (the .index files are verbatim copies
+# sha256 of the raw files as docs/datasets.md lists them (the .index files are verbatim copies
 # of benchmarking-gnns data/molecules/*.index, so the downloaded ones must match too).
 _SHA256 = {
     "train.index": "575d6acd72ac207a95947e2bdd16411ef6fc3faa88c2f55a2c496ea43022a6d8",
@@ -126,7 +119,6 @@ _SHA256 = {
 # Members of molecules.zip. Its sha256 is not known here (the archive could not be obtained), so
 # download_zinc checks its structure instead of a checksum.
 _ZIP_MEMBERS = ("train.pickle", "val.pickle", "test.pickle")
-_SPLITS = ("train", "val", "test")
 #: bump when the processed format or the reconstruction recipe changes. 2: the target's ring
 #: term uses :func:`largest_ring_jtvae` (the benchmark's cycle basis), not the current networkx
 #: default basis; 14 of the 10,000 reconstructed train labels changed (by 3.5 to 21.0).
@@ -155,15 +147,14 @@ def atom_token(atom: Any) -> str:
 
 
 def _parse(smiles: str):
-    from rdkit import Chem, rdBase
+    """The RDKit molecule of ``smiles`` (:func:`~.molecules.parse_smiles`).
 
-    blocker = rdBase.BlockLogs()  # scoped: RDKit's logging is left as the caller had it
-    try:
-        mol = Chem.MolFromSmiles(smiles)
-    finally:
-        del blocker
+    Raises:
+        ValueError: for a SMILES that RDKit cannot parse and sanitize, or one without atoms.
+    """
+    mol, reason = parse_smiles(smiles)
     if mol is None:
-        raise ValueError(f"ZINC: cannot parse SMILES {smiles!r}")
+        raise ValueError(f"ZINC: cannot parse SMILES {smiles!r} ({reason})")
     return mol
 
 
@@ -436,14 +427,7 @@ def _find(dirs: Sequence[Path], *names: str) -> Path | None:
 
 
 def _check_sha(path: Path) -> None:
-    want = _SHA256.get(path.name)
-    if want is not None:
-        got = sha256_of(path)
-        if got != want:
-            raise ValueError(
-                f"ZINC: {path} has sha256 {got}, expected {want} (the file listed in "
-                f"shared/data/README.md); the file is corrupt or not the benchmark's"
-            )
+    check_sha256(path, _SHA256.get(path.name), "ZINC")
 
 
 def _read_index(path: Path) -> list[int]:
@@ -508,6 +492,53 @@ def _canonical_key(mol) -> str:
     return Chem.MolToSmiles(mol, isomericSmiles=False)
 
 
+def _draw_train(valid: Sequence[str], order: Sequence[int], excluded: set[str]
+                ) -> tuple[list[Data], list[int], dict[str, int], list[dict[str, int]]]:
+    """Featurizes the molecules ``valid[pos]`` for ``pos`` in ``order`` until :data:`NUM_TRAIN`
+    are kept, skipping those in ``excluded`` (val/test molecules), repeats and unparsable ones.
+
+    Returns:
+        ``(graphs, positions, skipped, rule_sensitive)``: the graphs (``y`` the penalized logP
+        target), their positions in ``valid``, the skip counts (``overlap``, ``duplicate``,
+        ``invalid``), and the molecules whose ring term depends on the largest-ring rule.
+    """
+    graphs: list[Data] = []
+    positions: list[int] = []
+    skipped = {"overlap": 0, "duplicate": 0, "invalid": 0}
+    rule_sensitive: list[dict[str, int]] = []
+    seen: set[str] = set()
+    for pos in order:
+        if len(graphs) == NUM_TRAIN:
+            break
+        smi = valid[pos]
+        try:
+            mol = _parse(smi)
+            key = _canonical_key(mol)
+            if key in excluded:
+                skipped["overlap"] += 1
+                continue
+            if key in seen:
+                skipped["duplicate"] += 1
+                continue
+            data = _mol_to_graph(mol, smi)
+            ring = largest_ring_jtvae(mol)
+            y = _penalized_logp_from_mol(mol, ring)
+            ring_v1 = _largest_ring_bond_graph(mol)
+        except ValueError:
+            skipped["invalid"] += 1
+            continue
+        seen.add(key)
+        data.y = torch.tensor([y], dtype=torch.float32)
+        if max(ring - 6, 0) != max(ring_v1 - 6, 0):
+            rule_sensitive.append(
+                {"index": len(graphs), "source_position": pos, "largest_ring": ring,
+                 "largest_ring_current_networkx": ring_v1}
+            )
+        graphs.append(data)
+        positions.append(pos)
+    return graphs, positions, skipped, rule_sensitive
+
+
 def _reconstruct_train(dirs: Sequence[Path]) -> tuple[list[Data], dict[str, Any]]:
     need = {
         n: _find(dirs, n)
@@ -527,39 +558,7 @@ def _reconstruct_train(dirs: Sequence[Path]) -> tuple[list[Data], dict[str, Any]
     val_set = set(val_idx)
     candidates = np.array([p for p in range(len(valid)) if p not in val_set], dtype=np.int64)
     order = np.random.default_rng(RECONSTRUCTED_TRAIN_SEED).permutation(candidates)
-
-    graphs, positions, n_overlap, n_invalid, n_dup = [], [], 0, 0, 0
-    rule_sensitive: list[dict[str, int]] = []
-    seen: set[str] = set()
-    for pos in order.tolist():
-        if len(graphs) == NUM_TRAIN:
-            break
-        smi = valid[pos]
-        try:
-            mol = _parse(smi)
-            key = _canonical_key(mol)
-            if key in excluded:
-                n_overlap += 1
-                continue
-            if key in seen:
-                n_dup += 1
-                continue
-            data = _mol_to_graph(mol, smi)
-            ring = largest_ring_jtvae(mol)
-            y = _penalized_logp_from_mol(mol, ring)
-            ring_v1 = _largest_ring_bond_graph(mol)
-        except ValueError:
-            n_invalid += 1
-            continue
-        seen.add(key)
-        data.y = torch.tensor([y], dtype=torch.float32)
-        if max(ring - 6, 0) != max(ring_v1 - 6, 0):
-            rule_sensitive.append(
-                {"index": len(graphs), "source_position": pos, "largest_ring": ring,
-                 "largest_ring_current_networkx": ring_v1}
-            )
-        graphs.append(data)
-        positions.append(pos)
+    graphs, positions, skipped, rule_sensitive = _draw_train(valid, order.tolist(), excluded)
     if len(graphs) < NUM_TRAIN:
         raise RuntimeError(f"ZINC: only {len(graphs)} molecules available for the train split")
     info = {
@@ -578,9 +577,9 @@ def _reconstruct_train(dirs: Sequence[Path]) -> tuple[list[Data], dict[str, Any]
         "seed": RECONSTRUCTED_TRAIN_SEED,
         "source": str(need["jtvae_zinc_valid.txt.gz"]),
         "source_sha256": _SHA256["jtvae_zinc_valid.txt.gz"],
-        "skipped_overlap": n_overlap,
-        "skipped_duplicate": n_dup,
-        "skipped_invalid": n_invalid,
+        "skipped_overlap": skipped["overlap"],
+        "skipped_duplicate": skipped["duplicate"],
+        "skipped_invalid": skipped["invalid"],
         "source_positions": positions,
         "seconds": round(time.perf_counter() - t0, 2),
     }
@@ -591,9 +590,9 @@ def _how_to_get(dirs: Sequence[Path]) -> str:
     looked = ", ".join(str(d) for d in dirs) if dirs else "(no directory)"
     return (
         f"Looked in: {looked}. To get the data, pass --data-dir (data_dir=...) or set "
-        f"${DATA_ENV} to a folder whose ZINC/ is laid out like shared/data/ZINC "
-        "(zinc_subset_{val,test}.npz, jtvae_zinc_{valid,test}.txt.gz, {train,val,test}.index; "
-        "see shared/data/README.md section 1), or put the benchmark's molecules.zip contents "
+        f"${DATA_ENV} to a folder whose ZINC/ holds "
+        "zinc_subset_{val,test}.npz, jtvae_zinc_{valid,test}.txt.gz and {train,val,test}.index "
+        "(docs/datasets.md, 'Raw files'), or put the benchmark's molecules.zip contents "
         f"(molecules/{{train,val,test}}.pickle + {{train,val,test}}.index) there, or allow the "
         f"download of {ZINC_URL} (needs network; download=True and ${OFFLINE_ENV} unset)."
     )
@@ -607,8 +606,7 @@ def _load_split(
 ) -> tuple[list[Data], dict[str, Any]]:
     """Graphs of ``split`` plus a provenance dict (``"provenance"``: ``"exact"`` or
     ``"reconstructed"``, where the graphs came from)."""
-    if split not in _SPLITS:
-        raise ValueError(f"ZINC: split must be one of {_SPLITS}, got {split!r}")
+    check_split("ZINC", split)
     dirs = list(dirs)
     search = dirs + ([download_dir] if download_dir is not None else [])
 
@@ -704,7 +702,7 @@ def download_zinc(dest_dir: str | os.PathLike, timeout: float = 15.0) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     zpath = dest / "molecules.zip"
     try:
-        for split in _SPLITS:
+        for split in SPLITS:
             ipath = dest / f"{split}.index"
             if not ipath.is_file() or sha256_of(ipath) != _SHA256[ipath.name]:
                 _fetch(ZINC_INDEX_URL.format(split), ipath, timeout)
@@ -733,14 +731,16 @@ def download_zinc(dest_dir: str | os.PathLike, timeout: float = 15.0) -> Path:
 # --------------------------------------------------------------------------------------------
 # Dataset
 # --------------------------------------------------------------------------------------------
-class ZINC(CheckedInMemoryDataset):
+class ZINCSubset(KeyedCacheDataset):
     r"""ZINC-12k (Dwivedi et al., "Benchmarking Graph Neural Networks"; molecules from
     Gómez-Bombarelli et al. / JT-VAE): 10,000 / 1,000 / 1,000 molecular graphs, graph regression
     of the normalized penalized logP, metric MAE.
 
     Each graph: ``x`` ``LongTensor [num_nodes, 1]`` (28 atom types), ``edge_index``
     ``LongTensor [2, num_edges]``, ``edge_attr`` ``LongTensor [num_edges]`` (bond types 1..3),
-    ``y`` ``FloatTensor [1]`` — the layout of PyG's ``ZINC(subset=True)``.
+    ``y`` ``FloatTensor [1]`` — the layout of PyG's ``ZINC(subset=True)``. (Named after what it
+    is, the benchmark's subset, so that it does not shadow PyG's
+    :class:`torch_geometric.datasets.ZINC`, which :class:`~.canonical.CanonicalZINC` wraps.)
 
     Raw files are read in place from ``resolve_data_dir(data_dir) / "ZINC"`` (never copied),
     then from ``root/raw`` (where downloads go). ``val``/``test`` are always exact. ``train`` is
@@ -785,8 +785,7 @@ class ZINC(CheckedInMemoryDataset):
         *,
         download: bool = True,
     ) -> None:
-        if split not in _SPLITS:
-            raise ValueError(f"ZINC: split must be one of {_SPLITS}, got {split!r}")
+        check_split("ZINC", split)
         self.split = split
         self.allow_download = bool(download) and not offline()
         data = resolve_data_dir(data_dir)
@@ -834,16 +833,6 @@ class ZINC(CheckedInMemoryDataset):
     def raw_dir(self) -> str:
         # Raw files are read in place from the data directory; root/raw only receives downloads.
         return str(self._data_dirs[0]) if self._data_dirs else os.path.join(self.root, "raw")
-
-    @property
-    def raw_file_names(self) -> list[str]:
-        # Which raw files are needed depends on the layout found (npz / pickle / SMILES), so they
-        # are resolved in process(); PyG's download hook is not used (no `download` override).
-        return []
-
-    @property
-    def processed_dir(self) -> str:
-        return os.path.join(self.root, "processed", self._key)
 
     @property
     def processed_file_names(self) -> list[str]:

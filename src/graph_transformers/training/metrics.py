@@ -14,6 +14,29 @@ from torchmetrics.functional.classification import multiclass_accuracy
 log = logging.getLogger(__name__)
 
 
+def _predicted_labels(pred: Tensor, target: Tensor, num_classes: int,
+                      who: str) -> tuple[Tensor, Tensor]:
+    """``(pred, target)`` flattened to ``[N]``, with the argmax taken of scores
+    ``[N, num_classes]``; dtypes are kept.
+
+    Raises:
+        ValueError: naming ``who`` for scores of another width, no target, or different sizes.
+    """
+    target = torch.as_tensor(target).reshape(-1)
+    pred = torch.as_tensor(pred)
+    if pred.dim() == 2:
+        if pred.shape[1] != num_classes:
+            raise ValueError(f"scores must have {num_classes} columns, got {tuple(pred.shape)}")
+        pred = pred.argmax(dim=1)
+    pred = pred.reshape(-1)
+    if target.numel() == 0:
+        raise ValueError(f"{who} needs at least one target")
+    if pred.shape != target.shape:
+        raise ValueError(f"pred and target sizes differ: {tuple(pred.shape)} vs "
+                         f"{tuple(target.shape)}")
+    return pred, target
+
+
 def weighted_accuracy(pred: Tensor, target: Tensor, num_classes: int) -> float:
     """The SBM benchmarks' class-balanced ("weighted") accuracy, as a fraction in ``[0, 1]``.
 
@@ -47,23 +70,46 @@ def weighted_accuracy(pred: Tensor, target: Tensor, num_classes: int) -> float:
     Raises:
         ValueError: for empty or mismatched inputs, or labels outside ``0..num_classes-1``.
     """
-    target = torch.as_tensor(target).reshape(-1).long()
-    pred = torch.as_tensor(pred)
-    if pred.dim() == 2:
-        if pred.shape[1] != num_classes:
-            raise ValueError(f"scores must have {num_classes} columns, got {tuple(pred.shape)}")
-        pred = pred.argmax(dim=1)
-    pred = pred.reshape(-1).long()
-    if target.numel() == 0:
-        raise ValueError("weighted_accuracy needs at least one target")
-    if pred.shape != target.shape:
-        raise ValueError(f"pred and target sizes differ: {tuple(pred.shape)} vs "
-                         f"{tuple(target.shape)}")
+    pred, target = _predicted_labels(pred, target, num_classes, "weighted_accuracy")
+    pred, target = pred.long(), target.long()
     for name, t in (("pred", pred), ("target", target)):
         if int(t.min()) < 0 or int(t.max()) >= num_classes:
             raise ValueError(f"{name} labels must be in 0..{num_classes - 1}")
     return float(multiclass_accuracy(pred.cpu(), target.cpu(), num_classes=num_classes,
                                      average="macro"))
+
+
+def f1_positive(pred: Tensor, target: Tensor) -> float:
+    """F1 score of the positive class (label 1), the TSP benchmark's metric.
+
+    ``2 TP / (2 TP + FP + FN)``, computed by ``torchmetrics``' ``BinaryF1Score``; 0 when there
+    is no positive among both predictions and targets. This equals the benchmark's
+    ``binary_f1_score`` (sklearn ``f1_score(average="binary")`` of the argmax) on the same edges.
+
+    Args:
+        pred (Tensor): predicted labels ``[E]`` (0/1, any dtype) or scores/logits ``[E, 2]``
+            (the argmax is taken).
+        target (Tensor): true labels ``[E]`` in ``{0, 1}``.
+
+    Returns:
+        float in ``[0, 1]``.
+
+    Raises:
+        ValueError: for empty or mismatched inputs, or labels outside ``{0, 1}``.
+
+    Examples:
+        >>> import torch
+        >>> f1_positive(torch.tensor([1, 1, 0, 0]), torch.tensor([1, 0, 1, 0]))
+        0.5
+    """
+    from torchmetrics.classification import BinaryF1Score
+
+    pred, target = _predicted_labels(pred, target, 2, "f1_positive")
+    for name, t in (("pred", pred), ("target", target)):
+        if not bool(((t == 0) | (t == 1)).all()):
+            raise ValueError(f"{name} labels must be 0 or 1")
+    metric = BinaryF1Score()
+    return float(metric(pred.long().cpu(), target.long().cpu()))
 
 
 def weighted_accuracy_tensor(pred: Tensor, target: Tensor, num_classes: int) -> Tensor:

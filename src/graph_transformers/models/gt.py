@@ -8,10 +8,10 @@ from torch import Tensor, nn
 from torch_geometric.data import Batch
 from torch_geometric.utils import to_dense_adj, to_dense_batch
 
-from ..data.checks import check_batch, checks_enabled
+from ..data.checks import check_batch
 from ..data.dense import host_num_nodes
 from ..nn.gt import GraphTransformerLayer
-from .encoders import FeatureEncoder, LapPEEncoder
+from .encoders import FeatureEncoder, encoding_input, make_pe_encoder
 from .heads import MLPReadout, graph_readout
 from .utils import full_graph_edge_index
 from ..nn.reset import reset_descendants
@@ -34,10 +34,13 @@ class GraphTransformer(nn.Module):
             (``x [num_nodes, num_node_features]``).
         num_edge_types / num_edge_features: same for ``edge_attr``; used when ``use_edge_features``.
         use_edge_features: build the edge-stream form (eqs. 9-18).
-        pe: ``"lap"`` (``data.lap_pe [num_nodes, pe_dim]``), ``"wl"`` (``data.wl_pe [num_nodes]``
-            role ids, embedded) or ``None``.
+        pe: the node encoding added at the input (:func:`~.encoders.make_pe_encoder`): ``"lap"``
+            (``data.lap_pe [num_nodes, pe_dim]``, the paper's), ``"wl"`` (``data.wl_pe
+            [num_nodes]`` role ids, embedded), any other registered one
+            (:mod:`graph_transformers.encodings.registry`) or ``None``.
         pe_dim: LapPE dimension ``k``; for ``pe="wl"`` the number of role ids embedded.
-        sign_flip: LapPE sign flips in training: ``"batch"``, ``"graph"`` or ``"none"``.
+        sign_flip: sign flips of the encoding in training: ``"batch"``, ``"graph"`` or
+            ``"none"``.
         full_graph: attend over all node pairs of each graph (the paper's "Full Graph" columns,
             no self-pairs, as the official code); edge features are then not used.
         norm, dropout, ffn_multiplier, qkv_bias: passed to the layers.
@@ -62,8 +65,6 @@ class GraphTransformer(nn.Module):
         super().__init__()
         if level not in ("graph", "node", "edge"):
             raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
-        if pe not in (None, "lap", "wl"):
-            raise ValueError(f"pe must be 'lap', 'wl' or None, got {pe!r}")
         if full_graph and use_edge_features:
             raise ValueError("GT's full-graph mode attends over all pairs and discards edge "
                              "features (paper, Table 1): set use_edge_features=false")
@@ -77,12 +78,7 @@ class GraphTransformer(nn.Module):
         self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features,
                                             name="edge")
                              if use_edge_features else None)
-        if pe == "lap":
-            self.pe_encoder: nn.Module | None = LapPEEncoder(pe_dim, hidden_dim, sign_flip)
-        elif pe == "wl":
-            self.pe_encoder = nn.Embedding(pe_dim, hidden_dim)
-        else:
-            self.pe_encoder = None
+        self.pe_encoder = make_pe_encoder(pe, pe_dim, hidden_dim, sign_flip) if pe else None
         self.in_feat_dropout = nn.Dropout(in_feat_dropout)
         self.layers = nn.ModuleList(
             GraphTransformerLayer(hidden_dim, num_heads,
@@ -102,21 +98,9 @@ class GraphTransformer(nn.Module):
         check_batch(data, need_edge_attr=self.use_edge_features)
         h = self.node_encoder(data.x)
         batch = data.batch if data.batch is not None else h.new_zeros(h.size(0), dtype=torch.long)
-        if self.pe == "lap":
-            if getattr(data, "lap_pe", None) is None:
-                raise ValueError("the model uses LapPE but the batch has no lap_pe: add "
-                                 "encodings.lap_pe to the config")
-            h = h + self.pe_encoder(data.lap_pe, batch, getattr(data, "num_graphs", None))
-        elif self.pe == "wl":
-            wl = getattr(data, "wl_pe", None)
-            if wl is None:
-                raise ValueError("the model uses WL-PE but the batch has no wl_pe: add "
-                                 "encodings.wl_pe to the config")
-            if wl.numel() and checks_enabled(wl) and int(wl.max()) >= \
-                    self.pe_encoder.num_embeddings:
-                raise ValueError(f"a WL role id {int(wl.max())} exceeds the embedding size "
-                                 f"{self.pe_encoder.num_embeddings}: raise model.pe_dim")
-            h = h + self.pe_encoder(wl)
+        if self.pe is not None:
+            h = h + self.pe_encoder(encoding_input(data, self.pe), batch,
+                                    getattr(data, "num_graphs", None))
         h = self.in_feat_dropout(h)
         edge_index = (full_graph_edge_index(batch, host_sizes=host_num_nodes(data))
                       if self.full_graph else data.edge_index)

@@ -14,12 +14,25 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, ClassVar, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError,
+                      create_model, field_validator, model_validator)
 
+from ..encodings.registry import (ENCODINGS, LapPEConfig, RWSEConfig,  # noqa: F401 (re-exported)
+                                  SPDConfig, SVDPEConfig, WLPEConfig, node_encoding)
 from ..fileio import atomic_write_text  # noqa: F401  (re-exported: runner and cli use it)
 
 PositiveInt = Annotated[int, Field(gt=0)]
 Probability = Annotated[float, Field(ge=0.0, lt=1.0)]
+
+
+def _registered_pe(pe: str) -> str:
+    node_encoding(pe)  # ValueError naming the known ones
+    return pe
+
+
+#: ``model.pe``: the ``pe`` name of a registered node encoding
+#: (:data:`~graph_transformers.encodings.registry.ENCODINGS`: ``lap``, ``wl``, ``svd``, ``rwse``)
+PEName = Annotated[str, AfterValidator(_registered_pe)]
 
 
 class ConfigError(ValueError):
@@ -47,7 +60,7 @@ class GTModelConfig(_ModelSection):
     num_layers: PositiveInt = 10
     num_heads: PositiveInt = 8
     use_edge_features: bool = False
-    pe: Literal["lap", "wl"] | None = "lap"
+    pe: PEName | None = "lap"
     sign_flip: Literal["batch", "graph", "none"] = "batch"
     full_graph: bool = False
     norm: Literal["batch", "layer", "none"] = "batch"
@@ -82,7 +95,8 @@ class EGTModelConfig(_ModelSection):
     use_edge_features: bool = True
     structure: Literal["adjacency", "distance"] = "adjacency"
     max_hops: PositiveInt = 16
-    pe: Literal["svd", "lap"] | None = None
+    #: a feature encoding (``svd``, ``lap``, ``rwse``; not the categorical ``wl``)
+    pe: PEName | None = None
     sign_flip: Literal["batch", "graph", "none"] = "graph"  # per graph, as the official code
     num_virtual_nodes: Annotated[int, Field(ge=0)] = 0
     distance_objective: bool = False
@@ -108,6 +122,9 @@ class EGTModelConfig(_ModelSection):
             raise ValueError("model.scale_degree sums the sigmoid gates; EGT-Ungated has none")
         if self.distance_objective and self.variant == "simple":
             raise ValueError("model.distance_objective needs edge channels; EGT-Simple has none")
+        if self.pe is not None and node_encoding(self.pe).categorical:
+            raise ValueError(f"model.pe={self.pe!r} holds categorical ids; EGT projects "
+                             "features (W_enc, §3.2): use svd, lap or rwse")
         if self.distance_objective and self.structure != "adjacency":
             raise ValueError("model.distance_objective uses the adjacency as input (EGT §3.3): "
                              "set model.structure=adjacency")
@@ -186,7 +203,7 @@ class GPSModelConfig(_ModelSection):
     mpnn: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"] | None = "gine"
     attention: Literal["full", "performer", "none"] = "full"
     use_edge_features: bool = True
-    pe: Literal["rwse", "lap"] | None = "rwse"
+    pe: PEName | None = "rwse"
     pe_embed_dim: PositiveInt = 28
     sign_flip: Literal["batch", "graph", "none"] = "batch"
     norm: Literal["batch", "layer", "none"] = "batch"
@@ -231,7 +248,7 @@ class MPNNModelConfig(_ModelSection):
     use_edge_features: bool = False
     #: GAT heads (``hidden_dim / num_heads`` channels each)
     num_heads: PositiveInt = 8
-    pe: Literal["lap", "rwse"] | None = None
+    pe: PEName | None = None
     sign_flip: Literal["batch", "graph", "none"] = "batch"
     norm: Literal["batch", "layer", "none"] = "batch"
     residual: bool = True
@@ -373,42 +390,23 @@ class DataConfig(_Section):
         return self
 
 
-class LapPEConfig(_Section):
-    k: PositiveInt = 8
+def encodings_config() -> type[_Section]:
+    """The schema of the ``encodings`` section: one optional field per registered encoding
+    (:data:`~graph_transformers.encodings.registry.ENCODINGS`, in registry order), typed by that
+    encoding's section; rebuilt when an encoding is registered."""
+    key = tuple(ENCODINGS.items())
+    if key not in _ENCODINGS_SCHEMAS:
+        _ENCODINGS_SCHEMAS[key] = create_model(
+            "EncodingsConfig", __base__=_Section, __module__=__name__,
+            __doc__="Encodings precomputed (and cached) with the dataset; ``null`` disables one.",
+            **{name: (e.config | None, None) for name, e in ENCODINGS.items()})
+    return _ENCODINGS_SCHEMAS[key]
 
 
-class WLPEConfig(_Section):
-    iterations: Annotated[int, Field(ge=0)] = 2
-    num_roles: PositiveInt = 64
-
-
-class SVDPEConfig(_Section):
-    #: number of singular triplets ``r`` (EGT: 8); the encoding has ``2r`` features
-    r: PositiveInt = 8
-
-
-class SPDConfig(_Section):
-    """All-pairs shortest-path distance ids (capped at ``max_distance`` = GRPE's ``L``) and pair
-    edge types, for GRPE / Graphormer."""
-
-    max_distance: Annotated[int, Field(ge=1, le=250)] = 5
-
-
-class RWSEConfig(_Section):
-    """Random-walk structural encoding: return probabilities of walks of 1 … ``walk_length``
-    steps."""
-
-    walk_length: PositiveInt = 20
-
-
-class EncodingsConfig(_Section):
-    """Encodings precomputed (and cached) with the dataset; ``null`` disables one."""
-
-    lap_pe: LapPEConfig | None = None
-    wl_pe: WLPEConfig | None = None
-    svd_pe: SVDPEConfig | None = None
-    spd: SPDConfig | None = None
-    rwse: RWSEConfig | None = None
+_ENCODINGS_SCHEMAS: dict[tuple, type[_Section]] = {}
+#: the ``encodings`` section of the built-in encodings (:func:`encodings_config` follows the
+#: registry)
+EncodingsConfig = encodings_config()
 
 
 class PlateauConfig(_Section):
@@ -568,7 +566,8 @@ class Config(_Section):
     name: str | None = None
     model: Any = Field(default_factory=GTModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
-    encodings: EncodingsConfig = Field(default_factory=EncodingsConfig)
+    #: validated by :func:`encodings_config` (the registered encodings)
+    encodings: Any = Field(default_factory=lambda: encodings_config()())
     optim: OptimConfig = Field(default_factory=OptimConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     seed: int = 0
@@ -591,21 +590,29 @@ class Config(_Section):
             raise ValueError(f"unknown model name {name!r}; known: {sorted(MODEL_CONFIGS)}")
         return MODEL_CONFIGS[name].model_validate(rename_model_keys(value))
 
+    @field_validator("encodings", mode="before")
+    @classmethod
+    def _encodings(cls, value: Any) -> BaseModel:
+        schema = encodings_config()
+        if isinstance(value, schema):
+            return value
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        if not isinstance(value, dict):
+            raise ValueError("encodings must be a mapping of encoding name → options")
+        return schema.model_validate(value)
+
     @model_validator(mode="after")
     def _cross_check(self) -> "Config":
         pe = getattr(self.model, "pe", None)
-        if pe == "lap" and self.encodings.lap_pe is None:
-            raise ValueError("model.pe is 'lap' but encodings.lap_pe is not set")
-        if pe == "wl" and self.encodings.wl_pe is None:
-            raise ValueError("model.pe is 'wl' but encodings.wl_pe is not set")
-        if pe == "svd" and self.encodings.svd_pe is None:
-            raise ValueError("model.pe is 'svd' but encodings.svd_pe is not set")
+        if pe is not None:
+            name = node_encoding(pe).name
+            if getattr(self.encodings, name, None) is None:
+                raise ValueError(f"model.pe is {pe!r} but encodings.{name} is not set")
         for enc in getattr(type(self.model), "required_encodings", ()):
             if getattr(self.encodings, enc, None) is None:
                 raise ValueError(f"model {self.model.name!r} needs encodings.{enc} (e.g. "
                                  f"'encodings: {{{enc}: {{}}}}')")
-        if pe == "rwse" and self.encodings.rwse is None:
-            raise ValueError("model.pe is 'rwse' but encodings.rwse is not set")
         return self
 
     def to_dict(self) -> dict:

@@ -134,14 +134,18 @@ def flip_signs(pe_values: Tensor, pe: str, sign_flip: str, batch: Tensor | None,
 class LinearPEEncoder(nn.Module):
     """Projects a node encoding ``[num_nodes, pe_dim]`` to ``out_dim`` channels with a
     ``Linear`` (GT eq. 3: ``C λ_i + c``), after the encoding's random sign flip in training
-    (:func:`flip_signs`: GT §2.2 for LapPE).
+    (:func:`flip_signs`: GT §2.2 for LapPE) and, for an encoding with ``raw_norm`` (RWSE), a
+    ``BatchNorm`` of the raw values, as GraphGPS's RWSE encoder (Rampášek et al. 2022, §3.1 and
+    its ZINC config: ``raw_norm_type: BatchNorm``, linear; return probabilities span orders of
+    magnitude).
 
     Args:
-        pe_dim: the encoding's width (LapPE ``k``).
+        pe_dim: the encoding's width (LapPE ``k``, RWSE walk length).
         out_dim: output channels.
         sign_flip: ``"batch"`` (one sign per column per batch, as the official GT code),
-            ``"graph"`` (independent per graph) or ``"none"``.
+            ``"graph"`` (independent per graph) or ``"none"``; encodings without flips ignore it.
         pe: the ``model.pe`` name of the encoding (``"lap"``: LapPE).
+        raw_norm: the BatchNorm of the raw values; ``None``: as the encoding registry says.
 
     Shapes: ``pe [num_nodes, pe_dim]``, ``batch [num_nodes]`` → ``[num_nodes, out_dim]``;
     ``num_graphs`` (the batch's graph count) spares reading it from ``batch`` (a device sync).
@@ -151,12 +155,15 @@ class LinearPEEncoder(nn.Module):
             width is not ``pe_dim``.
     """
 
-    def __init__(self, pe_dim: int, out_dim: int, sign_flip: str = "batch",
-                 pe: str = "lap") -> None:
+    def __init__(self, pe_dim: int, out_dim: int, sign_flip: str = "batch", pe: str = "lap",
+                 raw_norm: bool | None = None) -> None:
         super().__init__()
         check_sign_flip(sign_flip)
-        self.attr = node_encoding(pe).name
+        encoding = node_encoding(pe)
+        self.attr = encoding.name
         self.pe, self.pe_dim, self.sign_flip = pe, pe_dim, sign_flip
+        raw_norm = encoding.raw_norm if raw_norm is None else raw_norm
+        self.norm = nn.BatchNorm1d(pe_dim) if raw_norm else nn.Identity()
         self.linear = nn.Linear(pe_dim, out_dim)
 
     def reset_parameters(self) -> None:
@@ -167,7 +174,7 @@ class LinearPEEncoder(nn.Module):
         check_encoding_shape(pe, self.attr, self.pe_dim)
         if self.training:
             pe = flip_signs(pe, self.pe, self.sign_flip, batch, num_graphs)
-        return self.linear(pe.to(self.linear.weight.dtype))
+        return self.linear(self.norm(pe.to(self.linear.weight.dtype)))
 
 
 #: the name GT's docs and benchmarks use for the LapPE projection
@@ -180,41 +187,6 @@ def check_encoding_shape(pe: Tensor, attr: str, pe_dim: int) -> None:
         raise ValueError(f"{attr} must have shape [num_nodes, {pe_dim}], got "
                          f"{tuple(pe.shape)}; was the dataset processed with other "
                          f"encodings.{attr} options?")
-
-
-class RWSEEncoder(nn.Module):
-    """Projects random-walk structural encodings to ``out_dim`` channels: ``BatchNorm`` of the raw
-    probabilities (they span orders of magnitude), then a linear map, as GraphGPS's RWSE encoder
-    (Rampášek et al. 2022, §3.1 and its ZINC config: ``raw_norm_type: BatchNorm``, linear,
-    ``dim_pe = 28``).
-
-    Args:
-        pe_dim: walk length ``k``.
-        out_dim: output channels.
-        raw_norm: apply the BatchNorm to the raw encodings.
-        attr: the encoding's name (in error messages).
-
-    Shapes: ``rwse [num_nodes, k]`` → ``[num_nodes, out_dim]`` (``batch`` and ``num_graphs`` are
-    accepted, as by every encoder :func:`make_pe_encoder` builds, and unused).
-
-    Raises:
-        ValueError: in ``forward`` when the encoding's width is not ``k``.
-    """
-
-    def __init__(self, pe_dim: int, out_dim: int, raw_norm: bool = True,
-                 attr: str = "rwse") -> None:
-        super().__init__()
-        self.pe_dim, self.attr = pe_dim, attr
-        self.norm = nn.BatchNorm1d(pe_dim) if raw_norm else nn.Identity()
-        self.linear = nn.Linear(pe_dim, out_dim)
-
-    def reset_parameters(self) -> None:
-        reset_children(self)
-
-    def forward(self, pe: Tensor, batch: Tensor | None = None,
-                num_graphs: int | None = None) -> Tensor:
-        check_encoding_shape(pe, self.attr, self.pe_dim)
-        return self.linear(self.norm(pe.to(self.linear.weight.dtype)))
 
 
 class PEEmbedding(nn.Embedding):
@@ -240,17 +212,13 @@ class PEEmbedding(nn.Embedding):
 
 def make_pe_encoder(pe: str, pe_dim: int, out_dim: int, sign_flip: str = "batch") -> nn.Module:
     """The input encoder of the node encoding ``model.pe = pe``, as the registry describes it:
-    a :class:`PEEmbedding` for a categorical encoding, GraphGPS's :class:`RWSEEncoder` (BatchNorm,
-    then linear) for one with ``raw_norm`` (RWSE), else a :class:`LinearPEEncoder` (with the
-    encoding's sign flips). Every one is called as
+    a :class:`PEEmbedding` for a categorical encoding, else a :class:`LinearPEEncoder` (with the
+    encoding's sign flips, or GraphGPS's BatchNorm of the raw values for RWSE). Every one is called as
     ``encoder(values, batch, num_graphs)`` → ``[num_nodes, out_dim]``.
 
     Raises:
         ValueError: for an unknown ``pe`` or ``sign_flip``.
     """
-    encoding = node_encoding(pe)
-    if encoding.categorical:
+    if node_encoding(pe).categorical:
         return PEEmbedding(pe_dim, out_dim)
-    if encoding.raw_norm:
-        return RWSEEncoder(pe_dim, out_dim, attr=encoding.name)
     return LinearPEEncoder(pe_dim, out_dim, sign_flip, pe)

@@ -18,7 +18,7 @@ from ..nn.attention import DEFAULT_ATTENTION_BUDGET_GB
 from ..nn.gps import GPSLayer
 from ..nn.norm import make_norm
 from .encoders import FeatureEncoder, encoding_input, make_pe_encoder
-from .heads import MLPReadout, graph_readout
+from .heads import MLPReadout, level_head
 from ..nn.reset import reset_descendants
 
 
@@ -128,16 +128,7 @@ class GPS(nn.Module):
         return self.final_norm(h)
 
     def forward(self, data: Batch) -> Tensor:
-        h = self.encode(data)
-        if self.level == "node":
-            return self.head(h)
-        if self.level == "edge":
-            src, dst = data.edge_index
-            return self.head(torch.cat([h[dst], h[src]], dim=-1))
-        batch = getattr(data, "batch", None)
-        if batch is None:
-            batch = h.new_zeros(h.size(0), dtype=torch.long)
-        return self.head(graph_readout(h, batch, self.readout, getattr(data, "num_graphs", 1)))
+        return level_head(self.head, self.encode(data), data, self.level, self.readout)
 
     @torch.no_grad()
     def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:

@@ -12,7 +12,7 @@ from ..data.checks import check_batch
 from ..data.dense import host_num_nodes
 from ..nn.gt import GraphTransformerLayer
 from .encoders import FeatureEncoder, encoding_input, make_pe_encoder
-from .heads import MLPReadout, graph_readout
+from .heads import MLPReadout, batch_vector, level_head
 from .utils import full_graph_edge_index
 from ..nn.reset import reset_descendants
 
@@ -97,7 +97,7 @@ class GraphTransformer(nn.Module):
         the list of per-layer ``(edge_index, weights [num_edges, num_heads])``)."""
         check_batch(data, need_edge_attr=self.use_edge_features)
         h = self.node_encoder(data.x)
-        batch = data.batch if data.batch is not None else h.new_zeros(h.size(0), dtype=torch.long)
+        batch = batch_vector(data, h)
         if self.pe is not None:
             h = h + self.pe_encoder(encoding_input(data, self.pe), batch,
                                     getattr(data, "num_graphs", None))
@@ -131,19 +131,11 @@ class GraphTransformer(nn.Module):
             _, attentions = self.encode(data, return_attention_weights=True)
         finally:
             self.train(was_training)
-        batch = data.batch if data.batch is not None else data.x.new_zeros(data.num_nodes,
-                                                                            dtype=torch.long)
+        batch = batch_vector(data, data.x)
         _, mask = to_dense_batch(batch.new_zeros(batch.size(0), 1), batch)
         maps = [to_dense_adj(torch.stack([ei[1], ei[0]]), batch, w.float().mean(-1),
                              max_num_nodes=mask.size(1)) for ei, w in attentions]
         return maps, mask
 
     def forward(self, data: Batch) -> Tensor:
-        h = self.encode(data)
-        if self.level == "node":
-            return self.head(h)
-        if self.level == "edge":
-            src, dst = data.edge_index
-            return self.head(torch.cat([h[dst], h[src]], dim=-1))
-        batch = data.batch if data.batch is not None else h.new_zeros(h.size(0), dtype=torch.long)
-        return self.head(graph_readout(h, batch, self.readout, data.num_graphs))
+        return level_head(self.head, self.encode(data), data, self.level, self.readout)

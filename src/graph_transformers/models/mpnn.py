@@ -24,7 +24,7 @@ from torch_geometric.data import Batch
 from ..data.checks import check_batch
 from ..nn.mpnn import CONVS, MPNNBlock
 from .encoders import FeatureEncoder, encoding_input, make_pe_encoder
-from .heads import MLPReadout, graph_readout
+from .heads import MLPReadout, batch_vector, graph_readout, level_head
 from ..nn.reset import reset_descendants
 
 
@@ -163,22 +163,10 @@ class MPNN(nn.Module):
     def forward(self, data: Batch) -> Tensor:
         if self.head_kind == "layer_sum":
             hs = self.encode_layers(data)
-            batch = getattr(data, "batch", None)
-            if batch is None:
-                batch = hs[0].new_zeros(hs[0].size(0), dtype=torch.long)
-            n = getattr(data, "num_graphs", 1)
+            batch, n = batch_vector(data, hs[0]), getattr(data, "num_graphs", 1)
             return sum(lin(graph_readout(h, batch, self.readout, n))
                        for lin, h in zip(self.head, hs))
-        h = self.encode(data)
-        if self.level == "node":
-            return self.head(h)
-        if self.level == "edge":
-            src, dst = data.edge_index
-            return self.head(torch.cat([h[dst], h[src]], dim=-1))
-        batch = getattr(data, "batch", None)
-        if batch is None:
-            batch = h.new_zeros(h.size(0), dtype=torch.long)
-        return self.head(graph_readout(h, batch, self.readout, getattr(data, "num_graphs", 1)))
+        return level_head(self.head, self.encode(data), data, self.level, self.readout)
 
 
 class GCN(MPNN):

@@ -50,8 +50,6 @@ class Graphormer(nn.Module):
         DenseBudgetError: for a batch beyond ``memory_budget_gb``.
     """
 
-    uses_spd = True
-
     def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
                  level: str = "graph", num_node_types: int | Sequence[int] | None = None,
                  num_node_features: int | None = None,

@@ -5,6 +5,7 @@ are imported on first use, so the registry (read by the config) loads without to
 """
 from typing import TYPE_CHECKING
 
+from .._lazy import lazy_exports
 from .registry import ENCODINGS, Encoding, register_encoding
 
 if TYPE_CHECKING:  # what the names below are, for type checkers and the API reference
@@ -31,13 +32,4 @@ __all__ = ["AddLaplacianPE", "AddRWSE", "AddSVDPE", "AddShortestPaths", "AddWLPE
            "random_sign_flip", "random_svd_sign_flip", "random_walk_se", "register_encoding",
            "shortest_path_distances", "spd_ids", "svd_pe", "wl_role_ids"]
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -56,6 +56,18 @@ class FeatureEncoder(nn.Module):
         return self.linear(x.to(self.linear.weight.dtype))
 
 
+def feature_encoders(hidden_dim: int, num_node_types: int | Sequence[int] | None,
+                     num_node_features: int | None, num_edge_types: int | Sequence[int] | None,
+                     num_edge_features: int | None, use_edge_features: bool
+                     ) -> tuple[FeatureEncoder, FeatureEncoder | None]:
+    """A model's node encoder and, with ``use_edge_features``, its edge encoder (else ``None``),
+    both to ``hidden_dim`` and created in this order (GT eq. 2; the MPNN baselines)."""
+    node = FeatureEncoder(hidden_dim, num_node_types, num_node_features, name="node")
+    edge = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features, name="edge")
+            if use_edge_features else None)
+    return node, edge
+
+
 def check_features(x: Tensor, name: str, num_types: int | Sequence[int] | None = None,
                    in_dim: int | None = None, values: bool = True) -> Tensor:
     """Checks node or edge features against what a :class:`FeatureEncoder` embeds: integer ids

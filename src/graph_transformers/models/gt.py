@@ -11,7 +11,7 @@ from torch_geometric.utils import to_dense_adj, to_dense_batch
 from ..data.checks import check_batch
 from ..data.dense import host_num_nodes
 from ..nn.gt import GraphTransformerLayer
-from .encoders import FeatureEncoder, encoding_input, make_pe_encoder
+from .encoders import encoding_input, feature_encoders, make_pe_encoder
 from .heads import MLPReadout, batch_vector, level_head
 from .utils import full_graph_edge_index
 from ..nn.reset import reset_descendants
@@ -73,11 +73,9 @@ class GraphTransformer(nn.Module):
         self.full_graph = full_graph
         self.use_edge_features = use_edge_features
         self.readout = readout
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
-                                           name="node")
-        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features,
-                                            name="edge")
-                             if use_edge_features else None)
+        self.node_encoder, self.edge_encoder = feature_encoders(
+            hidden_dim, num_node_types, num_node_features, num_edge_types, num_edge_features,
+            use_edge_features)
         self.pe_encoder = make_pe_encoder(pe, pe_dim, hidden_dim, sign_flip) if pe else None
         self.in_feat_dropout = nn.Dropout(in_feat_dropout)
         self.layers = nn.ModuleList(

@@ -23,7 +23,7 @@ from torch_geometric.data import Batch
 
 from ..data.checks import check_batch
 from ..nn.mpnn import CONVS, MPNNBlock
-from .encoders import FeatureEncoder, encoding_input, make_pe_encoder
+from .encoders import encoding_input, feature_encoders, make_pe_encoder
 from .heads import MLPReadout, batch_vector, graph_readout, level_head
 from ..nn.reset import reset_descendants
 
@@ -101,11 +101,9 @@ class MPNN(nn.Module):
         self.pe = pe
         self.readout = readout
         self.use_edge_features = use_edge_features
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
-                                           name="node")
-        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features,
-                                            name="edge")
-                             if use_edge_features else None)
+        self.node_encoder, self.edge_encoder = feature_encoders(
+            hidden_dim, num_node_types, num_node_features, num_edge_types, num_edge_features,
+            use_edge_features)
         # GatedGCN without edge features: the benchmark's Linear(1, d) on a constant 1
         self.edge_constant = (nn.Parameter(torch.empty(hidden_dim))
                               if conv == "gatedgcn" and not use_edge_features else None)

@@ -48,8 +48,35 @@ class _Section(BaseModel):
 class _ModelSection(_Section):
     """Keys every model section has besides the model's own constructor arguments."""
 
+    #: whether ``num_heads`` must divide ``hidden_dim`` (every attention model; the MPNN
+    #: baselines check it for GAT only)
+    heads_divide_hidden: ClassVar[bool] = True
+
     #: compile the model with ``torch.compile`` (dynamic shapes; see training.device)
     compile: bool = False
+
+    @model_validator(mode="after")
+    def _check_heads(self) -> "_ModelSection":
+        if self.heads_divide_hidden and self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
+        return self
+
+
+class _PairModelSection(_ModelSection):
+    """The keys GRPE and Graphormer share (dense attention over all pairs with the ``spd``
+    encodings); defaults are GRPE-Small (Table 1) with the official dropouts."""
+
+    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
+
+    name: str
+    hidden_dim: PositiveInt = 80
+    num_layers: PositiveInt = 12
+    num_heads: PositiveInt = 8
+    ffn_dim: PositiveInt | None = None
+    use_edge_features: bool = True
+    dropout: Probability = 0.1
+    attn_dropout: Probability = 0.1
 
 
 class GTModelConfig(_ModelSection):
@@ -73,9 +100,6 @@ class GTModelConfig(_ModelSection):
 
     @model_validator(mode="after")
     def _check(self) -> "GTModelConfig":
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
-                             f"model.num_heads={self.num_heads}")
         if self.full_graph and self.use_edge_features:
             raise ValueError("model.full_graph discards edge features (GT paper, Table 1): set "
                              "model.use_edge_features=false")
@@ -115,9 +139,6 @@ class EGTModelConfig(_ModelSection):
 
     @model_validator(mode="after")
     def _check(self) -> "EGTModelConfig":
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
-                             f"model.num_heads={self.num_heads}")
         if self.scale_degree and self.variant == "ungated":
             raise ValueError("model.scale_degree sums the sigmoid gates; EGT-Ungated has none")
         if self.distance_objective and self.variant == "simple":
@@ -131,20 +152,11 @@ class EGTModelConfig(_ModelSection):
         return self
 
 
-class GRPEModelConfig(_ModelSection):
+class GRPEModelConfig(_PairModelSection):
     """GRPE (Park et al. 2022); see :class:`graph_transformers.models.GRPE`. Defaults are
     GRPE-Small (Table 1) with the official dropouts."""
 
-    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
-
     name: Literal["grpe"] = "grpe"
-    hidden_dim: PositiveInt = 80
-    num_layers: PositiveInt = 12
-    num_heads: PositiveInt = 8
-    ffn_dim: PositiveInt | None = None
-    use_edge_features: bool = True
-    dropout: Probability = 0.1
-    attn_dropout: Probability = 0.1
     input_noise: Annotated[float, Field(ge=0)] = 0.0
     share_encodings: bool = True
     topology_attention: bool = True
@@ -155,28 +167,12 @@ class GRPEModelConfig(_ModelSection):
     memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
     size_groups: PositiveInt = 4
 
-    @model_validator(mode="after")
-    def _check(self) -> "GRPEModelConfig":
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
-                             f"model.num_heads={self.num_heads}")
-        return self
 
-
-class GraphormerModelConfig(_ModelSection):
+class GraphormerModelConfig(_PairModelSection):
     """Graphormer-style attention biases (Ying et al. 2021); see
     :class:`graph_transformers.models.Graphormer`."""
 
-    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
-
     name: Literal["graphormer"] = "graphormer"
-    hidden_dim: PositiveInt = 80
-    num_layers: PositiveInt = 12
-    num_heads: PositiveInt = 8
-    ffn_dim: PositiveInt | None = None
-    use_edge_features: bool = True
-    dropout: Probability = 0.1
-    attn_dropout: Probability = 0.1
     max_degree: PositiveInt = 64
     spatial_bias: bool = True
     edge_bias: bool = True
@@ -184,13 +180,6 @@ class GraphormerModelConfig(_ModelSection):
     mlp_layers: Annotated[int, Field(ge=0)] = 0
     memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
     size_groups: PositiveInt = 4
-
-    @model_validator(mode="after")
-    def _check(self) -> "GraphormerModelConfig":
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
-                             f"model.num_heads={self.num_heads}")
-        return self
 
 
 class GPSModelConfig(_ModelSection):
@@ -221,9 +210,6 @@ class GPSModelConfig(_ModelSection):
 
     @model_validator(mode="after")
     def _check(self) -> "GPSModelConfig":
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
-                             f"model.num_heads={self.num_heads}")
         if self.mpnn is None and self.attention == "none":
             raise ValueError("model.mpnn is null and model.attention is 'none': a GPS layer "
                              "needs at least one of them")
@@ -241,6 +227,8 @@ class GPSModelConfig(_ModelSection):
 
 class MPNNModelConfig(_ModelSection):
     """MPNN baselines (benchmark conventions); see :class:`graph_transformers.models.MPNN`."""
+
+    heads_divide_hidden: ClassVar[bool] = False  # GAT only: checked below
 
     name: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"]
     hidden_dim: PositiveInt = 64

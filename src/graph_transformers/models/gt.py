@@ -68,11 +68,8 @@ class GraphTransformer(nn.Module):
         if full_graph and use_edge_features:
             raise ValueError("GT's full-graph mode attends over all pairs and discards edge "
                              "features (paper, Table 1): set use_edge_features=false")
-        self.level = level
-        self.pe = pe
-        self.full_graph = full_graph
-        self.use_edge_features = use_edge_features
-        self.readout = readout
+        self.level, self.pe, self.readout = level, pe, readout
+        self.full_graph, self.use_edge_features = full_graph, use_edge_features
         self.node_encoder, self.edge_encoder = feature_encoders(
             hidden_dim, num_node_types, num_node_features, num_edge_types, num_edge_features,
             use_edge_features)

@@ -95,11 +95,8 @@ class MPNN(nn.Module):
         if head == "layer_sum" and level != "graph":
             raise ValueError("head='layer_sum' (the benchmark GIN's per-layer predictions) is for "
                              f"graph tasks; this one is a {level} task")
-        self.head_kind = head
-        self.kind = conv
-        self.level = level
-        self.pe = pe
-        self.readout = readout
+        self.head_kind, self.kind = head, conv
+        self.level, self.pe, self.readout = level, pe, readout
         self.use_edge_features = use_edge_features
         self.node_encoder, self.edge_encoder = feature_encoders(
             hidden_dim, num_node_types, num_node_features, num_edge_types, num_edge_features,

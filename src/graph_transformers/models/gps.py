@@ -43,8 +43,9 @@ class GPS(nn.Module):
         pe_dim: width of the stored encoding (RWSE walk length / LapPE ``k``).
         pe_embed_dim: channels of the projected encoding inside ``hidden_dim``.
         sign_flip: sign flips of the encoding in training (:func:`~.encoders.flip_signs`).
-        norm, dropout, attn_dropout, ffn_multiplier, num_features, memory_budget_gb,
-        pna_towers: passed to every :class:`~graph_transformers.nn.GPSLayer`.
+        norm, dropout, attn_dropout, ffn_multiplier: passed to every
+            :class:`~graph_transformers.nn.GPSLayer`.
+        num_features, memory_budget_gb, pna_towers: passed to every GPS layer too.
         deg: PNA's training in-degree histogram (only with ``mpnn="pna"``).
         readout: ``"sum"`` (GraphGPS on ZINC), ``"mean"`` or ``"max"``.
         mlp_layers: hidden layers of the :class:`~.heads.MLPReadout` head.

@@ -35,10 +35,11 @@ class Graphormer(TokenPairModel):
     The bias tables are shared by all layers (as in Graphormer, computed once per batch).
 
     Args:
-        hidden_dim, num_layers, num_heads, out_dim, level, num_node_types, num_node_features,
-        num_edge_types, num_edge_features, use_edge_features, max_distance, ffn_dim, dropout,
-        attn_dropout, mlp_layers, memory_budget_gb, size_groups: as
-        :class:`~graph_transformers.models.GRPE`.
+        hidden_dim, num_layers, num_heads, out_dim, level: as
+            :class:`~graph_transformers.models.GRPE`.
+        num_node_types, num_node_features, num_edge_types, num_edge_features: as GRPE.
+        use_edge_features, max_distance, ffn_dim, dropout, attn_dropout: as GRPE.
+        mlp_layers, memory_budget_gb, size_groups: as GRPE.
         max_degree: degrees above are clipped.
         spatial_bias, edge_bias, degree_encoding: switches for the three encodings.
 

@@ -407,8 +407,8 @@ class GRPELayer(PreNormBlock):
     ``FFN = Linear(d, ffn_dim) → GELU → Linear(ffn_dim, d)``.
 
     Args:
-        hidden_dim, num_heads, attn_dropout, topology_attention, edge_attention,
-        graph_encoded_value, attention_impl: see :class:`GRPEAttention`.
+        hidden_dim, num_heads, attn_dropout: see :class:`GRPEAttention`.
+        topology_attention, edge_attention, graph_encoded_value, attention_impl: the same.
         ffn_dim: FFN width (Table 1: equal to ``hidden_dim``).
         dropout: on the attention and FFN outputs.
 

@@ -394,19 +394,11 @@ def get_spec(name: str) -> DatasetSpec:
 
 
 def build_pre_transform(encodings: Any) -> BaseTransform | None:
-    """The encodings section of a config → a PyG pre-transform (``None`` when empty)."""
-    from ..encodings import AddLaplacianPE, AddRWSE, AddShortestPaths, AddSVDPE, AddWLPE
-    transforms: list[BaseTransform] = []
-    if getattr(encodings, "lap_pe", None) is not None:
-        transforms.append(AddLaplacianPE(encodings.lap_pe.k))
-    if getattr(encodings, "wl_pe", None) is not None:
-        transforms.append(AddWLPE(encodings.wl_pe.iterations))
-    if getattr(encodings, "svd_pe", None) is not None:
-        transforms.append(AddSVDPE(encodings.svd_pe.r))
-    if getattr(encodings, "spd", None) is not None:
-        transforms.append(AddShortestPaths(encodings.spd.max_distance))
-    if getattr(encodings, "rwse", None) is not None:
-        transforms.append(AddRWSE(encodings.rwse.walk_length))
+    """The encodings section of a config → a PyG pre-transform (``None`` when empty): the
+    registered encodings' transforms in registry order
+    (:data:`~graph_transformers.encodings.registry.ENCODINGS`), composed when several."""
+    from ..encodings.registry import build_transforms
+    transforms = build_transforms(encodings)
     if not transforms:
         return None
     return transforms[0] if len(transforms) == 1 else Compose(transforms)

@@ -24,8 +24,8 @@ import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as spla
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
+
+from .transform import NodeEncodingTransform
 
 #: eigenvalues below this are treated as the null space (trivial eigenvectors).
 NULL_SPACE_TOL = 1e-6
@@ -130,35 +130,41 @@ def random_sign_flip(pe: Tensor, batch: Tensor | None = None, per_graph: bool = 
     Returns:
         ``[num_nodes, k]`` tensor with flipped columns.
     """
-    k = pe.size(-1)
+    return pe * random_signs(pe, pe.size(-1), batch, per_graph, generator, num_graphs)
+
+
+def random_signs(pe: Tensor, num_signs: int, batch: Tensor | None = None,
+                 per_graph: bool = False, generator: torch.Generator | None = None,
+                 num_graphs: int | None = None) -> Tensor:
+    """Random ±1 in ``pe``'s dtype: ``[num_nodes, num_signs]`` (one row per graph, gathered by
+    ``batch``) when ``per_graph``, else ``[1, num_signs]`` for the whole batch. Drawn on the
+    generator's device, else on ``pe``'s (no host sync; ``num_graphs`` spares reading it from
+    ``batch``).
+
+    Raises:
+        ValueError: for ``per_graph`` without ``batch``.
+    """
     device = generator.device if generator is not None else pe.device
-    if per_graph:
-        if batch is None:
-            raise ValueError("per-graph sign flips need the batch vector")
-        if num_graphs is None:
-            num_graphs = int(batch.max()) + 1 if batch.numel() else 0
-        signs = torch.randint(0, 2, (num_graphs, k), generator=generator, device=device)
-        signs = (signs * 2 - 1).to(pe)[batch]
-    else:
-        signs = (torch.randint(0, 2, (1, k), generator=generator, device=device) * 2 - 1).to(pe)
-    return pe * signs
+    if not per_graph:
+        return (torch.randint(0, 2, (1, num_signs), generator=generator, device=device) * 2
+                - 1).to(pe)
+    if batch is None:
+        raise ValueError("per-graph sign flips need the batch vector")
+    if num_graphs is None:
+        num_graphs = int(batch.max()) + 1 if batch.numel() else 0
+    signs = torch.randint(0, 2, (num_graphs, num_signs), generator=generator, device=device)
+    return (signs * 2 - 1).to(pe)[batch]
 
 
-class AddLaplacianPE(BaseTransform):
-    """PyG transform storing :func:`laplacian_pe` as ``data.lap_pe`` (``[num_nodes, k]``).
+class AddLaplacianPE(NodeEncodingTransform):
+    """PyG transform storing :func:`laplacian_pe` as ``data.lap_pe`` (``[num_nodes, k]``), meant
+    as a ``pre_transform`` (:class:`~.transform.NodeEncodingTransform`).
 
-    Meant as a ``pre_transform`` so it is computed once and cached with the dataset.
+    Raises:
+        ValueError: for ``k < 1``.
     """
 
+    option, what, encode = "k", "LapPE dimension k", staticmethod(laplacian_pe)
+
     def __init__(self, k: int, attr_name: str = "lap_pe") -> None:
-        if k < 1:
-            raise ValueError(f"LapPE dimension k must be >= 1, got {k}")
-        self.k = k
-        self.attr_name = attr_name
-
-    def forward(self, data: Data) -> Data:
-        data[self.attr_name] = laplacian_pe(data.edge_index, data.num_nodes, self.k)
-        return data
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}(k={self.k}, attr_name={self.attr_name!r})"
+        super().__init__(k, attr_name)

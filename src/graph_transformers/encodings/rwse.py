@@ -19,7 +19,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
-from torch_geometric.transforms import AddRandomWalkPE, BaseTransform
+from torch_geometric.transforms import AddRandomWalkPE
+
+from .transform import NodeEncodingTransform
 
 #: PyG's dense path (matrix powers as dense n x n) is used up to this many nodes
 DENSE_MAX_NODES = 2000
@@ -67,24 +69,15 @@ def random_walk_se(edge_index: Tensor, num_nodes: int, walk_length: int) -> Tens
     return data.rwse.float()
 
 
-class AddRWSE(BaseTransform):
-    """PyG transform storing :func:`random_walk_se` as ``data.rwse`` (``[num_nodes, k]``).
-
-    Meant as a ``pre_transform`` so it is computed once and cached with the dataset.
+class AddRWSE(NodeEncodingTransform):
+    """PyG transform storing :func:`random_walk_se` as ``data.rwse`` (``[num_nodes, k]``), meant
+    as a ``pre_transform`` (:class:`~.transform.NodeEncodingTransform`).
 
     Raises:
         ValueError: for ``walk_length < 1``.
     """
 
+    option, what, encode = "walk_length", "RWSE walk_length", staticmethod(random_walk_se)
+
     def __init__(self, walk_length: int, attr_name: str = "rwse") -> None:
-        if walk_length < 1:
-            raise ValueError(f"RWSE walk_length must be >= 1, got {walk_length}")
-        self.walk_length = walk_length
-        self.attr_name = attr_name
-
-    def forward(self, data: Data) -> Data:
-        data[self.attr_name] = random_walk_se(data.edge_index, data.num_nodes, self.walk_length)
-        return data
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}(walk_length={self.walk_length}, attr_name={self.attr_name!r})"
+        super().__init__(walk_length, attr_name)

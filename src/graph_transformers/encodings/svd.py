@@ -6,8 +6,9 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
+
+from .lappe import random_signs
+from .transform import NodeEncodingTransform
 
 #: above this many nodes the truncated SVD uses ARPACK on the sparse matrix
 DENSE_SVD_MAX_NODES = 2048
@@ -81,33 +82,19 @@ def random_svd_sign_flip(pe: Tensor, batch: Tensor | None = None, per_graph: boo
     """
     if pe.size(-1) % 2:
         raise ValueError(f"SVD encodings have 2r columns, got {pe.size(-1)}")
-    r = pe.size(-1) // 2
-    device = generator.device if generator is not None else pe.device
-    if per_graph:
-        if batch is None:
-            raise ValueError("per-graph sign flips need the batch vector")
-        if num_graphs is None:
-            num_graphs = int(batch.max()) + 1 if batch.numel() else 0
-        signs = torch.randint(0, 2, (num_graphs, r), generator=generator, device=device) * 2 - 1
-        signs = signs.to(pe)[batch]
-    else:
-        signs = (torch.randint(0, 2, (1, r), generator=generator, device=device) * 2 - 1).to(pe)
+    signs = random_signs(pe, pe.size(-1) // 2, batch, per_graph, generator, num_graphs)
     return pe * torch.cat([signs, signs], dim=-1)
 
 
-class AddSVDPE(BaseTransform):
-    """PyG transform storing :func:`svd_pe` as ``data.svd_pe`` (``[num_nodes, 2r]``); meant as a
-    ``pre_transform`` so it is computed once and cached with the dataset."""
+class AddSVDPE(NodeEncodingTransform):
+    """PyG transform storing :func:`svd_pe` as ``data.svd_pe`` (``[num_nodes, 2r]``), meant as a
+    ``pre_transform`` (:class:`~.transform.NodeEncodingTransform`).
+
+    Raises:
+        ValueError: for ``r < 1``.
+    """
+
+    option, what, encode = "r", "SVD encoding rank r", staticmethod(svd_pe)
 
     def __init__(self, r: int, attr_name: str = "svd_pe") -> None:
-        if r < 1:
-            raise ValueError(f"SVD encoding rank r must be >= 1, got {r}")
-        self.r = r
-        self.attr_name = attr_name
-
-    def forward(self, data: Data) -> Data:
-        data[self.attr_name] = svd_pe(data.edge_index, data.num_nodes, self.r)
-        return data
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}(r={self.r}, attr_name={self.attr_name!r})"
+        super().__init__(r, attr_name)

@@ -14,8 +14,8 @@ import hashlib
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
+
+from .transform import NodeEncodingTransform
 
 
 def wl_role_ids(edge_index: Tensor, num_nodes: int, iterations: int = 2) -> Tensor:
@@ -53,16 +53,12 @@ def wl_role_ids(edge_index: Tensor, num_nodes: int, iterations: int = 2) -> Tens
     return torch.tensor(np.array([palette[c] for c in colours], dtype=np.int64))
 
 
-class AddWLPE(BaseTransform):
-    """PyG transform storing :func:`wl_role_ids` as ``data.wl_pe`` (``[num_nodes]`` long)."""
+class AddWLPE(NodeEncodingTransform):
+    """PyG transform storing :func:`wl_role_ids` as ``data.wl_pe`` (``[num_nodes]`` long), meant
+    as a ``pre_transform`` (:class:`~.transform.NodeEncodingTransform`; a negative
+    ``iterations`` is refused when the transform runs)."""
+
+    option, encode = "iterations", staticmethod(wl_role_ids)
 
     def __init__(self, iterations: int = 2, attr_name: str = "wl_pe") -> None:
-        self.iterations = iterations
-        self.attr_name = attr_name
-
-    def forward(self, data: Data) -> Data:
-        data[self.attr_name] = wl_role_ids(data.edge_index, data.num_nodes, self.iterations)
-        return data
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}(iterations={self.iterations}, attr_name={self.attr_name!r})"
+        super().__init__(iterations, attr_name)

@@ -11,10 +11,10 @@ from torch_geometric.data import Batch
 
 from ..data.checks import check_batch
 from ..data.dense import UNREACHABLE, DenseBatch, check_dense_budget
-from ..encodings.lappe import random_sign_flip
-from ..encodings.svd import random_svd_sign_flip
+from ..encodings.registry import node_encoding
 from ..nn.egt import EGTLayer, pair_bytes
-from .encoders import FeatureEncoder
+from .encoders import (FeatureEncoder, check_encoding_shape, check_sign_flip, encoding_input,
+                       flip_signs)
 from .heads import MLPReadout
 from ..nn.reset import reset_descendants
 
@@ -59,8 +59,9 @@ class EGT(nn.Module):
         structure: input structural matrix: ``"adjacency"`` (with self-loops, ``A_ij ∈ {0,1}``) or
             ``"distance"`` (``D^(k)``, hops clipped to ``max_hops``).
         max_hops: ``k`` of ``D^(k)``.
-        pe: ``"svd"`` (``data.svd_pe [num_nodes, 2r]``), ``"lap"`` (``data.lap_pe``) or ``None``
-            (the default, as the config section).
+        pe: ``"svd"`` (``data.svd_pe [num_nodes, 2r]``), ``"lap"`` (``data.lap_pe``), another
+            registered feature encoding (:mod:`graph_transformers.encodings.registry`) or
+            ``None`` (the default, as the config section); projected by ``W_enc`` (§3.2).
         pe_dim: ``2r`` for SVD, ``k`` for LapPE.
         sign_flip: random sign flips of the PE in training: ``"graph"`` (default: an independent
             sign per graph and per singular-vector pair / eigenvector, as the official code),
@@ -112,10 +113,10 @@ class EGT(nn.Module):
             raise ValueError(f"unknown EGT variant {variant!r}; known: {sorted(VARIANTS)}")
         if structure not in ("adjacency", "distance"):
             raise ValueError(f"structure must be 'adjacency' or 'distance', got {structure!r}")
-        if pe not in (None, "svd", "lap"):
-            raise ValueError(f"pe must be 'svd', 'lap' or None, got {pe!r}")
-        if sign_flip not in ("batch", "graph", "none"):
-            raise ValueError(f"sign_flip must be 'batch', 'graph' or 'none', got {sign_flip!r}")
+        if pe is not None and node_encoding(pe).categorical:
+            raise ValueError(f"pe={pe!r} holds categorical ids; EGT projects features "
+                             "(W_enc, §3.2): use a feature encoding such as 'svd' or 'lap'")
+        check_sign_flip(sign_flip)
         opts = VARIANTS[variant]
         if distance_objective and not opts["edge_update"]:
             raise ValueError("the distance objective reads the output edge channels, which "
@@ -191,20 +192,10 @@ class EGT(nn.Module):
     def _node_inputs(self, data: Batch, dense: DenseBatch) -> Tensor:
         h = self.node_encoder(data.x)
         if self.pe is not None:
-            attr = "svd_pe" if self.pe == "svd" else "lap_pe"
-            pe = getattr(data, attr, None)
-            if pe is None:
-                raise ValueError(f"the model uses pe={self.pe!r} but the batch has no {attr}: add "
-                                 f"encodings.{'svd_pe' if self.pe == 'svd' else 'lap_pe'} to "
-                                 "the config")
-            if pe.dim() != 2 or pe.size(1) != self.pe_encoder.in_features:
-                raise ValueError(f"{attr} must have shape [num_nodes, "
-                                 f"{self.pe_encoder.in_features}], got {tuple(pe.shape)}; was "
-                                 "the dataset processed with another rank?")
-            if self.training and self.sign_flip != "none":
-                flip = random_svd_sign_flip if self.pe == "svd" else random_sign_flip
-                pe = flip(pe, dense.batch, per_graph=self.sign_flip == "graph",
-                          num_graphs=dense.num_graphs)
+            pe = encoding_input(data, self.pe)
+            check_encoding_shape(pe, node_encoding(self.pe).name, self.pe_encoder.in_features)
+            if self.training:
+                pe = flip_signs(pe, self.pe, self.sign_flip, dense.batch, dense.num_graphs)
             h = h + self.pe_encoder(pe)
         return dense.to_dense(h)
 

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from ..data.checks import checks_enabled
-from ..encodings.lappe import random_sign_flip
+from ..encodings.registry import node_encoding
 from ..nn.reset import reset_children
 
 
@@ -55,6 +56,18 @@ class FeatureEncoder(nn.Module):
         return self.linear(x.to(self.linear.weight.dtype))
 
 
+def feature_encoders(hidden_dim: int, num_node_types: int | Sequence[int] | None,
+                     num_node_features: int | None, num_edge_types: int | Sequence[int] | None,
+                     num_edge_features: int | None, use_edge_features: bool
+                     ) -> tuple[FeatureEncoder, FeatureEncoder | None]:
+    """A model's node encoder and, with ``use_edge_features``, its edge encoder (else ``None``),
+    both to ``hidden_dim`` and created in this order (GT eq. 2; the MPNN baselines)."""
+    node = FeatureEncoder(hidden_dim, num_node_types, num_node_features, name="node")
+    edge = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features, name="edge")
+            if use_edge_features else None)
+    return node, edge
+
+
 def check_features(x: Tensor, name: str, num_types: int | Sequence[int] | None = None,
                    in_dim: int | None = None, values: bool = True) -> Tensor:
     """Checks node or edge features against what a :class:`FeatureEncoder` embeds: integer ids
@@ -96,71 +109,128 @@ def check_features(x: Tensor, name: str, num_types: int | Sequence[int] | None =
     return x
 
 
-class LapPEEncoder(nn.Module):
-    """Projects LapPE to ``hidden_dim`` (GT eq. 3: ``C λ_i + c``), flipping eigenvector signs at
-    random in training (GT §2.2).
-
-    Args:
-        pe_dim: ``k``.
-        hidden_dim: output channels.
-        sign_flip: ``"batch"`` (one sign per eigenvector per batch, as the official code),
-            ``"graph"`` (independent per graph) or ``"none"``.
-
-    Shapes: ``pe [num_nodes, k]``, ``batch [num_nodes]`` → ``[num_nodes, hidden_dim]``;
-    ``num_graphs`` (the batch's graph count) spares reading it from ``batch`` (a device sync).
-    """
-
-    def __init__(self, pe_dim: int, hidden_dim: int, sign_flip: str = "batch") -> None:
-        super().__init__()
-        if sign_flip not in ("batch", "graph", "none"):
-            raise ValueError(f"sign_flip must be 'batch', 'graph' or 'none', got {sign_flip!r}")
-        self.pe_dim = pe_dim
-        self.sign_flip = sign_flip
-        self.linear = nn.Linear(pe_dim, hidden_dim)
-
-    def reset_parameters(self) -> None:
-        reset_children(self)
-
-    def forward(self, pe: Tensor, batch: Tensor | None = None,
-                num_graphs: int | None = None) -> Tensor:
-        if pe.dim() != 2 or pe.size(1) != self.pe_dim:
-            raise ValueError(f"lap_pe must have shape [num_nodes, {self.pe_dim}], got "
-                             f"{tuple(pe.shape)}; was the dataset processed with another k?")
-        if self.training and self.sign_flip != "none":
-            pe = random_sign_flip(pe, batch, per_graph=self.sign_flip == "graph",
-                                  num_graphs=num_graphs)
-        return self.linear(pe.to(self.linear.weight.dtype))
-
-
-class RWSEEncoder(nn.Module):
-    """Projects random-walk structural encodings to ``out_dim`` channels: ``BatchNorm`` of the raw
-    probabilities (they span orders of magnitude), then a linear map, as GraphGPS's RWSE encoder
-    (Rampášek et al. 2022, §3.1 and its ZINC config: ``raw_norm_type: BatchNorm``, linear,
-    ``dim_pe = 28``).
-
-    Args:
-        pe_dim: walk length ``k``.
-        out_dim: output channels.
-        raw_norm: apply the BatchNorm to the raw encodings.
-
-    Shapes: ``rwse [num_nodes, k]`` → ``[num_nodes, out_dim]``.
+def encoding_input(data: Any, pe: str) -> Tensor:
+    """The batch's node encoding for ``model.pe = pe``: the ``Data`` attribute the encoding
+    registry names (:func:`~graph_transformers.encodings.registry.node_encoding`).
 
     Raises:
-        ValueError: in ``forward`` when the encoding's width is not ``k``.
+        ValueError: for an unknown ``pe``, or a batch without that attribute (naming the
+            ``encodings`` key to add).
+    """
+    attr = node_encoding(pe).name
+    value = getattr(data, attr, None)
+    if value is None:
+        raise ValueError(f"the model uses pe={pe!r} but the batch has no {attr}: add "
+                         f"encodings.{attr} to the config")
+    return value
+
+
+def check_sign_flip(sign_flip: str) -> None:
+    """Raises ``ValueError`` unless ``sign_flip`` is ``"batch"``, ``"graph"`` or ``"none"``."""
+    if sign_flip not in ("batch", "graph", "none"):
+        raise ValueError(f"sign_flip must be 'batch', 'graph' or 'none', got {sign_flip!r}")
+
+
+def flip_signs(pe_values: Tensor, pe: str, sign_flip: str, batch: Tensor | None,
+               num_graphs: int | None) -> Tensor:
+    """The encoding's training-time random sign flip (the registry's ``sign_flip``: LapPE's
+    eigenvectors, GT §2.2; SVD's singular-vector pairs, EGT §3.2): one sign per column and batch
+    (``"batch"``) or per graph (``"graph"``); unchanged for ``"none"`` or an encoding without
+    flips. ``num_graphs`` spares reading it from ``batch`` (a device sync)."""
+    flip = node_encoding(pe).flip()
+    if flip is None or sign_flip == "none":
+        return pe_values
+    return flip(pe_values, batch, per_graph=sign_flip == "graph", num_graphs=num_graphs)
+
+
+class LinearPEEncoder(nn.Module):
+    """Projects a node encoding ``[num_nodes, pe_dim]`` to ``out_dim`` channels with a
+    ``Linear`` (GT eq. 3: ``C λ_i + c``), after the encoding's random sign flip in training
+    (:func:`flip_signs`: GT §2.2 for LapPE) and, for an encoding with ``raw_norm`` (RWSE), a
+    ``BatchNorm`` of the raw values, as GraphGPS's RWSE encoder (Rampášek et al. 2022, §3.1 and
+    its ZINC config: ``raw_norm_type: BatchNorm``, linear; return probabilities span orders of
+    magnitude).
+
+    Args:
+        pe_dim: the encoding's width (LapPE ``k``, RWSE walk length).
+        out_dim: output channels.
+        sign_flip: ``"batch"`` (one sign per column per batch, as the official GT code),
+            ``"graph"`` (independent per graph) or ``"none"``; encodings without flips ignore it.
+        pe: the ``model.pe`` name of the encoding (``"lap"``: LapPE).
+        raw_norm: the BatchNorm of the raw values; ``None``: as the encoding registry says.
+
+    Shapes: ``pe [num_nodes, pe_dim]``, ``batch [num_nodes]`` → ``[num_nodes, out_dim]``;
+    ``num_graphs`` (the batch's graph count) spares reading it from ``batch`` (a device sync).
+
+    Raises:
+        ValueError: for an unknown ``sign_flip`` or ``pe``; in ``forward`` when the encoding's
+            width is not ``pe_dim``.
     """
 
-    def __init__(self, pe_dim: int, out_dim: int, raw_norm: bool = True) -> None:
+    def __init__(self, pe_dim: int, out_dim: int, sign_flip: str = "batch", pe: str = "lap",
+                 raw_norm: bool | None = None) -> None:
         super().__init__()
-        self.pe_dim = pe_dim
+        check_sign_flip(sign_flip)
+        encoding = node_encoding(pe)
+        self.attr = encoding.name
+        self.pe, self.pe_dim, self.sign_flip = pe, pe_dim, sign_flip
+        raw_norm = encoding.raw_norm if raw_norm is None else raw_norm
         self.norm = nn.BatchNorm1d(pe_dim) if raw_norm else nn.Identity()
         self.linear = nn.Linear(pe_dim, out_dim)
 
     def reset_parameters(self) -> None:
         reset_children(self)
 
-    def forward(self, pe: Tensor) -> Tensor:
-        if pe.dim() != 2 or pe.size(1) != self.pe_dim:
-            raise ValueError(f"rwse must have shape [num_nodes, {self.pe_dim}], got "
-                             f"{tuple(pe.shape)}; was the dataset processed with another walk "
-                             "length?")
+    def forward(self, pe: Tensor, batch: Tensor | None = None,
+                num_graphs: int | None = None) -> Tensor:
+        check_encoding_shape(pe, self.attr, self.pe_dim)
+        if self.training:
+            pe = flip_signs(pe, self.pe, self.sign_flip, batch, num_graphs)
         return self.linear(self.norm(pe.to(self.linear.weight.dtype)))
+
+
+#: the name GT's docs and benchmarks use for the LapPE projection
+LapPEEncoder = LinearPEEncoder
+
+
+def check_encoding_shape(pe: Tensor, attr: str, pe_dim: int) -> None:
+    """Raises ``ValueError`` unless the encoding ``attr`` is ``[num_nodes, pe_dim]``."""
+    if pe.dim() != 2 or pe.size(1) != pe_dim:
+        raise ValueError(f"{attr} must have shape [num_nodes, {pe_dim}], got "
+                         f"{tuple(pe.shape)}; was the dataset processed with other "
+                         f"encodings.{attr} options?")
+
+
+class PEEmbedding(nn.Embedding):
+    """Embeds a categorical node encoding (integer ids ``[num_nodes]``, e.g. WL role ids,
+    Graph-BERT §3.1) into ``out_dim`` channels.
+
+    Shapes: ``ids [num_nodes]`` → ``[num_nodes, out_dim]`` (``batch`` and ``num_graphs`` are
+    accepted, as by every encoder :func:`make_pe_encoder` builds, and unused).
+
+    Raises:
+        ValueError: in ``forward``, for an id beyond the table (checked where value checks run,
+            :func:`~graph_transformers.data.checks.checks_enabled`).
+    """
+
+    def forward(self, ids: Tensor, batch: Tensor | None = None,
+                num_graphs: int | None = None) -> Tensor:
+        if ids.numel() and checks_enabled(ids) and int(ids.max()) >= self.num_embeddings:
+            raise ValueError(f"an encoding id {int(ids.max())} exceeds the embedding size "
+                             f"{self.num_embeddings}: raise model.pe_dim (configs: "
+                             "encodings.wl_pe.num_roles)")
+        return super().forward(ids)
+
+
+def make_pe_encoder(pe: str, pe_dim: int, out_dim: int, sign_flip: str = "batch") -> nn.Module:
+    """The input encoder of the node encoding ``model.pe = pe``, as the registry describes it:
+    a :class:`PEEmbedding` for a categorical encoding, else a :class:`LinearPEEncoder` (with the
+    encoding's sign flips, or GraphGPS's BatchNorm of the raw values for RWSE). Every one is called as
+    ``encoder(values, batch, num_graphs)`` → ``[num_nodes, out_dim]``.
+
+    Raises:
+        ValueError: for an unknown ``pe`` or ``sign_flip``.
+    """
+    if node_encoding(pe).categorical:
+        return PEEmbedding(pe_dim, out_dim)
+    return LinearPEEncoder(pe_dim, out_dim, sign_flip, pe)

@@ -12,13 +12,13 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import Batch
 
-from ..data.checks import check_batch, checks_enabled
+from ..data.checks import check_batch
 from ..data.dense import DenseBatch
 from ..nn.attention import DEFAULT_ATTENTION_BUDGET_GB
 from ..nn.gps import GPSLayer
 from ..nn.norm import make_norm
-from .encoders import FeatureEncoder, LapPEEncoder, RWSEEncoder
-from .heads import MLPReadout, graph_readout
+from .encoders import FeatureEncoder, encoding_input, make_pe_encoder
+from .heads import MLPReadout, level_head
 from ..nn.reset import reset_descendants
 
 
@@ -38,12 +38,14 @@ class GPS(nn.Module):
         mpnn: local MPNN name (:data:`~graph_transformers.nn.mpnn.CONVS`) or ``None``.
         attention: ``"full"``, ``"performer"`` or ``"none"``.
         use_edge_features: embed ``edge_attr`` and give it to the MPNN.
-        pe: ``"rwse"`` (``data.rwse [num_nodes, pe_dim]``), ``"lap"`` (``data.lap_pe``) or ``None``.
+        pe: ``"rwse"`` (``data.rwse [num_nodes, pe_dim]``), ``"lap"`` (``data.lap_pe``), any other
+            registered node encoding (:func:`~.encoders.make_pe_encoder`) or ``None``.
         pe_dim: width of the stored encoding (RWSE walk length / LapPE ``k``).
         pe_embed_dim: channels of the projected encoding inside ``hidden_dim``.
-        sign_flip: LapPE sign flips in training (see :class:`~.encoders.LapPEEncoder`).
-        norm, dropout, attn_dropout, ffn_multiplier, num_features, memory_budget_gb,
-        pna_towers: passed to every :class:`~graph_transformers.nn.GPSLayer`.
+        sign_flip: sign flips of the encoding in training (:func:`~.encoders.flip_signs`).
+        norm, dropout, attn_dropout, ffn_multiplier: passed to every
+            :class:`~graph_transformers.nn.GPSLayer`.
+        num_features, memory_budget_gb, pna_towers: passed to every GPS layer too.
         deg: PNA's training in-degree histogram (only with ``mpnn="pna"``).
         readout: ``"sum"`` (GraphGPS on ZINC), ``"mean"`` or ``"max"``.
         mlp_layers: hidden layers of the :class:`~.heads.MLPReadout` head.
@@ -72,8 +74,6 @@ class GPS(nn.Module):
         super().__init__()
         if level not in ("graph", "node", "edge"):
             raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
-        if pe not in (None, "rwse", "lap"):
-            raise ValueError(f"pe must be 'rwse', 'lap' or None, got {pe!r}")
         if pe is not None and not 0 < pe_embed_dim < hidden_dim:
             raise ValueError(f"pe_embed_dim={pe_embed_dim} must be in (0, hidden_dim="
                              f"{hidden_dim}): the encoding is concatenated to the node embedding")
@@ -84,12 +84,7 @@ class GPS(nn.Module):
         self.use_edge_features = use_edge_features and mpnn is not None
         node_out = hidden_dim - pe_embed_dim if pe is not None else hidden_dim
         self.node_encoder = FeatureEncoder(node_out, num_node_types, num_node_features, name="node")
-        if pe == "rwse":
-            self.pe_encoder: nn.Module | None = RWSEEncoder(pe_dim, pe_embed_dim)
-        elif pe == "lap":
-            self.pe_encoder = LapPEEncoder(pe_dim, pe_embed_dim, sign_flip)
-        else:
-            self.pe_encoder = None
+        self.pe_encoder = make_pe_encoder(pe, pe_dim, pe_embed_dim, sign_flip) if pe else None
         self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features,
                                             name="edge")
                              if self.use_edge_features else None)
@@ -117,16 +112,9 @@ class GPS(nn.Module):
         check_batch(data, need_edge_attr=self.use_edge_features)
         h = self.node_encoder(data.x)
         batch = getattr(data, "batch", None)
-        if self.pe is not None:
-            attr = "rwse" if self.pe == "rwse" else "lap_pe"
-            pe = getattr(data, attr, None)
-            if pe is None:
-                raise ValueError(f"the model uses pe={self.pe!r} but the batch has no {attr}: add "
-                                 f"encodings.{attr} to the config")
-            if checks_enabled(pe) and torch.isnan(pe).any():
-                raise ValueError(f"the encoding {attr} contains NaN")
-            p = (self.pe_encoder(pe, batch, getattr(data, "num_graphs", None)) if self.pe == "lap"
-                 else self.pe_encoder(pe))
+        if self.pe is not None:  # its values are checked with the batch's (check_batch)
+            p = self.pe_encoder(encoding_input(data, self.pe), batch,
+                                getattr(data, "num_graphs", None))
             h = torch.cat([h, p], dim=-1)
         e = self.edge_encoder(data.edge_attr) if self.use_edge_features else None
         return h, e, batch
@@ -141,16 +129,7 @@ class GPS(nn.Module):
         return self.final_norm(h)
 
     def forward(self, data: Batch) -> Tensor:
-        h = self.encode(data)
-        if self.level == "node":
-            return self.head(h)
-        if self.level == "edge":
-            src, dst = data.edge_index
-            return self.head(torch.cat([h[dst], h[src]], dim=-1))
-        batch = getattr(data, "batch", None)
-        if batch is None:
-            batch = h.new_zeros(h.size(0), dtype=torch.long)
-        return self.head(graph_readout(h, batch, self.readout, getattr(data, "num_graphs", 1)))
+        return level_head(self.head, self.encode(data), data, self.level, self.readout)
 
     @torch.no_grad()
     def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:

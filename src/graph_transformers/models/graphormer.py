@@ -12,12 +12,12 @@ from ..data.checks import check_batch
 from ..nn.attention import aligned_bias, attention_dtype
 from ..nn.graphormer import GraphormerLayer
 from .encoders import FeatureEncoder
-from .grpe import PairRelationBuilder, size_groups
+from .grpe import PairRelationBuilder, TokenPairModel
 from .heads import MLPReadout
 from ..nn.reset import reset_descendants
 
 
-class Graphormer(nn.Module):
+class Graphormer(TokenPairModel):
     """Graphormer with the same dense path as :class:`~graph_transformers.models.GRPE`:
 
     * centrality encoding (eq. 5): a learned embedding of each node's degree (clipped at
@@ -35,10 +35,11 @@ class Graphormer(nn.Module):
     The bias tables are shared by all layers (as in Graphormer, computed once per batch).
 
     Args:
-        hidden_dim, num_layers, num_heads, out_dim, level, num_node_types, num_node_features,
-        num_edge_types, num_edge_features, use_edge_features, max_distance, ffn_dim, dropout,
-        attn_dropout, mlp_layers, memory_budget_gb, size_groups: as
-        :class:`~graph_transformers.models.GRPE`.
+        hidden_dim, num_layers, num_heads, out_dim, level: as
+            :class:`~graph_transformers.models.GRPE`.
+        num_node_types, num_node_features, num_edge_types, num_edge_features: as GRPE.
+        use_edge_features, max_distance, ffn_dim, dropout, attn_dropout: as GRPE.
+        mlp_layers, memory_budget_gb, size_groups: as GRPE.
         max_degree: degrees above are clipped.
         spatial_bias, edge_bias, degree_encoding: switches for the three encodings.
 
@@ -49,8 +50,6 @@ class Graphormer(nn.Module):
         ValueError: for an unsupported level or feature kind, or a batch without the relations.
         DenseBudgetError: for a batch beyond ``memory_budget_gb``.
     """
-
-    uses_spd = True
 
     def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
                  level: str = "graph", num_node_types: int | Sequence[int] | None = None,
@@ -63,17 +62,10 @@ class Graphormer(nn.Module):
                  degree_encoding: bool = True, mlp_layers: int = 0,
                  memory_budget_gb: float | None = 4.0, size_groups: int = 4) -> None:
         super().__init__()
-        if level not in ("graph", "node"):
-            raise ValueError(f"Graphormer predicts per graph or per node, got level={level!r}")
-        if use_edge_features and num_edge_types is None and num_edge_features is not None:
-            raise ValueError("the edge bias indexes categorical edge types; this dataset has "
-                             "continuous edge features: set model.use_edge_features=false")
-        if size_groups < 1:
-            raise ValueError(f"size_groups must be >= 1, got {size_groups}")
-        self.level = level
+        self._check_options("Graphormer", level, size_groups, use_edge_features, num_edge_types,
+                            num_edge_features, "Graphormer's edge biases")
         self.num_heads = num_heads
         self.max_degree = max_degree
-        self.size_groups = size_groups
         self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
                                            name="node")
         self.degree_encoder = nn.Embedding(max_degree + 1, hidden_dim) if degree_encoding else None
@@ -115,32 +107,18 @@ class Graphormer(nn.Module):
         if self.edge_bias is not None:
             bias = bias + self.edge_bias(rel.edge)
         bias = bias.permute(0, 3, 1, 2).masked_fill(~rel.mask.view(B, 1, 1, N1), float("-inf"))
-        weights = []
-        out = x.new_zeros(x.shape)
-        if return_attention_weights:
-            weights = [x.new_zeros(B, self.num_heads, N1, N1) for _ in self.layers]
-        for idx, n in size_groups(rel.dense.num_nodes, self.size_groups, rel.dense.host_sizes):
-            xg, bg = x[idx, :n + 1], bias[idx, :, :n + 1, :n + 1]
+
+        def run(sl: tuple) -> tuple[Tensor, list[Tensor]]:
+            idx, nodes = sl
+            xg, bg = x[sl], bias[idx, :, nodes, nodes]
             if bg.is_cuda:  # one aligned copy in the attention dtype, shared by all layers, so
                 # CUDA's memory-efficient SDPA kernel reads it in place (docs/gpu.md)
                 bg = aligned_bias(bg, dtype=attention_dtype(x))
-            for layer, w in zip(self.layers, weights or [None] * len(self.layers)):
+            weights = []
+            for layer in self.layers:
                 xg, wg = layer.forward_dense(xg, bg, return_attention_weights)
-                if return_attention_weights:
-                    w[idx, :, :n + 1, :n + 1] = wg
-            out = out.index_put((idx,), nn.functional.pad(xg, (0, 0, 0, N1 - n - 1)))
-        return self.final_norm(out), rel, weights
+                weights.append(wg)
+            return xg, weights if return_attention_weights else []
 
-    def forward(self, data: Batch) -> Tensor:
-        x, rel, _ = self._encode(data)
-        if self.level == "graph":
-            return self.head(x[:, 0])
-        return self.head(rel.dense.to_sparse(x[:, 1:]))
-
-    @torch.no_grad()
-    def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:
-        """Head-averaged attention per layer over the real nodes (graph token dropped):
-        ``([A_l [B, N, N]], mask [B, N])``, as :meth:`GRPE.attention_maps`."""
-        _, rel, weights = self._encode(data, return_attention_weights=True)
-        pm = rel.dense.pair_mask
-        return [w.mean(1)[:, 1:, 1:].masked_fill(~pm, 0.0) for w in weights], rel.dense.mask
+        out, weights = self._in_groups(x, rel, self.num_heads, run, return_attention_weights)
+        return out, rel, weights

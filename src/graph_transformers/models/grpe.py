@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
+from typing import Any, Callable
 
 import torch
 from torch import Tensor, nn
@@ -11,7 +12,7 @@ from torch_geometric.data import Batch
 
 from ..data.checks import check_batch, checks_enabled
 from ..data.dense import DenseBatch, check_dense_budget
-from ..encodings.spd import PAIR_NO_EDGE, PAIR_SELF, num_spd_ids
+from ..encodings.spd import PAIR_SELF, num_spd_ids
 from ..nn.grpe import EDGE_NONE, EDGE_OFFSET, EDGE_SELF, EDGE_VIRTUAL, GRPEEncodings, GRPELayer
 from .encoders import FeatureEncoder
 from .heads import MLPReadout
@@ -175,7 +176,76 @@ def size_groups(num_nodes: Tensor, max_groups: int, host_sizes: Tensor | None = 
     return [(order[a:b], sorted_sizes[b - 1]) for a, b in groups]
 
 
-class GRPE(nn.Module):
+class TokenPairModel(nn.Module):
+    """What :class:`GRPE` and :class:`~graph_transformers.models.Graphormer` share: the nodes of
+    each graph in a dense batch behind a learned token at position 0 (GRPE's virtual node,
+    Graphormer's graph token), the layers run on groups of graphs of similar size
+    (:func:`size_groups`), a final LayerNorm, and the head on the token (graph level) or on each
+    node (node level). A subclass builds ``layers``, ``final_norm``, ``head`` and ``_encode``."""
+
+    def _check_options(self, name: str, level: str, size_groups: int, use_edge_features: bool,
+                       num_edge_types: Any, num_edge_features: int | None,
+                       edge_part: str) -> None:
+        """Sets ``level`` and ``size_groups``.
+
+        Raises:
+            ValueError: for a level other than graph / node, ``size_groups < 1``, or continuous
+                edge features with ``use_edge_features`` (``edge_part`` indexes types).
+        """
+        if level not in ("graph", "node"):
+            raise ValueError(f"{name} predicts per graph or per node, got level={level!r}")
+        if size_groups < 1:
+            raise ValueError(f"size_groups must be >= 1, got {size_groups}")
+        if use_edge_features and num_edge_types is None and num_edge_features is not None:
+            raise ValueError(f"{edge_part} index categorical edge types; this dataset has "
+                             "continuous edge features: set model.use_edge_features=false (edges "
+                             "then count by presence only)")
+        self.level, self.size_groups = level, size_groups
+
+    def _in_groups(self, x: Tensor, rel: PairRelations, num_heads: int,
+                   run: Callable[[tuple], tuple[Tensor, list[Tensor]]],
+                   return_attention_weights: bool) -> tuple[Tensor, list[Tensor]]:
+        """``final_norm`` of the layers' output on ``x [B, N + 1, d]`` and, on request, each
+        layer's weights ``[B, H, N + 1, N + 1]`` (zero beyond a graph's group size), where
+        ``run((graphs, nodes))`` runs the layers on ``x[graphs, nodes]`` and returns
+        ``(x_g, [weights per layer])``; one ``run`` on the whole batch when there is one group."""
+        groups = size_groups(rel.dense.num_nodes, self.size_groups, rel.dense.host_sizes)
+        if len(groups) == 1:
+            out, weights = run((slice(None), slice(None)))
+            return self.final_norm(out), weights
+        B, N1 = x.size(0), x.size(1)
+        out = x.new_zeros(x.shape)
+        weights = ([x.new_zeros(B, num_heads, N1, N1) for _ in self.layers]
+                   if return_attention_weights else [])
+        for idx, n in groups:
+            xg, wg = run((idx, slice(0, n + 1)))
+            out = out.index_put((idx,), nn.functional.pad(xg, (0, 0, 0, N1 - n - 1)))
+            for w, w_g in zip(weights, wg):
+                w[idx, :, :n + 1, :n + 1] = w_g
+        return self.final_norm(out), weights
+
+    def forward(self, data: Batch) -> Tensor:
+        x, rel, _ = self._encode(data)
+        if self.level == "graph":
+            return self.head(x[:, 0])
+        return self.head(rel.dense.to_sparse(x[:, 1:]))
+
+    @torch.no_grad()
+    def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:
+        """Head-averaged attention of every layer over the real nodes of each graph.
+
+        Returns:
+            ``([A_1 … A_L], mask)``: ``A_l [B, N, N]`` (row ``i`` = query ``i``'s weights over keys
+            ``j``; the token's row and column dropped, padding ``0``) and ``mask [B, N]`` bool at
+            real nodes.
+        """
+        _, rel, weights = self._encode(data, return_attention_weights=True)
+        pm = rel.dense.pair_mask
+        maps = [w.mean(1)[:, 1:, 1:].masked_fill(~pm, 0.0) for w in weights]
+        return maps, rel.dense.mask
+
+
+class GRPE(TokenPairModel):
     """GRPE (Park et al. 2022): node embeddings, a virtual node, ``num_layers``
     :class:`~graph_transformers.nn.GRPELayer` s with node-aware attention and graph-encoded values
     (eqs. 6-9), a final LayerNorm and a head on the virtual node (graph tasks) or on each node
@@ -216,8 +286,6 @@ class GRPE(nn.Module):
         DenseBudgetError: for a batch beyond ``memory_budget_gb``.
     """
 
-    uses_spd = True
-
     def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
                  level: str = "graph", num_node_types: int | Sequence[int] | None = None,
                  num_node_features: int | None = None,
@@ -230,16 +298,8 @@ class GRPE(nn.Module):
                  attention_impl: str = "gather", mlp_layers: int = 0,
                  memory_budget_gb: float | None = 4.0, size_groups: int = 4) -> None:
         super().__init__()
-        if level not in ("graph", "node"):
-            raise ValueError(f"GRPE predicts per graph or per node, got level={level!r}")
-        if size_groups < 1:
-            raise ValueError(f"size_groups must be >= 1, got {size_groups}")
-        self.size_groups = size_groups
-        if use_edge_features and num_edge_types is None and num_edge_features is not None:
-            raise ValueError("GRPE's edge encodings index categorical edge types; this dataset has "
-                             "continuous edge features: set model.use_edge_features=false (edges "
-                             "then count by presence only)")
-        self.level = level
+        self._check_options("GRPE", level, size_groups, use_edge_features, num_edge_types,
+                            num_edge_features, "GRPE's edge encodings")
         self.input_noise = input_noise
         self.share_encodings = share_encodings
         self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
@@ -275,23 +335,15 @@ class GRPE(nn.Module):
         x = rel.dense.to_dense(h)
         B = x.size(0)
         x = torch.cat([self.virtual_node.view(1, 1, -1).expand(B, 1, -1), x], dim=1)
-        groups = size_groups(rel.dense.num_nodes, self.size_groups, rel.dense.host_sizes)
-        if len(groups) == 1:
-            x, weights = self._layers(x, rel.topology, rel.edge, rel.mask, return_attention_weights)
-            return self.final_norm(x), rel, weights
-        out = x.new_zeros(x.shape)
-        N1 = x.size(1)
-        weights = ([x.new_zeros(B, self.layers[0].attn.num_heads, N1, N1) for _ in self.layers]
-                   if return_attention_weights else [])
-        for idx, n in groups:
-            sl = (idx, slice(0, n + 1))
-            xg, wg = self._layers(x[sl], rel.topology[idx, :n + 1, :n + 1],
-                                  rel.edge[idx, :n + 1, :n + 1], rel.mask[sl],
-                                  return_attention_weights)
-            out = out.index_put((idx,), torch.nn.functional.pad(xg, (0, 0, 0, N1 - n - 1)))
-            for w, w_g in zip(weights, wg):
-                w[idx, :, :n + 1, :n + 1] = w_g
-        return self.final_norm(out), rel, weights
+
+        def run(sl: tuple) -> tuple[Tensor, list[Tensor]]:
+            idx, nodes = sl
+            return self._layers(x[sl], rel.topology[idx, nodes, nodes], rel.edge[idx, nodes, nodes],
+                                rel.mask[sl], return_attention_weights)
+
+        out, weights = self._in_groups(x, rel, self.layers[0].attn.num_heads, run,
+                                       return_attention_weights)
+        return out, rel, weights
 
     def _layers(self, x: Tensor, topology: Tensor, edge: Tensor, mask: Tensor,
                 return_attention_weights: bool) -> tuple[Tensor, list[Tensor]]:
@@ -303,22 +355,3 @@ class GRPE(nn.Module):
                 weights.append(w)
         return x, weights
 
-    def forward(self, data: Batch) -> Tensor:
-        x, rel, _ = self._encode(data)
-        if self.level == "graph":
-            return self.head(x[:, 0])
-        return self.head(rel.dense.to_sparse(x[:, 1:]))
-
-    @torch.no_grad()
-    def attention_maps(self, data: Batch) -> tuple[list[Tensor], Tensor]:
-        """Head-averaged attention of every layer over the real nodes of each graph.
-
-        Returns:
-            ``([A_1 … A_L], mask)``: ``A_l [B, N, N]`` (row ``i`` = query ``i``'s weights over keys
-            ``j``; the virtual node's row and column dropped, padding ``0``) and ``mask [B, N]``
-            bool at real nodes.
-        """
-        _, rel, weights = self._encode(data, return_attention_weights=True)
-        pm = rel.dense.pair_mask
-        maps = [w.mean(1)[:, 1:, 1:].masked_fill(~pm, 0.0) for w in weights]
-        return maps, rel.dense.mask

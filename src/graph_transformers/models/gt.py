@@ -8,11 +8,11 @@ from torch import Tensor, nn
 from torch_geometric.data import Batch
 from torch_geometric.utils import to_dense_adj, to_dense_batch
 
-from ..data.checks import check_batch, checks_enabled
+from ..data.checks import check_batch
 from ..data.dense import host_num_nodes
 from ..nn.gt import GraphTransformerLayer
-from .encoders import FeatureEncoder, LapPEEncoder
-from .heads import MLPReadout, graph_readout
+from .encoders import encoding_input, feature_encoders, make_pe_encoder
+from .heads import MLPReadout, batch_vector, level_head
 from .utils import full_graph_edge_index
 from ..nn.reset import reset_descendants
 
@@ -34,10 +34,13 @@ class GraphTransformer(nn.Module):
             (``x [num_nodes, num_node_features]``).
         num_edge_types / num_edge_features: same for ``edge_attr``; used when ``use_edge_features``.
         use_edge_features: build the edge-stream form (eqs. 9-18).
-        pe: ``"lap"`` (``data.lap_pe [num_nodes, pe_dim]``), ``"wl"`` (``data.wl_pe [num_nodes]``
-            role ids, embedded) or ``None``.
+        pe: the node encoding added at the input (:func:`~.encoders.make_pe_encoder`): ``"lap"``
+            (``data.lap_pe [num_nodes, pe_dim]``, the paper's), ``"wl"`` (``data.wl_pe
+            [num_nodes]`` role ids, embedded), any other registered one
+            (:mod:`graph_transformers.encodings.registry`) or ``None``.
         pe_dim: LapPE dimension ``k``; for ``pe="wl"`` the number of role ids embedded.
-        sign_flip: LapPE sign flips in training: ``"batch"``, ``"graph"`` or ``"none"``.
+        sign_flip: sign flips of the encoding in training: ``"batch"``, ``"graph"`` or
+            ``"none"``.
         full_graph: attend over all node pairs of each graph (the paper's "Full Graph" columns,
             no self-pairs, as the official code); edge features are then not used.
         norm, dropout, ffn_multiplier, qkv_bias: passed to the layers.
@@ -62,27 +65,15 @@ class GraphTransformer(nn.Module):
         super().__init__()
         if level not in ("graph", "node", "edge"):
             raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
-        if pe not in (None, "lap", "wl"):
-            raise ValueError(f"pe must be 'lap', 'wl' or None, got {pe!r}")
         if full_graph and use_edge_features:
             raise ValueError("GT's full-graph mode attends over all pairs and discards edge "
                              "features (paper, Table 1): set use_edge_features=false")
-        self.level = level
-        self.pe = pe
-        self.full_graph = full_graph
-        self.use_edge_features = use_edge_features
-        self.readout = readout
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
-                                           name="node")
-        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features,
-                                            name="edge")
-                             if use_edge_features else None)
-        if pe == "lap":
-            self.pe_encoder: nn.Module | None = LapPEEncoder(pe_dim, hidden_dim, sign_flip)
-        elif pe == "wl":
-            self.pe_encoder = nn.Embedding(pe_dim, hidden_dim)
-        else:
-            self.pe_encoder = None
+        self.level, self.pe, self.readout = level, pe, readout
+        self.full_graph, self.use_edge_features = full_graph, use_edge_features
+        self.node_encoder, self.edge_encoder = feature_encoders(
+            hidden_dim, num_node_types, num_node_features, num_edge_types, num_edge_features,
+            use_edge_features)
+        self.pe_encoder = make_pe_encoder(pe, pe_dim, hidden_dim, sign_flip) if pe else None
         self.in_feat_dropout = nn.Dropout(in_feat_dropout)
         self.layers = nn.ModuleList(
             GraphTransformerLayer(hidden_dim, num_heads,
@@ -101,22 +92,10 @@ class GraphTransformer(nn.Module):
         the list of per-layer ``(edge_index, weights [num_edges, num_heads])``)."""
         check_batch(data, need_edge_attr=self.use_edge_features)
         h = self.node_encoder(data.x)
-        batch = data.batch if data.batch is not None else h.new_zeros(h.size(0), dtype=torch.long)
-        if self.pe == "lap":
-            if getattr(data, "lap_pe", None) is None:
-                raise ValueError("the model uses LapPE but the batch has no lap_pe: add "
-                                 "encodings.lap_pe to the config")
-            h = h + self.pe_encoder(data.lap_pe, batch, getattr(data, "num_graphs", None))
-        elif self.pe == "wl":
-            wl = getattr(data, "wl_pe", None)
-            if wl is None:
-                raise ValueError("the model uses WL-PE but the batch has no wl_pe: add "
-                                 "encodings.wl_pe to the config")
-            if wl.numel() and checks_enabled(wl) and int(wl.max()) >= \
-                    self.pe_encoder.num_embeddings:
-                raise ValueError(f"a WL role id {int(wl.max())} exceeds the embedding size "
-                                 f"{self.pe_encoder.num_embeddings}: raise model.pe_dim")
-            h = h + self.pe_encoder(wl)
+        batch = batch_vector(data, h)
+        if self.pe is not None:
+            h = h + self.pe_encoder(encoding_input(data, self.pe), batch,
+                                    getattr(data, "num_graphs", None))
         h = self.in_feat_dropout(h)
         edge_index = (full_graph_edge_index(batch, host_sizes=host_num_nodes(data))
                       if self.full_graph else data.edge_index)
@@ -147,19 +126,11 @@ class GraphTransformer(nn.Module):
             _, attentions = self.encode(data, return_attention_weights=True)
         finally:
             self.train(was_training)
-        batch = data.batch if data.batch is not None else data.x.new_zeros(data.num_nodes,
-                                                                            dtype=torch.long)
+        batch = batch_vector(data, data.x)
         _, mask = to_dense_batch(batch.new_zeros(batch.size(0), 1), batch)
         maps = [to_dense_adj(torch.stack([ei[1], ei[0]]), batch, w.float().mean(-1),
                              max_num_nodes=mask.size(1)) for ei, w in attentions]
         return maps, mask
 
     def forward(self, data: Batch) -> Tensor:
-        h = self.encode(data)
-        if self.level == "node":
-            return self.head(h)
-        if self.level == "edge":
-            src, dst = data.edge_index
-            return self.head(torch.cat([h[dst], h[src]], dim=-1))
-        batch = data.batch if data.batch is not None else h.new_zeros(h.size(0), dtype=torch.long)
-        return self.head(graph_readout(h, batch, self.readout, data.num_graphs))
+        return level_head(self.head, self.encode(data), data, self.level, self.readout)

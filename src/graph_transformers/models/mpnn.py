@@ -23,8 +23,8 @@ from torch_geometric.data import Batch
 
 from ..data.checks import check_batch
 from ..nn.mpnn import CONVS, MPNNBlock
-from .encoders import FeatureEncoder, LapPEEncoder, RWSEEncoder
-from .heads import MLPReadout, graph_readout
+from .encoders import encoding_input, feature_encoders, make_pe_encoder
+from .heads import MLPReadout, batch_vector, graph_readout, level_head
 from ..nn.reset import reset_descendants
 
 
@@ -42,10 +42,11 @@ class MPNN(nn.Module):
         use_edge_features: embed ``edge_attr`` and give it to the convolution (GatedGCN, GINE,
             PNA, GAT can use it; GINE requires it).
         num_heads: GAT heads.
-        pe: ``"lap"`` (``data.lap_pe``), ``"rwse"`` (``data.rwse``) or ``None``; projected to ``d``
-            and added to the node embedding.
+        pe: ``"lap"`` (``data.lap_pe``), ``"rwse"`` (``data.rwse``), any other registered node
+            encoding (:func:`~.encoders.make_pe_encoder`) or ``None``; projected to ``d`` and
+            added to the node embedding.
         pe_dim: width of the stored encoding.
-        sign_flip: LapPE sign flips in training.
+        sign_flip: sign flips of the encoding in training (:func:`~.encoders.flip_signs`).
         norm, residual, dropout: :class:`~graph_transformers.nn.MPNNBlock`.
         in_feat_dropout: dropout on the input embeddings.
         readout: ``"mean"`` (the benchmark's), ``"sum"`` or ``"max"``.
@@ -89,33 +90,21 @@ class MPNN(nn.Module):
             raise ValueError(f"unknown convolution {conv!r}; expected one of {CONVS}")
         if level not in ("graph", "node", "edge"):
             raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
-        if pe not in (None, "lap", "rwse"):
-            raise ValueError(f"pe must be 'lap', 'rwse' or None, got {pe!r}")
         if head not in ("mlp", "layer_sum"):
             raise ValueError(f"head must be 'mlp' or 'layer_sum', got {head!r}")
         if head == "layer_sum" and level != "graph":
             raise ValueError("head='layer_sum' (the benchmark GIN's per-layer predictions) is for "
                              f"graph tasks; this one is a {level} task")
-        self.head_kind = head
-        self.kind = conv
-        self.level = level
-        self.pe = pe
-        self.readout = readout
+        self.head_kind, self.kind = head, conv
+        self.level, self.pe, self.readout = level, pe, readout
         self.use_edge_features = use_edge_features
-        self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
-                                           name="node")
-        self.edge_encoder = (FeatureEncoder(hidden_dim, num_edge_types, num_edge_features,
-                                            name="edge")
-                             if use_edge_features else None)
+        self.node_encoder, self.edge_encoder = feature_encoders(
+            hidden_dim, num_node_types, num_node_features, num_edge_types, num_edge_features,
+            use_edge_features)
         # GatedGCN without edge features: the benchmark's Linear(1, d) on a constant 1
         self.edge_constant = (nn.Parameter(torch.empty(hidden_dim))
                               if conv == "gatedgcn" and not use_edge_features else None)
-        if pe == "lap":
-            self.pe_encoder: nn.Module | None = LapPEEncoder(pe_dim, hidden_dim, sign_flip)
-        elif pe == "rwse":
-            self.pe_encoder = RWSEEncoder(pe_dim, hidden_dim)
-        else:
-            self.pe_encoder = None
+        self.pe_encoder = make_pe_encoder(pe, pe_dim, hidden_dim, sign_flip) if pe else None
         self.in_feat_dropout = nn.Dropout(in_feat_dropout)
         conv_edges = use_edge_features or conv == "gatedgcn"
         self.layers = nn.ModuleList(
@@ -151,14 +140,8 @@ class MPNN(nn.Module):
         check_batch(data, need_edge_attr=self.use_edge_features)
         h = self.node_encoder(data.x)
         if self.pe is not None:
-            attr = "lap_pe" if self.pe == "lap" else "rwse"
-            pe = getattr(data, attr, None)
-            if pe is None:
-                raise ValueError(f"the model uses pe={self.pe!r} but the batch has no {attr}: add "
-                                 f"encodings.{attr} to the config")
-            h = h + (self.pe_encoder(pe, getattr(data, "batch", None),
-                                     getattr(data, "num_graphs", None)) if self.pe == "lap"
-                     else self.pe_encoder(pe))
+            h = h + self.pe_encoder(encoding_input(data, self.pe), getattr(data, "batch", None),
+                                    getattr(data, "num_graphs", None))
         h = self.in_feat_dropout(h)
         if self.use_edge_features:
             e = self.edge_encoder(data.edge_attr)
@@ -175,22 +158,10 @@ class MPNN(nn.Module):
     def forward(self, data: Batch) -> Tensor:
         if self.head_kind == "layer_sum":
             hs = self.encode_layers(data)
-            batch = getattr(data, "batch", None)
-            if batch is None:
-                batch = hs[0].new_zeros(hs[0].size(0), dtype=torch.long)
-            n = getattr(data, "num_graphs", 1)
+            batch, n = batch_vector(data, hs[0]), getattr(data, "num_graphs", 1)
             return sum(lin(graph_readout(h, batch, self.readout, n))
                        for lin, h in zip(self.head, hs))
-        h = self.encode(data)
-        if self.level == "node":
-            return self.head(h)
-        if self.level == "edge":
-            src, dst = data.edge_index
-            return self.head(torch.cat([h[dst], h[src]], dim=-1))
-        batch = getattr(data, "batch", None)
-        if batch is None:
-            batch = h.new_zeros(h.size(0), dtype=torch.long)
-        return self.head(graph_readout(h, batch, self.readout, getattr(data, "num_graphs", 1)))
+        return level_head(self.head, self.encode(data), data, self.level, self.readout)
 
 
 class GCN(MPNN):

@@ -178,7 +178,58 @@ def full_attention_bytes(batch: int, num_heads: int, max_nodes: int, head_dim: i
     return batch * num_heads * max_nodes * (8 * head_dim + 2) * itemsize
 
 
-class FullAttention(nn.Module):
+def head_dim(hidden_dim: int, num_heads: int) -> int:
+    """The per-head width ``hidden_dim // num_heads``.
+
+    Raises:
+        ValueError: when ``num_heads`` does not divide ``hidden_dim``.
+    """
+    if hidden_dim % num_heads:
+        raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}")
+    return hidden_dim // num_heads
+
+
+class QKVAttention(nn.Module):
+    """What the dense self-attentions (:class:`FullAttention`, and
+    :class:`~graph_transformers.nn.linear_attention.PerformerAttention`) share: the fused Q/K/V
+    projection ``qkv`` (``d → 3d``) and the output projection ``out`` (``d → d``) over
+    ``num_heads`` heads of ``head_dim`` channels, initialised as ``nn.MultiheadAttention``
+    (Xavier-uniform weights, zero biases), and the check of their input ``x [batch, N, d]`` with
+    its key-padding ``mask [batch, N]``.
+
+    Raises:
+        ValueError: for ``hidden_dim`` not divisible by ``num_heads``.
+    """
+
+    def __init__(self, hidden_dim: int, num_heads: int, bias: bool = True) -> None:
+        super().__init__()
+        self.head_dim = head_dim(hidden_dim, num_heads)
+        self.hidden_dim, self.num_heads = hidden_dim, num_heads
+        self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim, bias=bias)
+        self.out = nn.Linear(hidden_dim, hidden_dim, bias=bias)
+
+    def reset_parameters(self) -> None:
+        """Xavier-uniform projections and zero biases (as ``nn.MultiheadAttention``)."""
+        nn.init.xavier_uniform_(self.qkv.weight)
+        nn.init.xavier_uniform_(self.out.weight)
+        for lin in (self.qkv, self.out):
+            if lin.bias is not None:
+                nn.init.zeros_(lin.bias)
+
+    def _check(self, x: Tensor, mask: Tensor) -> None:
+        if x.dim() != 3 or x.size(-1) != self.hidden_dim:
+            raise ValueError(f"x must be [batch, N, {self.hidden_dim}], got {tuple(x.shape)}")
+        if mask.shape != x.shape[:2] or mask.dtype != torch.bool:
+            raise ValueError(f"mask must be a bool tensor [batch, N] = {tuple(x.shape[:2])}, got "
+                             f"{mask.dtype} {tuple(mask.shape)}")
+
+    def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        return q, k, v  # each [B, H, N, dk]
+
+
+class FullAttention(QKVAttention):
     r"""Multi-head softmax self-attention over all nodes of each graph (Vaswani et al. 2017,
     eq. 1; the "Transformer" global attention of GraphGPS, Rampášek et al. 2022, eq. 2 / survey
     eq. 40), computed with ``torch.nn.functional.scaled_dot_product_attention`` on the padded
@@ -212,32 +263,10 @@ class FullAttention(nn.Module):
     def __init__(self, hidden_dim: int, num_heads: int, attn_dropout: float = 0.0,
                  bias: bool = True,
                  memory_budget_gb: float | None = DEFAULT_ATTENTION_BUDGET_GB) -> None:
-        super().__init__()
-        if hidden_dim % num_heads:
-            raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}")
-        self.hidden_dim = hidden_dim
-        self.num_heads = num_heads
-        self.head_dim = hidden_dim // num_heads
+        super().__init__(hidden_dim, num_heads, bias)
         self.attn_dropout = attn_dropout
         self.memory_budget_gb = memory_budget_gb
-        self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim, bias=bias)
-        self.out = nn.Linear(hidden_dim, hidden_dim, bias=bias)
         self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Xavier-uniform projections and zero biases (as ``nn.MultiheadAttention``)."""
-        nn.init.xavier_uniform_(self.qkv.weight)
-        nn.init.xavier_uniform_(self.out.weight)
-        for lin in (self.qkv, self.out):
-            if lin.bias is not None:
-                nn.init.zeros_(lin.bias)
-
-    def _check(self, x: Tensor, mask: Tensor) -> None:
-        if x.dim() != 3 or x.size(-1) != self.hidden_dim:
-            raise ValueError(f"x must be [batch, N, {self.hidden_dim}], got {tuple(x.shape)}")
-        if mask.shape != x.shape[:2] or mask.dtype != torch.bool:
-            raise ValueError(f"mask must be a bool tensor [batch, N] = {tuple(x.shape[:2])}, got "
-                             f"{mask.dtype} {tuple(mask.shape)}")
 
     def _check_memory(self, b: int, n: int, itemsize: int, math_kernel: bool) -> None:
         if self.memory_budget_gb is None:
@@ -253,11 +282,6 @@ class FullAttention(nn.Module):
     def _math_kernel(self, x: Tensor) -> bool:
         """Whether SDPA takes its ``N x N`` reference path (see :func:`full_attention_bytes`)."""
         return x.device.type != "cpu" or (self.training and self.attn_dropout > 0)
-
-    def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        b, n, _ = x.shape
-        q, k, v = self.qkv(x).view(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        return q, k, v  # each [B, H, N, dk]
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         """See the class docstring."""

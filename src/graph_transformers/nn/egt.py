@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import acc_dtype
+from .attention import acc_dtype, head_dim
 from .pyg_inputs import densify, pairs_input
 from .reset import reset_children
 
@@ -160,12 +160,10 @@ class EGTLayer(nn.Module):
                  dropout: float = 0.0, clamp: float = 5.0, edge_output: bool = True,
                  scale_degree: bool = False) -> None:
         super().__init__()
-        if hidden_dim % num_heads:
-            raise ValueError(f"hidden_dim={hidden_dim} must be divisible by num_heads={num_heads}")
+        self.head_dim = head_dim(hidden_dim, num_heads)
         if scale_degree and not gated:
             raise ValueError("scale_degree sums the sigmoid gates: it needs gated=True")
         self.hidden_dim, self.edge_dim, self.num_heads = hidden_dim, edge_dim, num_heads
-        self.head_dim = hidden_dim // num_heads
         self.edge_update, self.gated, self.clamp = edge_update, gated, clamp
         self.edge_output = edge_update and edge_output
         self.scale_degree = scale_degree

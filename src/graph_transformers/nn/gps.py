@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from torch_geometric.utils import to_dense_batch
 
 from ..data.dense import DenseBatch
-from .attention import DEFAULT_ATTENTION_BUDGET_GB, FullAttention
+from .attention import DEFAULT_ATTENTION_BUDGET_GB, FullAttention, head_dim
 from .linear_attention import PerformerAttention
 from .mpnn import CONVS, LocalMPNN
 from .norm import make_norm
@@ -113,8 +113,7 @@ class GPSLayer(nn.Module):
                              f"{type(mpnn).__name__}")
         if mpnn is None and attention == "none":
             raise ValueError("a GPS layer needs an MPNN, a global attention, or both")
-        if hidden_dim % num_heads:
-            raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}")
+        head_dim(hidden_dim, num_heads)  # raises unless num_heads divides hidden_dim
         self.hidden_dim = hidden_dim
         self.attention_kind = attention
         self.mpnn_kind = mpnn if mpnn is None or isinstance(mpnn, str) else type(mpnn).__name__

@@ -17,12 +17,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import acc_dtype, sdpa
-from .grpe import ByteDropout
+from .attention import head_dim
+from .grpe import PreNormBlock
 from .pyg_inputs import LayerOutput, densify, pairs_input
-from .reset import reset_children
 
 
-class GraphormerLayer(nn.Module):
+class GraphormerLayer(PreNormBlock):
     """Pre-LN multi-head self-attention with an additive bias, then a GELU FFN.
 
     Args:
@@ -79,24 +79,16 @@ class GraphormerLayer(nn.Module):
     def __init__(self, hidden_dim: int, num_heads: int, ffn_dim: int | None = None,
                  dropout: float = 0.0, attn_dropout: float = 0.0) -> None:
         super().__init__()
-        if hidden_dim % num_heads:
-            raise ValueError(f"hidden_dim={hidden_dim} must be divisible by num_heads={num_heads}")
+        head_dim(hidden_dim, num_heads)  # raises unless num_heads divides hidden_dim
         if not 0.0 <= attn_dropout < 1.0:
             raise ValueError(f"attn_dropout must be in [0, 1), got {attn_dropout}")
-        ffn_dim = ffn_dim or hidden_dim
         self.hidden_dim = hidden_dim
         self.num_heads = num_heads
         self.attn_dropout = attn_dropout
         self.attn_norm = nn.LayerNorm(hidden_dim)
         self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim)
         self.out = nn.Linear(hidden_dim, hidden_dim)
-        self.ffn_norm = nn.LayerNorm(hidden_dim)
-        self.ffn = nn.Sequential(nn.Linear(hidden_dim, ffn_dim), nn.GELU(),
-                                 nn.Linear(ffn_dim, hidden_dim))
-        self.dropout = ByteDropout(dropout)
-
-    def reset_parameters(self) -> None:
-        reset_children(self)
+        self._add_ffn(hidden_dim, ffn_dim, dropout)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, pair_bias: Tensor | None = None,
@@ -144,6 +136,4 @@ class GraphormerLayer(nn.Module):
             # that kernel is reachable for any head size; see docs/gpu.md
             z = sdpa(q, k, v, attn_mask=bias.to(q.dtype), dropout_p=p)
         y = self.out(z.transpose(1, 2).reshape(B, N, self.hidden_dim))
-        x = x + self.dropout(y)
-        x = x + self.dropout(self.ffn(self.ffn_norm(x)))
-        return LayerOutput(x, weights)
+        return LayerOutput(self._residuals(x, y), weights)

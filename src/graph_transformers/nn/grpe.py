@@ -28,7 +28,7 @@ from torch import Tensor, nn
 
 from ..data.checks import checks_enabled
 from ..data.dense import UNREACHABLE, DenseBatch
-from .attention import acc_dtype
+from .attention import acc_dtype, head_dim
 from .pyg_inputs import LayerOutput, densify, pairs_input
 from .reset import reset_children
 
@@ -233,14 +233,11 @@ class GRPEAttention(nn.Module):
                  topology_attention: bool = True, edge_attention: bool = True,
                  graph_encoded_value: bool = True, attention_impl: str = "gather") -> None:
         super().__init__()
-        if hidden_dim % num_heads:
-            raise ValueError(f"hidden_dim={hidden_dim} must be divisible by num_heads={num_heads}")
+        self.head_dim = head_dim(hidden_dim, num_heads)
         if attention_impl not in ("gather", "materialized"):
             raise ValueError(f"attention_impl must be 'gather' or 'materialized', got "
                              f"{attention_impl!r}")
-        self.hidden_dim = hidden_dim
-        self.num_heads = num_heads
-        self.head_dim = hidden_dim // num_heads
+        self.hidden_dim, self.num_heads = hidden_dim, num_heads
         self.topology_attention = topology_attention
         self.edge_attention = edge_attention
         self.graph_encoded_value = graph_encoded_value
@@ -380,15 +377,38 @@ class GRPEAttention(nn.Module):
         return self._finish(z, attn, drop_scale, return_attention_weights)
 
 
-class GRPELayer(nn.Module):
+class PreNormBlock(nn.Module):
+    """What the pre-LayerNorm blocks of GRPE and Graphormer share (as their official code):
+    after the attention output ``y`` of ``LN(x)``, ``x = x + Dropout(y)`` then
+    ``x = x + Dropout(FFN(LN(x)))`` with ``FFN = Linear(d, ffn_dim) → GELU → Linear(ffn_dim, d)``
+    (``ffn_dim`` defaults to ``d``). A subclass creates ``attn_norm`` and its attention, then
+    calls :meth:`_add_ffn`."""
+
+    def _add_ffn(self, hidden_dim: int, ffn_dim: int | None, dropout: float) -> None:
+        ffn_dim = ffn_dim or hidden_dim
+        self.ffn_norm = nn.LayerNorm(hidden_dim)
+        self.ffn = nn.Sequential(nn.Linear(hidden_dim, ffn_dim), nn.GELU(),
+                                 nn.Linear(ffn_dim, hidden_dim))
+        self.dropout = ByteDropout(dropout)
+
+    def reset_parameters(self) -> None:
+        reset_children(self)
+
+    def _residuals(self, x: Tensor, y: Tensor) -> Tensor:
+        """``x [B, N, d]`` and the attention output ``y`` → the block's output."""
+        x = x + self.dropout(y)
+        return x + self.dropout(self.ffn(self.ffn_norm(x)))
+
+
+class GRPELayer(PreNormBlock):
     """A GRPE transformer block (pre-LayerNorm, as the official implementation):
 
     ``x = x + Dropout(GRPEAttention(LN(x)))``; ``x = x + Dropout(FFN(LN(x)))`` with
     ``FFN = Linear(d, ffn_dim) → GELU → Linear(ffn_dim, d)``.
 
     Args:
-        hidden_dim, num_heads, attn_dropout, topology_attention, edge_attention,
-        graph_encoded_value, attention_impl: see :class:`GRPEAttention`.
+        hidden_dim, num_heads, attn_dropout: see :class:`GRPEAttention`.
+        topology_attention, edge_attention, graph_encoded_value, attention_impl: the same.
         ffn_dim: FFN width (Table 1: equal to ``hidden_dim``).
         dropout: on the attention and FFN outputs.
 
@@ -425,17 +445,10 @@ class GRPELayer(nn.Module):
                  topology_attention: bool = True, edge_attention: bool = True,
                  graph_encoded_value: bool = True, attention_impl: str = "gather") -> None:
         super().__init__()
-        ffn_dim = ffn_dim or hidden_dim
         self.attn_norm = nn.LayerNorm(hidden_dim)
         self.attn = GRPEAttention(hidden_dim, num_heads, attn_dropout, topology_attention,
                                   edge_attention, graph_encoded_value, attention_impl)
-        self.ffn_norm = nn.LayerNorm(hidden_dim)
-        self.ffn = nn.Sequential(nn.Linear(hidden_dim, ffn_dim), nn.GELU(),
-                                 nn.Linear(ffn_dim, hidden_dim))
-        self.dropout = ByteDropout(dropout)
-
-    def reset_parameters(self) -> None:
-        reset_children(self)
+        self._add_ffn(hidden_dim, ffn_dim, dropout)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, encodings: GRPEEncodings | None = None,
@@ -451,6 +464,4 @@ class GRPELayer(nn.Module):
         """Dense entry point (ids dst-major); see :class:`GRPEAttention`."""
         y, w = self.attn.forward_dense(self.attn_norm(x), topology, edge, encodings, mask,
                                        return_attention_weights)
-        x = x + self.dropout(y)
-        x = x + self.dropout(self.ffn(self.ffn_norm(x)))
-        return LayerOutput(x, w)
+        return LayerOutput(self._residuals(x, y), w)

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from torch import Tensor, nn
 
-from .attention import sparse_attention
+from .attention import head_dim, sparse_attention
 from .norm import make_norm
 from .reset import reset_children
 
@@ -101,11 +101,8 @@ class GraphTransformerLayer(nn.Module):
                  dropout: float = 0.0, norm: str = "batch", residual: bool = True,
                  ffn_multiplier: float = 2.0, qkv_bias: bool = False, clamp: float = 5.0) -> None:
         super().__init__()
-        if hidden_dim % num_heads != 0:
-            raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}")
-        self.hidden_dim = hidden_dim
-        self.num_heads = num_heads
-        self.head_dim = hidden_dim // num_heads
+        self.head_dim = head_dim(hidden_dim, num_heads)
+        self.hidden_dim, self.num_heads = hidden_dim, num_heads
         self.edge_dim = edge_dim
         self.dropout = dropout
         self.residual = residual

@@ -28,7 +28,9 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
+
+from .attention import QKVAttention, head_dim
 
 #: added to the normalizer ``D`` (which is > 0 for any real key) against underflow
 _DENOM_EPS = 1e-12
@@ -107,7 +109,7 @@ def linear_attention(q: Tensor, k: Tensor, v: Tensor, projection: Tensor,
     return num / (den + _DENOM_EPS)
 
 
-class PerformerAttention(nn.Module):
+class PerformerAttention(QKVAttention):
     """Multi-head self-attention with FAVOR+ linear attention (module docstring), the
     "Performer" global attention of GraphGPS (Rampášek et al. 2022, Table 1 / §3.2).
 
@@ -131,29 +133,19 @@ class PerformerAttention(nn.Module):
 
     def __init__(self, hidden_dim: int, num_heads: int, num_features: int | None = None,
                  bias: bool = True) -> None:
-        super().__init__()
-        if hidden_dim % num_heads:
-            raise ValueError(f"hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}")
-        self.hidden_dim = hidden_dim
-        self.num_heads = num_heads
-        self.head_dim = hidden_dim // num_heads
+        dk = head_dim(hidden_dim, num_heads)
         if num_features is None:
-            num_features = self.head_dim * max(1, math.ceil(math.log(self.head_dim)))
+            num_features = dk * max(1, math.ceil(math.log(dk)))
         if num_features < 1:
             raise ValueError(f"num_features must be >= 1, got {num_features}")
+        super().__init__(hidden_dim, num_heads, bias)
         self.num_features = num_features
-        self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim, bias=bias)
-        self.out = nn.Linear(hidden_dim, hidden_dim, bias=bias)
         self.register_buffer("projection", torch.empty(num_features, self.head_dim))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Xavier-uniform projections, zero biases, fresh random features."""
-        nn.init.xavier_uniform_(self.qkv.weight)
-        nn.init.xavier_uniform_(self.out.weight)
-        for lin in (self.qkv, self.out):
-            if lin.bias is not None:
-                nn.init.zeros_(lin.bias)
+        super().reset_parameters()
         self.redraw_features()
 
     @torch.no_grad()
@@ -164,13 +156,9 @@ class PerformerAttention(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         """See the class docstring."""
-        if x.dim() != 3 or x.size(-1) != self.hidden_dim:
-            raise ValueError(f"x must be [batch, N, {self.hidden_dim}], got {tuple(x.shape)}")
-        if mask.shape != x.shape[:2] or mask.dtype != torch.bool:
-            raise ValueError(f"mask must be a bool tensor [batch, N] = {tuple(x.shape[:2])}, got "
-                             f"{mask.dtype} {tuple(mask.shape)}")
+        self._check(x, mask)
         b, n, _ = x.shape
-        q, k, v = self.qkv(x).view(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = self._qkv(x)
         # the exponential features and the normalizer D in float32 (at least), autocast off:
         # bf16 features would lose most of the small terms of D
         dtype = torch.promote_types(q.dtype, torch.float32)

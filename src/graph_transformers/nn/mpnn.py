@@ -280,8 +280,8 @@ class MPNNBlock(nn.Module):
     stream gets its own Norm, ReLU, dropout and residual (their eq. 24).
 
     Args:
-        kind, hidden_dim, use_edge_features, num_heads, deg, pna_towers, gcn_norm,
-            gat_self_loops: :class:`LocalMPNN`.
+        kind, hidden_dim, use_edge_features, num_heads: :class:`LocalMPNN`.
+        deg, pna_towers, gcn_norm, gat_self_loops: :class:`LocalMPNN`.
         norm: ``"batch"`` (the benchmark's), ``"layer"`` or ``"none"``.
         residual: add the input to the output (both streams).
         dropout: dropout after the activation.

@@ -14,12 +14,25 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, ClassVar, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError,
+                      create_model, field_validator, model_validator)
 
+from ..encodings.registry import (ENCODINGS, LapPEConfig, RWSEConfig,  # noqa: F401 (re-exported)
+                                  SPDConfig, SVDPEConfig, WLPEConfig, node_encoding)
 from ..fileio import atomic_write_text  # noqa: F401  (re-exported: runner and cli use it)
 
 PositiveInt = Annotated[int, Field(gt=0)]
 Probability = Annotated[float, Field(ge=0.0, lt=1.0)]
+
+
+def _registered_pe(pe: str) -> str:
+    node_encoding(pe)  # ValueError naming the known ones
+    return pe
+
+
+#: ``model.pe``: the ``pe`` name of a registered node encoding
+#: (:data:`~graph_transformers.encodings.registry.ENCODINGS`: ``lap``, ``wl``, ``svd``, ``rwse``)
+PEName = Annotated[str, AfterValidator(_registered_pe)]
 
 
 class ConfigError(ValueError):
@@ -35,8 +48,35 @@ class _Section(BaseModel):
 class _ModelSection(_Section):
     """Keys every model section has besides the model's own constructor arguments."""
 
+    #: whether ``num_heads`` must divide ``hidden_dim`` (every attention model; the MPNN
+    #: baselines check it for GAT only)
+    heads_divide_hidden: ClassVar[bool] = True
+
     #: compile the model with ``torch.compile`` (dynamic shapes; see training.device)
     compile: bool = False
+
+    @model_validator(mode="after")
+    def _check_heads(self) -> "_ModelSection":
+        if self.heads_divide_hidden and self.hidden_dim % self.num_heads:
+            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
+                             f"model.num_heads={self.num_heads}")
+        return self
+
+
+class _PairModelSection(_ModelSection):
+    """The keys GRPE and Graphormer share (dense attention over all pairs with the ``spd``
+    encodings); defaults are GRPE-Small (Table 1) with the official dropouts."""
+
+    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
+
+    name: str
+    hidden_dim: PositiveInt = 80
+    num_layers: PositiveInt = 12
+    num_heads: PositiveInt = 8
+    ffn_dim: PositiveInt | None = None
+    use_edge_features: bool = True
+    dropout: Probability = 0.1
+    attn_dropout: Probability = 0.1
 
 
 class GTModelConfig(_ModelSection):
@@ -47,7 +87,7 @@ class GTModelConfig(_ModelSection):
     num_layers: PositiveInt = 10
     num_heads: PositiveInt = 8
     use_edge_features: bool = False
-    pe: Literal["lap", "wl"] | None = "lap"
+    pe: PEName | None = "lap"
     sign_flip: Literal["batch", "graph", "none"] = "batch"
     full_graph: bool = False
     norm: Literal["batch", "layer", "none"] = "batch"
@@ -60,9 +100,6 @@ class GTModelConfig(_ModelSection):
 
     @model_validator(mode="after")
     def _check(self) -> "GTModelConfig":
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
-                             f"model.num_heads={self.num_heads}")
         if self.full_graph and self.use_edge_features:
             raise ValueError("model.full_graph discards edge features (GT paper, Table 1): set "
                              "model.use_edge_features=false")
@@ -82,7 +119,8 @@ class EGTModelConfig(_ModelSection):
     use_edge_features: bool = True
     structure: Literal["adjacency", "distance"] = "adjacency"
     max_hops: PositiveInt = 16
-    pe: Literal["svd", "lap"] | None = None
+    #: a feature encoding (``svd``, ``lap``, ``rwse``; not the categorical ``wl``)
+    pe: PEName | None = None
     sign_flip: Literal["batch", "graph", "none"] = "graph"  # per graph, as the official code
     num_virtual_nodes: Annotated[int, Field(ge=0)] = 0
     distance_objective: bool = False
@@ -101,33 +139,24 @@ class EGTModelConfig(_ModelSection):
 
     @model_validator(mode="after")
     def _check(self) -> "EGTModelConfig":
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
-                             f"model.num_heads={self.num_heads}")
         if self.scale_degree and self.variant == "ungated":
             raise ValueError("model.scale_degree sums the sigmoid gates; EGT-Ungated has none")
         if self.distance_objective and self.variant == "simple":
             raise ValueError("model.distance_objective needs edge channels; EGT-Simple has none")
+        if self.pe is not None and node_encoding(self.pe).categorical:
+            raise ValueError(f"model.pe={self.pe!r} holds categorical ids; EGT projects "
+                             "features (W_enc, §3.2): use svd, lap or rwse")
         if self.distance_objective and self.structure != "adjacency":
             raise ValueError("model.distance_objective uses the adjacency as input (EGT §3.3): "
                              "set model.structure=adjacency")
         return self
 
 
-class GRPEModelConfig(_ModelSection):
+class GRPEModelConfig(_PairModelSection):
     """GRPE (Park et al. 2022); see :class:`graph_transformers.models.GRPE`. Defaults are
     GRPE-Small (Table 1) with the official dropouts."""
 
-    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
-
     name: Literal["grpe"] = "grpe"
-    hidden_dim: PositiveInt = 80
-    num_layers: PositiveInt = 12
-    num_heads: PositiveInt = 8
-    ffn_dim: PositiveInt | None = None
-    use_edge_features: bool = True
-    dropout: Probability = 0.1
-    attn_dropout: Probability = 0.1
     input_noise: Annotated[float, Field(ge=0)] = 0.0
     share_encodings: bool = True
     topology_attention: bool = True
@@ -138,28 +167,12 @@ class GRPEModelConfig(_ModelSection):
     memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
     size_groups: PositiveInt = 4
 
-    @model_validator(mode="after")
-    def _check(self) -> "GRPEModelConfig":
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
-                             f"model.num_heads={self.num_heads}")
-        return self
 
-
-class GraphormerModelConfig(_ModelSection):
+class GraphormerModelConfig(_PairModelSection):
     """Graphormer-style attention biases (Ying et al. 2021); see
     :class:`graph_transformers.models.Graphormer`."""
 
-    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
-
     name: Literal["graphormer"] = "graphormer"
-    hidden_dim: PositiveInt = 80
-    num_layers: PositiveInt = 12
-    num_heads: PositiveInt = 8
-    ffn_dim: PositiveInt | None = None
-    use_edge_features: bool = True
-    dropout: Probability = 0.1
-    attn_dropout: Probability = 0.1
     max_degree: PositiveInt = 64
     spatial_bias: bool = True
     edge_bias: bool = True
@@ -167,13 +180,6 @@ class GraphormerModelConfig(_ModelSection):
     mlp_layers: Annotated[int, Field(ge=0)] = 0
     memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
     size_groups: PositiveInt = 4
-
-    @model_validator(mode="after")
-    def _check(self) -> "GraphormerModelConfig":
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
-                             f"model.num_heads={self.num_heads}")
-        return self
 
 
 class GPSModelConfig(_ModelSection):
@@ -186,7 +192,7 @@ class GPSModelConfig(_ModelSection):
     mpnn: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"] | None = "gine"
     attention: Literal["full", "performer", "none"] = "full"
     use_edge_features: bool = True
-    pe: Literal["rwse", "lap"] | None = "rwse"
+    pe: PEName | None = "rwse"
     pe_embed_dim: PositiveInt = 28
     sign_flip: Literal["batch", "graph", "none"] = "batch"
     norm: Literal["batch", "layer", "none"] = "batch"
@@ -204,9 +210,6 @@ class GPSModelConfig(_ModelSection):
 
     @model_validator(mode="after")
     def _check(self) -> "GPSModelConfig":
-        if self.hidden_dim % self.num_heads:
-            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
-                             f"model.num_heads={self.num_heads}")
         if self.mpnn is None and self.attention == "none":
             raise ValueError("model.mpnn is null and model.attention is 'none': a GPS layer "
                              "needs at least one of them")
@@ -225,13 +228,15 @@ class GPSModelConfig(_ModelSection):
 class MPNNModelConfig(_ModelSection):
     """MPNN baselines (benchmark conventions); see :class:`graph_transformers.models.MPNN`."""
 
+    heads_divide_hidden: ClassVar[bool] = False  # GAT only: checked below
+
     name: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"]
     hidden_dim: PositiveInt = 64
     num_layers: PositiveInt = 4
     use_edge_features: bool = False
     #: GAT heads (``hidden_dim / num_heads`` channels each)
     num_heads: PositiveInt = 8
-    pe: Literal["lap", "rwse"] | None = None
+    pe: PEName | None = None
     sign_flip: Literal["batch", "graph", "none"] = "batch"
     norm: Literal["batch", "layer", "none"] = "batch"
     residual: bool = True
@@ -373,42 +378,23 @@ class DataConfig(_Section):
         return self
 
 
-class LapPEConfig(_Section):
-    k: PositiveInt = 8
+def encodings_config() -> type[_Section]:
+    """The schema of the ``encodings`` section: one optional field per registered encoding
+    (:data:`~graph_transformers.encodings.registry.ENCODINGS`, in registry order), typed by that
+    encoding's section; rebuilt when an encoding is registered."""
+    key = tuple(ENCODINGS.items())
+    if key not in _ENCODINGS_SCHEMAS:
+        _ENCODINGS_SCHEMAS[key] = create_model(
+            "EncodingsConfig", __base__=_Section, __module__=__name__,
+            __doc__="Encodings precomputed (and cached) with the dataset; ``null`` disables one.",
+            **{name: (e.config | None, None) for name, e in ENCODINGS.items()})
+    return _ENCODINGS_SCHEMAS[key]
 
 
-class WLPEConfig(_Section):
-    iterations: Annotated[int, Field(ge=0)] = 2
-    num_roles: PositiveInt = 64
-
-
-class SVDPEConfig(_Section):
-    #: number of singular triplets ``r`` (EGT: 8); the encoding has ``2r`` features
-    r: PositiveInt = 8
-
-
-class SPDConfig(_Section):
-    """All-pairs shortest-path distance ids (capped at ``max_distance`` = GRPE's ``L``) and pair
-    edge types, for GRPE / Graphormer."""
-
-    max_distance: Annotated[int, Field(ge=1, le=250)] = 5
-
-
-class RWSEConfig(_Section):
-    """Random-walk structural encoding: return probabilities of walks of 1 … ``walk_length``
-    steps."""
-
-    walk_length: PositiveInt = 20
-
-
-class EncodingsConfig(_Section):
-    """Encodings precomputed (and cached) with the dataset; ``null`` disables one."""
-
-    lap_pe: LapPEConfig | None = None
-    wl_pe: WLPEConfig | None = None
-    svd_pe: SVDPEConfig | None = None
-    spd: SPDConfig | None = None
-    rwse: RWSEConfig | None = None
+_ENCODINGS_SCHEMAS: dict[tuple, type[_Section]] = {}
+#: the ``encodings`` section of the built-in encodings (:func:`encodings_config` follows the
+#: registry)
+EncodingsConfig = encodings_config()
 
 
 class PlateauConfig(_Section):
@@ -568,7 +554,8 @@ class Config(_Section):
     name: str | None = None
     model: Any = Field(default_factory=GTModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
-    encodings: EncodingsConfig = Field(default_factory=EncodingsConfig)
+    #: validated by :func:`encodings_config` (the registered encodings)
+    encodings: Any = Field(default_factory=lambda: encodings_config()())
     optim: OptimConfig = Field(default_factory=OptimConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     seed: int = 0
@@ -591,21 +578,29 @@ class Config(_Section):
             raise ValueError(f"unknown model name {name!r}; known: {sorted(MODEL_CONFIGS)}")
         return MODEL_CONFIGS[name].model_validate(rename_model_keys(value))
 
+    @field_validator("encodings", mode="before")
+    @classmethod
+    def _encodings(cls, value: Any) -> BaseModel:
+        schema = encodings_config()
+        if isinstance(value, schema):
+            return value
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        if not isinstance(value, dict):
+            raise ValueError("encodings must be a mapping of encoding name → options")
+        return schema.model_validate(value)
+
     @model_validator(mode="after")
     def _cross_check(self) -> "Config":
         pe = getattr(self.model, "pe", None)
-        if pe == "lap" and self.encodings.lap_pe is None:
-            raise ValueError("model.pe is 'lap' but encodings.lap_pe is not set")
-        if pe == "wl" and self.encodings.wl_pe is None:
-            raise ValueError("model.pe is 'wl' but encodings.wl_pe is not set")
-        if pe == "svd" and self.encodings.svd_pe is None:
-            raise ValueError("model.pe is 'svd' but encodings.svd_pe is not set")
+        if pe is not None:
+            name = node_encoding(pe).name
+            if getattr(self.encodings, name, None) is None:
+                raise ValueError(f"model.pe is {pe!r} but encodings.{name} is not set")
         for enc in getattr(type(self.model), "required_encodings", ()):
             if getattr(self.encodings, enc, None) is None:
                 raise ValueError(f"model {self.model.name!r} needs encodings.{enc} (e.g. "
                                  f"'encodings: {{{enc}: {{}}}}')")
-        if pe == "rwse" and self.encodings.rwse is None:
-            raise ValueError("model.pe is 'rwse' but encodings.rwse is not set")
         return self
 
     def to_dict(self) -> dict:

@@ -25,6 +25,7 @@ from ..data.checks import validate_dataset
 from ..data.registry import DatasetSpec, load_splits, resolve_spec
 from ..data.sampler import (DistributedBatchSampler, DistributedSizeBucketBatchSampler,
                             EpochShuffleSampler, graph_sizes)
+from ..encodings.registry import pe_dim
 from ..models import build_model, count_parameters
 from ..errors import RunError, RunTerminated
 from .allocator import configure_for_training
@@ -54,14 +55,8 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
             raise ValueError(f"model.use_edge_features is set but dataset {spec.name!r} has no "
                              "edge features")
         kw.update(num_edge_types=spec.edge_types, num_edge_features=spec.edge_dim)
-    if kw.get("pe") == "lap":
-        kw["pe_dim"] = config.encodings.lap_pe.k
-    elif kw.get("pe") == "wl":
-        kw["pe_dim"] = config.encodings.wl_pe.num_roles
-    elif kw.get("pe") == "svd":
-        kw["pe_dim"] = 2 * config.encodings.svd_pe.r
-    elif kw.get("pe") == "rwse":
-        kw["pe_dim"] = config.encodings.rwse.walk_length
+    if kw.get("pe") is not None:  # the width the registry gives the encoding's section
+        kw["pe_dim"] = pe_dim(kw["pe"], config.encodings)
     if "spd" in getattr(type(config.model), "required_encodings", ()):
         kw["max_distance"] = config.encodings.spd.max_distance
     return {"name": name, **kw}

@@ -43,10 +43,82 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _command(sub: argparse._SubParsersAction, name: str, help: str, description: str,
-             epilog: str) -> argparse.ArgumentParser:
-    """A sub-command whose ``--help`` keeps the line breaks of its examples (``epilog``)."""
-    return sub.add_parser(name, help=help, description=description, epilog=epilog,
+#: each sub-command's help line, description and examples (``--help``)
+_TEXTS: dict[str, dict[str, str]] = {
+    "train": dict(
+        help="train a model from a YAML config (default: GT on CSL, with and without PE)",
+        description="Train a model. Without --config, runs the embedded default: a Graph "
+                    "Transformer with Laplacian PE on CSL next to the same model without PE, and "
+                    "prints both test accuracies.",
+        epilog="Examples:\n"
+               "  graph-transformers train                       # GT on CSL, with and without LapPE\n"
+               "  graph-transformers train --config configs/zinc/gt.yaml --data-dir ../shared/data\n"
+               "  graph-transformers train --config configs/zinc/gt.yaml --seeds 2 --set seed=41\n"
+               "  graph-transformers train --config configs/csl/gt.yaml --folds 5 --seeds 2\n"
+               "  graph-transformers train --config configs/zinc/gt.yaml --out runs/zinc-gt --resume"),
+    "benchmark": dict(
+        help="run configs over several seeds and write a results table",
+        description="Train each config for --seeds seeds (resumable) and write table.md and "
+                    "table.json in the papers' format: test ± s.d., train ± s.d., #params, "
+                    "#epochs, epoch time / total.",
+        epilog="Example:\n"
+               "  graph-transformers benchmark --config configs/zinc/gt.yaml configs/zinc/gt_nope.yaml "
+               "--seeds 4 --data-dir ../shared/data --out runs/zinc-table"),
+    "params": dict(
+        help="report model parameters of configs (and budget checks)",
+        description="Build the model of each config and print its parameter count, and whether "
+                    "it is within ±10% of param_budget.",
+        epilog="Example:\n  graph-transformers params configs/zinc/*.yaml"),
+    "evaluate": dict(
+        help="re-compute a run's metrics from its best checkpoint",
+        description="Re-compute train/val/test metrics of RUN_DIR from its best (or last) "
+                    "checkpoint.",
+        epilog="Examples:\n  graph-transformers evaluate runs/zinc-gt\n"
+               "  graph-transformers evaluate runs/zinc-gt --checkpoint last\n"
+               "  graph-transformers evaluate runs/zinc-gt --write   # metrics.json of a stopped run"),
+    "predict": dict(
+        help="predict new molecules (a SMILES CSV) or graphs with a trained run",
+        description="Predict with the model of RUN_DIR: every SMILES of a CSV column is featurized "
+                    "as the run's dataset was (molecular runs: MoleculeNet, ogbg-molhiv, molecule "
+                    "CSVs, ZINC), or the graphs of a .pt file are taken as they are; the run's "
+                    "encodings are computed, and one row per input is written to --out: index, "
+                    "smiles, status ('ok' or why the input could not be used) and the predictions "
+                    "(regression: one column per target; classification: class and prob_<k>; "
+                    "binary tasks: the probability of each task).",
+        epilog="Examples:\n"
+               "  graph-transformers predict runs/esol-gt --data molecules.csv --out preds.csv\n"
+               "  graph-transformers predict runs/my-csv --data new.csv.gz --smiles-column SMILES\n"
+               "  graph-transformers predict runs/csl-gt --data graphs.pt --checkpoint last\n"
+               "  (graphs.pt: torch.save(list_of_Data, 'graphs.pt'), with the dataset's features)"),
+    "compare": dict(
+        help="compare runs: one table and an overlay of validation curves",
+        description="Print one table of RUN_DIRs (test/val mean ± s.d. over seeds and folds, "
+                    "parameters, epochs, time) and write an overlay plot of their validation "
+                    "curves (needs the [analysis] extra).",
+        epilog="Example:\n  graph-transformers compare runs/zinc-gt runs/zinc-gcn-100k "
+               "--out zinc.png"),
+    "table": dict(
+        help="the reproduction table: committed runs against the papers' numbers",
+        description="Read every run under RESULTS_DIR (metrics.json; seeds in seed_<s>/), match "
+                    "it with the reference of its config (its own, else the config under "
+                    "--configs with the same name) and write <--out>.json and <--out>.md with "
+                    "paper value, our mean ± s.d., epochs, schedule, provenance and a verdict.",
+        epilog="Example:\n  graph-transformers table results/ --readme README.md"),
+    "analyze": dict(
+        help="attention maps and attention-by-hop plots of a trained run",
+        description="For a trained attention model (GT, EGT, GRPE, Graphormer, GPS with full "
+                    "attention), write RUN_DIR/analysis/: attention_maps.png (head-averaged "
+                    "attention per layer for sample graphs beside their adjacency and distance "
+                    "matrices), hop_weights.png (attention weight per hop distance per layer, "
+                    "averaged over a split) and attention.json (the numbers), as EGT §4.4.",
+        epilog="Example:\n  graph-transformers analyze runs/zinc-egt-spe-do --split val --num-graphs 4"),
+}
+
+
+def _command(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
+    """The sub-command ``name`` with its :data:`_TEXTS`; ``--help`` keeps the line breaks of its
+    examples (the epilog)."""
+    return sub.add_parser(name, **_TEXTS[name],
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
@@ -63,18 +135,7 @@ def _add_checkpoint(parser: argparse.ArgumentParser) -> None:
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
     """``train``: one config over seeds or folds, or the embedded CSL demo."""
-    t = _command(
-        sub, "train",
-        help="train a model from a YAML config (default: GT on CSL, with and without PE)",
-        description="Train a model. Without --config, runs the embedded default: a Graph "
-                    "Transformer with Laplacian PE on CSL next to the same model without PE, and "
-                    "prints both test accuracies.",
-        epilog="Examples:\n"
-               "  graph-transformers train                       # GT on CSL, with and without LapPE\n"
-               "  graph-transformers train --config configs/zinc/gt.yaml --data-dir ../shared/data\n"
-               "  graph-transformers train --config configs/zinc/gt.yaml --seeds 2 --set seed=41\n"
-               "  graph-transformers train --config configs/csl/gt.yaml --folds 5 --seeds 2\n"
-               "  graph-transformers train --config configs/zinc/gt.yaml --out runs/zinc-gt --resume")
+    t = _command(sub, "train")
     t.add_argument("--config", type=Path, help="YAML config (see configs/)")
     _add_overrides(t, "override config keys, e.g. --set optim.lr=1e-3 trainer.max_epochs=10")
     t.add_argument("--data-dir", help=_DATA_DIR_HELP)
@@ -90,14 +151,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 
 def _add_benchmark(sub: argparse._SubParsersAction) -> None:
     """``benchmark``: several configs over seeds, written as a results table."""
-    b = _command(
-        sub, "benchmark", help="run configs over several seeds and write a results table",
-        description="Train each config for --seeds seeds (resumable) and write table.md and "
-                    "table.json in the papers' format: test ± s.d., train ± s.d., #params, "
-                    "#epochs, epoch time / total.",
-        epilog="Example:\n"
-               "  graph-transformers benchmark --config configs/zinc/gt.yaml configs/zinc/gt_nope.yaml "
-               "--seeds 4 --data-dir ../shared/data --out runs/zinc-table")
+    b = _command(sub, "benchmark")
     b.add_argument("--config", dest="configs", type=Path, nargs="+", action="extend",
                    required=True, help="one or more YAML configs")
     b.add_argument("--seeds", type=int, default=4, help="seeds per config (default 4)")
@@ -113,24 +167,14 @@ def _add_benchmark(sub: argparse._SubParsersAction) -> None:
 
 def _add_params(sub: argparse._SubParsersAction) -> None:
     """``params``: the parameter count of each config's model against its budget."""
-    pp = _command(
-        sub, "params", help="report model parameters of configs (and budget checks)",
-        description="Build the model of each config and print its parameter count, and whether "
-                    "it is within ±10% of param_budget.",
-        epilog="Example:\n  graph-transformers params configs/zinc/*.yaml")
+    pp = _command(sub, "params")
     pp.add_argument("configs", type=Path, nargs="+")
     _add_overrides(pp)
 
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     """``evaluate``: a run's metrics again from its checkpoint."""
-    e = _command(
-        sub, "evaluate", help="re-compute a run's metrics from its best checkpoint",
-        description="Re-compute train/val/test metrics of RUN_DIR from its best (or last) "
-                    "checkpoint.",
-        epilog="Examples:\n  graph-transformers evaluate runs/zinc-gt\n"
-               "  graph-transformers evaluate runs/zinc-gt --checkpoint last\n"
-               "  graph-transformers evaluate runs/zinc-gt --write   # metrics.json of a stopped run")
+    e = _command(sub, "evaluate")
     e.add_argument("run_dir", type=Path)
     e.add_argument("--data-dir", help=_RUN_DATA_DIR_HELP)
     _add_checkpoint(e)
@@ -141,20 +185,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
 
 def _add_predict(sub: argparse._SubParsersAction) -> None:
     """``predict``: a trained run on new molecules or graphs."""
-    pr = _command(
-        sub, "predict", help="predict new molecules (a SMILES CSV) or graphs with a trained run",
-        description="Predict with the model of RUN_DIR: every SMILES of a CSV column is featurized "
-                    "as the run's dataset was (molecular runs: MoleculeNet, ogbg-molhiv, molecule "
-                    "CSVs, ZINC), or the graphs of a .pt file are taken as they are; the run's "
-                    "encodings are computed, and one row per input is written to --out: index, "
-                    "smiles, status ('ok' or why the input could not be used) and the predictions "
-                    "(regression: one column per target; classification: class and prob_<k>; "
-                    "binary tasks: the probability of each task).",
-        epilog="Examples:\n"
-               "  graph-transformers predict runs/esol-gt --data molecules.csv --out preds.csv\n"
-               "  graph-transformers predict runs/my-csv --data new.csv.gz --smiles-column SMILES\n"
-               "  graph-transformers predict runs/csl-gt --data graphs.pt --checkpoint last\n"
-               "  (graphs.pt: torch.save(list_of_Data, 'graphs.pt'), with the dataset's features)")
+    pr = _command(sub, "predict")
     pr.add_argument("run_dir", type=Path)
     pr.add_argument("--data", type=Path, required=True, metavar="FILE",
                     help="a CSV (.csv, .csv.gz) with a SMILES column, or a .pt file of graphs")
@@ -170,13 +201,7 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:
     """``compare``: runs side by side, with their validation curves."""
-    cp = _command(
-        sub, "compare", help="compare runs: one table and an overlay of validation curves",
-        description="Print one table of RUN_DIRs (test/val mean ± s.d. over seeds and folds, "
-                    "parameters, epochs, time) and write an overlay plot of their validation "
-                    "curves (needs the [analysis] extra).",
-        epilog="Example:\n  graph-transformers compare runs/zinc-gt runs/zinc-gcn-100k "
-               "--out zinc.png")
+    cp = _command(sub, "compare")
     cp.add_argument("run_dirs", type=Path, nargs="+")
     cp.add_argument("--out", type=Path, default=Path("compare.png"),
                     help="overlay plot (default compare.png; a .json with the rows beside it)")
@@ -184,13 +209,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
 def _add_table(sub: argparse._SubParsersAction) -> None:
     """``table``: the reproduction table of the committed runs."""
-    tb = _command(
-        sub, "table", help="the reproduction table: committed runs against the papers' numbers",
-        description="Read every run under RESULTS_DIR (metrics.json; seeds in seed_<s>/), match "
-                    "it with the reference of its config (its own, else the config under "
-                    "--configs with the same name) and write <--out>.json and <--out>.md with "
-                    "paper value, our mean ± s.d., epochs, schedule, provenance and a verdict.",
-        epilog="Example:\n  graph-transformers table results/ --readme README.md")
+    tb = _command(sub, "table")
     tb.add_argument("results_dir", type=Path)
     tb.add_argument("--configs", type=Path, default=Path("configs"),
                     help="config directory holding the references (default configs/)")
@@ -202,14 +221,7 @@ def _add_table(sub: argparse._SubParsersAction) -> None:
 
 def _add_analyze(sub: argparse._SubParsersAction) -> None:
     """``analyze``: attention maps and attention by hop distance of a trained run."""
-    a = _command(
-        sub, "analyze", help="attention maps and attention-by-hop plots of a trained run",
-        description="For a trained attention model (GT, EGT, GRPE, Graphormer, GPS with full "
-                    "attention), write RUN_DIR/analysis/: attention_maps.png (head-averaged "
-                    "attention per layer for sample graphs beside their adjacency and distance "
-                    "matrices), hop_weights.png (attention weight per hop distance per layer, "
-                    "averaged over a split) and attention.json (the numbers), as EGT §4.4.",
-        epilog="Example:\n  graph-transformers analyze runs/zinc-egt-spe-do --split val --num-graphs 4")
+    a = _command(sub, "analyze")
     a.add_argument("run_dir", type=Path)
     a.add_argument("--split", default="val", help="split to analyze (default val)")
     a.add_argument("--num-graphs", type=int, default=4, help="sample graphs to draw (default 4)")

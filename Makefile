@@ -1,4 +1,4 @@
-# Two entry points do all the set-up on a fresh machine (see README):
+# The entry points do all the set-up on a fresh machine (see README):
 #   make demo   installs the project into .venv and trains GT on the embedded CSL default
 #   make test   installs the project into .venv and runs the test suite (which also builds the
 #               API reference with `mkdocs build --strict`: tests/test_docs.py)

@@ -1,11 +1,13 @@
-# Two entry points do all the set-up on a fresh machine (see README):
+# The entry points do all the set-up on a fresh machine (see README):
 #   make demo   installs the project into .venv and trains GT on the embedded CSL default
-#   make test   installs the project into .venv and runs the test suite
+#   make test   installs the project into .venv and runs the test suite (which also builds the
+#               API reference with `mkdocs build --strict`: tests/test_docs.py)
+#   make docs   builds the API reference and the guides into site/ (warnings are errors)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install demo test
+.PHONY: install demo test docs
 install: $(VENV)/.installed
 
 # torch first, from the pinned CPU build; everything else constrained to it so nothing pulls
@@ -14,7 +16,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[all,test]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[all,test,docs]"
 	touch $@
 
 demo: install
@@ -22,3 +24,6 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+docs: install
+	$(BIN)/mkdocs build --strict --site-dir site

@@ -17,7 +17,12 @@ def _default_config_path() -> Path:
     return Path(str(resources.files("graph_transformers") / "configs" / DEFAULT_CONFIG))
 
 
+_DATA_DIR_HELP = "raw data directory (else $GRAPH_TRANSFORMERS_DATA)"
+_RUN_DATA_DIR_HELP = "raw data directory (else the run's or the environment's)"
+
+
 def _parser() -> argparse.ArgumentParser:
+    """The command line: global options, then one sub-parser per command."""
     p = argparse.ArgumentParser(
         prog="graph-transformers",
         description="Train and study transformer networks on graphs (GT, EGT, GRPE, GPS).",
@@ -32,9 +37,16 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_train, _add_benchmark, _add_params, _add_evaluate, _add_predict,
+                _add_compare, _add_table, _add_analyze, _add_check_device):
+        add(sub)
+    return p
 
-    t = sub.add_parser(
-        "train", help="train a model from a YAML config (default: GT on CSL, with and without PE)",
+
+#: each sub-command's help line, description and examples (``--help``)
+_TEXTS: dict[str, dict[str, str]] = {
+    "train": dict(
+        help="train a model from a YAML config (default: GT on CSL, with and without PE)",
         description="Train a model. Without --config, runs the embedded default: a Graph "
                     "Transformer with Laplacian PE on CSL next to the same model without PE, and "
                     "prints both test accuracies.",
@@ -43,69 +55,29 @@ def _parser() -> argparse.ArgumentParser:
                "  graph-transformers train --config configs/zinc/gt.yaml --data-dir ../shared/data\n"
                "  graph-transformers train --config configs/zinc/gt.yaml --seeds 2 --set seed=41\n"
                "  graph-transformers train --config configs/csl/gt.yaml --folds 5 --seeds 2\n"
-               "  graph-transformers train --config configs/zinc/gt.yaml --out runs/zinc-gt --resume",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    t.add_argument("--config", type=Path, help="YAML config (see configs/)")
-    t.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[],
-                   metavar="KEY=VALUE",
-                   help="override config keys, e.g. --set optim.lr=1e-3 trainer.max_epochs=10")
-    t.add_argument("--data-dir", help="raw data directory (else $GRAPH_TRANSFORMERS_DATA)")
-    t.add_argument("--out", type=Path, help="run directory (default: runs/<config name>)")
-    t.add_argument("--resume", action="store_true",
-                   help="continue the interrupted run in --out from its last checkpoint")
-    t.add_argument("--seeds", type=int, default=1,
-                   help="number of seeds; reports mean ± std over them (default 1)")
-    t.add_argument("--folds", type=int, default=None,
-                   help="cross-validation: train folds 0..FOLDS-1 (data.fold) × --seeds into "
-                        "OUT/fold_<k>/ and report mean ± std over all of them (CSL: 5)")
-
-    b = sub.add_parser(
-        "benchmark", help="run configs over several seeds and write a results table",
+               "  graph-transformers train --config configs/zinc/gt.yaml --out runs/zinc-gt --resume"),
+    "benchmark": dict(
+        help="run configs over several seeds and write a results table",
         description="Train each config for --seeds seeds (resumable) and write table.md and "
                     "table.json in the papers' format: test ± s.d., train ± s.d., #params, "
                     "#epochs, epoch time / total.",
         epilog="Example:\n"
                "  graph-transformers benchmark --config configs/zinc/gt.yaml configs/zinc/gt_nope.yaml "
-               "--seeds 4 --data-dir ../shared/data --out runs/zinc-table",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    b.add_argument("--config", dest="configs", type=Path, nargs="+", action="extend",
-                   required=True, help="one or more YAML configs")
-    b.add_argument("--seeds", type=int, default=4, help="seeds per config (default 4)")
-    b.add_argument("--folds", type=int, default=None,
-                   help="cross-validation folds per config (data.fold 0..FOLDS-1; TU: 10, "
-                        "CSL: 5); the table pools folds and seeds")
-    b.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[],
-                   metavar="KEY=VALUE", help="overrides applied to every config")
-    b.add_argument("--data-dir", help="raw data directory (else $GRAPH_TRANSFORMERS_DATA)")
-    b.add_argument("--out", type=Path, default=Path("runs") / "benchmark",
-                   help="output directory (default runs/benchmark)")
-    b.add_argument("--resume", action="store_true", help="reuse finished seeds, continue others")
-
-    pp = sub.add_parser("params", help="report model parameters of configs (and budget checks)",
-                        description="Build the model of each config and print its parameter "
-                                    "count, and whether it is within ±10% of param_budget.",
-        epilog="Example:\n  graph-transformers params configs/zinc/*.yaml",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    pp.add_argument("configs", type=Path, nargs="+")
-    pp.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[],
-                    metavar="KEY=VALUE")
-
-    e = sub.add_parser("evaluate", help="re-compute a run's metrics from its best checkpoint",
-                       description="Re-compute train/val/test metrics of RUN_DIR from its best "
-                                   "(or last) checkpoint.",
+               "--seeds 4 --data-dir ../shared/data --out runs/zinc-table"),
+    "params": dict(
+        help="report model parameters of configs (and budget checks)",
+        description="Build the model of each config and print its parameter count, and whether "
+                    "it is within ±10% of param_budget.",
+        epilog="Example:\n  graph-transformers params configs/zinc/*.yaml"),
+    "evaluate": dict(
+        help="re-compute a run's metrics from its best checkpoint",
+        description="Re-compute train/val/test metrics of RUN_DIR from its best (or last) "
+                    "checkpoint.",
         epilog="Examples:\n  graph-transformers evaluate runs/zinc-gt\n"
                "  graph-transformers evaluate runs/zinc-gt --checkpoint last\n"
-               "  graph-transformers evaluate runs/zinc-gt --write   # metrics.json of a stopped run",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    e.add_argument("run_dir", type=Path)
-    e.add_argument("--data-dir", help="raw data directory (else the run's or the environment's)")
-    e.add_argument("--checkpoint", choices=["best", "last"], default="best")
-    e.add_argument("--write", action="store_true",
-                   help="write metrics.json from the best checkpoint (for a run that was "
-                        "stopped before it finished; --resume can still continue it)")
-
-    pr = sub.add_parser(
-        "predict", help="predict new molecules (a SMILES CSV) or graphs with a trained run",
+               "  graph-transformers evaluate runs/zinc-gt --write   # metrics.json of a stopped run"),
+    "predict": dict(
+        help="predict new molecules (a SMILES CSV) or graphs with a trained run",
         description="Predict with the model of RUN_DIR: every SMILES of a CSV column is featurized "
                     "as the run's dataset was (molecular runs: MoleculeNet, ogbg-molhiv, molecule "
                     "CSVs, ZINC), or the graphs of a .pt file are taken as they are; the run's "
@@ -117,8 +89,103 @@ def _parser() -> argparse.ArgumentParser:
                "  graph-transformers predict runs/esol-gt --data molecules.csv --out preds.csv\n"
                "  graph-transformers predict runs/my-csv --data new.csv.gz --smiles-column SMILES\n"
                "  graph-transformers predict runs/csl-gt --data graphs.pt --checkpoint last\n"
-               "  (graphs.pt: torch.save(list_of_Data, 'graphs.pt'), with the dataset's features)",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+               "  (graphs.pt: torch.save(list_of_Data, 'graphs.pt'), with the dataset's features)"),
+    "compare": dict(
+        help="compare runs: one table and an overlay of validation curves",
+        description="Print one table of RUN_DIRs (test/val mean ± s.d. over seeds and folds, "
+                    "parameters, epochs, time) and write an overlay plot of their validation "
+                    "curves (needs the [analysis] extra).",
+        epilog="Example:\n  graph-transformers compare runs/zinc-gt runs/zinc-gcn-100k "
+               "--out zinc.png"),
+    "table": dict(
+        help="the reproduction table: committed runs against the papers' numbers",
+        description="Read every run under RESULTS_DIR (metrics.json; seeds in seed_<s>/), match "
+                    "it with the reference of its config (its own, else the config under "
+                    "--configs with the same name) and write <--out>.json and <--out>.md with "
+                    "paper value, our mean ± s.d., epochs, schedule, provenance and a verdict.",
+        epilog="Example:\n  graph-transformers table results/ --readme README.md"),
+    "analyze": dict(
+        help="attention maps and attention-by-hop plots of a trained run",
+        description="For a trained attention model (GT, EGT, GRPE, Graphormer, GPS with full "
+                    "attention), write RUN_DIR/analysis/: attention_maps.png (head-averaged "
+                    "attention per layer for sample graphs beside their adjacency and distance "
+                    "matrices), hop_weights.png (attention weight per hop distance per layer, "
+                    "averaged over a split) and attention.json (the numbers), as EGT §4.4.",
+        epilog="Example:\n  graph-transformers analyze runs/zinc-egt-spe-do --split val --num-graphs 4"),
+}
+
+
+def _command(sub: argparse._SubParsersAction, name: str) -> argparse.ArgumentParser:
+    """The sub-command ``name`` with its :data:`_TEXTS`; ``--help`` keeps the line breaks of its
+    examples (the epilog)."""
+    return sub.add_parser(name, **_TEXTS[name],
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _add_overrides(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+    """``--set KEY=VALUE ...`` (repeatable), collected into ``args.overrides``."""
+    parser.add_argument("--set", dest="overrides", nargs="+", action="extend", default=[],
+                        metavar="KEY=VALUE", help=help)
+
+
+def _add_checkpoint(parser: argparse.ArgumentParser) -> None:
+    """``--checkpoint best|last``: the checkpoint of a run to read."""
+    parser.add_argument("--checkpoint", choices=["best", "last"], default="best")
+
+
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    """``train``: one config over seeds or folds, or the embedded CSL demo."""
+    t = _command(sub, "train")
+    t.add_argument("--config", type=Path, help="YAML config (see configs/)")
+    _add_overrides(t, "override config keys, e.g. --set optim.lr=1e-3 trainer.max_epochs=10")
+    t.add_argument("--data-dir", help=_DATA_DIR_HELP)
+    t.add_argument("--out", type=Path, help="run directory (default: runs/<config name>)")
+    t.add_argument("--resume", action="store_true",
+                   help="continue the interrupted run in --out from its last checkpoint")
+    t.add_argument("--seeds", type=int, default=1,
+                   help="number of seeds; reports mean ± std over them (default 1)")
+    t.add_argument("--folds", type=int, default=None,
+                   help="cross-validation: train folds 0..FOLDS-1 (data.fold) × --seeds into "
+                        "OUT/fold_<k>/ and report mean ± std over all of them (CSL: 5)")
+
+
+def _add_benchmark(sub: argparse._SubParsersAction) -> None:
+    """``benchmark``: several configs over seeds, written as a results table."""
+    b = _command(sub, "benchmark")
+    b.add_argument("--config", dest="configs", type=Path, nargs="+", action="extend",
+                   required=True, help="one or more YAML configs")
+    b.add_argument("--seeds", type=int, default=4, help="seeds per config (default 4)")
+    b.add_argument("--folds", type=int, default=None,
+                   help="cross-validation folds per config (data.fold 0..FOLDS-1; TU: 10, "
+                        "CSL: 5); the table pools folds and seeds")
+    _add_overrides(b, "overrides applied to every config")
+    b.add_argument("--data-dir", help=_DATA_DIR_HELP)
+    b.add_argument("--out", type=Path, default=Path("runs") / "benchmark",
+                   help="output directory (default runs/benchmark)")
+    b.add_argument("--resume", action="store_true", help="reuse finished seeds, continue others")
+
+
+def _add_params(sub: argparse._SubParsersAction) -> None:
+    """``params``: the parameter count of each config's model against its budget."""
+    pp = _command(sub, "params")
+    pp.add_argument("configs", type=Path, nargs="+")
+    _add_overrides(pp)
+
+
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    """``evaluate``: a run's metrics again from its checkpoint."""
+    e = _command(sub, "evaluate")
+    e.add_argument("run_dir", type=Path)
+    e.add_argument("--data-dir", help=_RUN_DATA_DIR_HELP)
+    _add_checkpoint(e)
+    e.add_argument("--write", action="store_true",
+                   help="write metrics.json from the best checkpoint (for a run that was "
+                        "stopped before it finished; --resume can still continue it)")
+
+
+def _add_predict(sub: argparse._SubParsersAction) -> None:
+    """``predict``: a trained run on new molecules or graphs."""
+    pr = _command(sub, "predict")
     pr.add_argument("run_dir", type=Path)
     pr.add_argument("--data", type=Path, required=True, metavar="FILE",
                     help="a CSV (.csv, .csv.gz) with a SMILES column, or a .pt file of graphs")
@@ -126,31 +193,23 @@ def _parser() -> argparse.ArgumentParser:
                     help="SMILES column of a CSV (default: the run's data.smiles_column, smiles)")
     pr.add_argument("--out", type=Path, default=Path("predictions.csv"),
                     help="output CSV, written atomically (default predictions.csv)")
-    pr.add_argument("--checkpoint", choices=["best", "last"], default="best")
+    _add_checkpoint(pr)
     pr.add_argument("--batch-size", type=int, default=None,
                     help="graphs per forward pass (default: the run's evaluation batch size)")
     pr.add_argument("--data-dir", help="raw data directory (only tu:<NAME> runs need it)")
 
-    cp = sub.add_parser(
-        "compare", help="compare runs: one table and an overlay of validation curves",
-        description="Print one table of RUN_DIRs (test/val mean ± s.d. over seeds and folds, "
-                    "parameters, epochs, time) and write an overlay plot of their validation "
-                    "curves (needs the [analysis] extra).",
-        epilog="Example:\n  graph-transformers compare runs/zinc-gt runs/zinc-gcn-100k "
-               "--out zinc.png",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    """``compare``: runs side by side, with their validation curves."""
+    cp = _command(sub, "compare")
     cp.add_argument("run_dirs", type=Path, nargs="+")
     cp.add_argument("--out", type=Path, default=Path("compare.png"),
                     help="overlay plot (default compare.png; a .json with the rows beside it)")
 
-    tb = sub.add_parser(
-        "table", help="the reproduction table: committed runs against the papers' numbers",
-        description="Read every run under RESULTS_DIR (metrics.json; seeds in seed_<s>/), match "
-                    "it with the reference of its config (its own, else the config under "
-                    "--configs with the same name) and write <--out>.json and <--out>.md with "
-                    "paper value, our mean ± s.d., epochs, schedule, provenance and a verdict.",
-        epilog="Example:\n  graph-transformers table results/ --readme README.md",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+
+def _add_table(sub: argparse._SubParsersAction) -> None:
+    """``table``: the reproduction table of the committed runs."""
+    tb = _command(sub, "table")
     tb.add_argument("results_dir", type=Path)
     tb.add_argument("--configs", type=Path, default=Path("configs"),
                     help="config directory holding the references (default configs/)")
@@ -159,15 +218,10 @@ def _parser() -> argparse.ArgumentParser:
     tb.add_argument("--readme", type=Path, default=None,
                     help="also rewrite the reproduction section of this README")
 
-    a = sub.add_parser(
-        "analyze", help="attention maps and attention-by-hop plots of a trained run",
-        description="For a trained attention model (GT, EGT, GRPE, Graphormer, GPS with full "
-                    "attention), write RUN_DIR/analysis/: attention_maps.png (head-averaged "
-                    "attention per layer for sample graphs beside their adjacency and distance "
-                    "matrices), hop_weights.png (attention weight per hop distance per layer, "
-                    "averaged over a split) and attention.json (the numbers), as EGT §4.4.",
-        epilog="Example:\n  graph-transformers analyze runs/zinc-egt-spe-do --split val --num-graphs 4",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+
+def _add_analyze(sub: argparse._SubParsersAction) -> None:
+    """``analyze``: attention maps and attention by hop distance of a trained run."""
+    a = _command(sub, "analyze")
     a.add_argument("run_dir", type=Path)
     a.add_argument("--split", default="val", help="split to analyze (default val)")
     a.add_argument("--num-graphs", type=int, default=4, help="sample graphs to draw (default 4)")
@@ -176,10 +230,13 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--max-batches", type=int, default=None,
                    help="average over at most this many batches (default: the whole split)")
     a.add_argument("--out", type=Path, help="output directory (default RUN_DIR/analysis)")
-    a.add_argument("--data-dir", help="raw data directory (else the run's or the environment's)")
-    a.add_argument("--checkpoint", choices=["best", "last"], default="best")
+    a.add_argument("--data-dir", help=_RUN_DATA_DIR_HELP)
+    _add_checkpoint(a)
 
-    from .device_check import add_arguments as add_check_arguments
+
+def _add_check_device(sub: argparse._SubParsersAction) -> None:
+    """``check-device``: the models on a GPU (its options: :func:`.device_check.add_arguments`)."""
+    from .device_check import add_arguments
     c = sub.add_parser(
         "check-device", help="check the models on a GPU: CPU parity, bf16, SDPA kernels, speed",
         description="For GT, GT with edges, EGT, GRPE, Graphormer, GPS and GatedGCN on a fixed "
@@ -187,8 +244,7 @@ def _parser() -> argparse.ArgumentParser:
                     "loss against float32, the SDPA kernel that ran, graphs/s and peak memory in "
                     "fp32 and bf16, one-epoch training time. Writes gpu_check.json/.md to --out "
                     "(see docs/gpu.md). Exit status 1 when a model is out of tolerance.")
-    add_check_arguments(c)
-    return p
+    add_arguments(c)
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -377,6 +433,17 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_device(args: argparse.Namespace) -> int:
+    from .device_check import main as check_main
+    return check_main(args=args)
+
+
+#: sub-command → its handler (each returns the exit status)
+_COMMANDS = {"train": _train, "evaluate": _evaluate, "predict": _predict,
+             "benchmark": _benchmark, "params": _params, "table": _table, "compare": _compare,
+             "analyze": _analyze, "check-device": _check_device}
+
+
 class _NoAdverts(logging.Filter):
     """Drops Lightning's promotional 'Tip' lines."""
 
@@ -411,43 +478,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("benchmark", "evaluate", "analyze", "predict"):  # CPU work; training decides
         from .training.allocator import keep_freed_memory  # by its accelerator (runner.train)
         keep_freed_memory()
+    input_errors = (ConfigError, DataNotFoundError, MissingDependencyError, ValueError,
+                    TypeError, FileNotFoundError, PermissionError)
     try:
-        if args.command == "train":
-            return _train(args)
-        if args.command == "evaluate":
-            return _evaluate(args)
-        if args.command == "predict":
-            return _predict(args)
-        if args.command == "benchmark":
-            return _benchmark(args)
-        if args.command == "params":
-            return _params(args)
-        if args.command == "table":
-            return _table(args)
-        if args.command == "compare":
-            return _compare(args)
-        if args.command == "analyze":
-            return _analyze(args)
-        if args.command == "check-device":
-            from .device_check import main as check_main
-            return check_main(args=args)
+        return _COMMANDS[args.command](args)
     except RunError as err:  # exit status by kind: 2 inputs, 1 training failure, 143 SIGTERM
         if args.verbose and err.exit_code != 143:
             raise
         print(f"graph-transformers: error: {err}", file=sys.stderr)
         return err.exit_code
-    except (ConfigError, DataNotFoundError, MissingDependencyError, ValueError, TypeError,
-            FileNotFoundError, PermissionError) as err:
+    except (*input_errors, OSError) as err:  # OSError: e.g. a full disk outside a checkpoint write
         if args.verbose:
             raise
         print(f"graph-transformers: error: {_one_line(err)}", file=sys.stderr)
-        return 2
-    except OSError as err:  # e.g. a full disk outside a checkpoint write
-        if args.verbose:
-            raise
-        print(f"graph-transformers: error: {_one_line(err)}", file=sys.stderr)
-        return 1
-    return 1
+        return 2 if isinstance(err, input_errors) else 1
 
 
 def _one_line(err: BaseException) -> str:

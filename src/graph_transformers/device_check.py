@@ -370,43 +370,17 @@ def check(args: argparse.Namespace) -> dict:
     t_start = time.perf_counter()
     configs = model_configs(args.models, Path(args.config_dir), args.tiny)
     data = load_data(configs, args.data_dir, args.batch_size, args.epoch_graphs, args.synthetic)
-    batch = data.batch
     workers = loader_options("auto", "auto", "cpu" if device.type == "cpu" else "gpu")
-    result: dict[str, Any] = {
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else
-        platform.processor() or "cpu",
-        "device_type": device.type, "torch": torch.__version__,
-        "cuda": torch.version.cuda, "python": platform.python_version(),
-        "data": data.source, "batch_graphs": int(batch.num_graphs),
-        "batch_nodes": int(batch.num_nodes), "tiny_models": bool(args.tiny),
-        "tolerances": {"fp32_rel": TOL_FP32, "fp64_rel": TOL_FP64, "bf16_loss_rel": TOL_BF16_LOSS},
-        "models": {}}
+    result = _environment(device, data, args.tiny)
     for name, cfg in configs.items():
         t0 = time.perf_counter()
         torch.manual_seed(0)
         spec = resolve_spec(cfg.data)
         model = make_model(cfg, spec)
-        task = Task(spec)
         entry: dict[str, Any] = {"config": MODELS[name][0], "params": count_parameters(model)}
         try:
-            entry["parity_fp32"] = parity(model, batch, task, device, torch.float32)
-            entry["parity_fp64"] = (parity(model, batch, task, device, torch.float64)
-                                    if device.type != "mps" else None)
-            entry["bf16"] = bf16_check(model, batch, task, device)
-            m_dev = copy.deepcopy(model).to(device).eval()
-            b_dev = batch.clone().to(device)
-            with torch.no_grad():
-                entry["sdpa_fp32"] = sdpa_backends(lambda: m_dev(b_dev))
-                with torch.autocast(device.type, dtype=torch.bfloat16):
-                    entry["sdpa_bf16"] = sdpa_backends(lambda: m_dev(b_dev))
-            entry["speed_fp32"] = train_steps(model, batch, task, device, False, args.steps)
-            entry["speed_bf16"] = train_steps(model, batch, task, device, True, args.steps)
-            if args.epoch:
-                bs = cfg.data.batch_size
-                entry["epoch_fp32"] = epoch_time(model, data.train, task, device, False, bs,
-                                                 workers)
-                entry["epoch_bf16"] = epoch_time(model, data.train, task, device, True, bs,
-                                                 workers)
+            measure_model(entry, model, Task(spec), device, data, args, cfg.data.batch_size,
+                          workers)
             entry["ok"] = verdict(entry)
         except Exception as err:  # noqa: BLE001 - a failing model is a result, not a crash
             entry["error"] = f"{type(err).__name__}: {err}"
@@ -419,6 +393,47 @@ def check(args: argparse.Namespace) -> dict:
     result["seconds"] = round(time.perf_counter() - t_start, 1)
     result["ok"] = all(e["ok"] for e in result["models"].values())
     return result
+
+
+def _environment(device: torch.device, data: Any, tiny: bool) -> dict[str, Any]:
+    """The head of the result: device, versions, the batch checked, the tolerances."""
+    batch = data.batch
+    return {
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else
+        platform.processor() or "cpu",
+        "device_type": device.type, "torch": torch.__version__,
+        "cuda": torch.version.cuda, "python": platform.python_version(),
+        "data": data.source, "batch_graphs": int(batch.num_graphs),
+        "batch_nodes": int(batch.num_nodes), "tiny_models": bool(tiny),
+        "tolerances": {"fp32_rel": TOL_FP32, "fp64_rel": TOL_FP64, "bf16_loss_rel": TOL_BF16_LOSS},
+        "models": {}}
+
+
+def measure_model(entry: dict[str, Any], model: torch.nn.Module, task: Any,
+                  device: torch.device, data: Any, args: argparse.Namespace, batch_size: int,
+                  workers: dict) -> None:
+    """Adds one model's measurements to ``entry`` as they are taken (a model that fails keeps
+    those before the failure): CPU-vs-device parity in float32 and float64 (not on MPS), bf16
+    against float32, the SDPA kernels that ran, training-step speed in fp32 and bf16, and with
+    ``args.epoch`` one epoch's time over ``data.train``."""
+    batch = data.batch
+    entry["parity_fp32"] = parity(model, batch, task, device, torch.float32)
+    entry["parity_fp64"] = (parity(model, batch, task, device, torch.float64)
+                            if device.type != "mps" else None)
+    entry["bf16"] = bf16_check(model, batch, task, device)
+    m_dev = copy.deepcopy(model).to(device).eval()
+    b_dev = batch.clone().to(device)
+    with torch.no_grad():
+        entry["sdpa_fp32"] = sdpa_backends(lambda: m_dev(b_dev))
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            entry["sdpa_bf16"] = sdpa_backends(lambda: m_dev(b_dev))
+    entry["speed_fp32"] = train_steps(model, batch, task, device, False, args.steps)
+    entry["speed_bf16"] = train_steps(model, batch, task, device, True, args.steps)
+    if args.epoch:
+        entry["epoch_fp32"] = epoch_time(model, data.train, task, device, False, batch_size,
+                                         workers)
+        entry["epoch_bf16"] = epoch_time(model, data.train, task, device, True, batch_size,
+                                         workers)
 
 
 def verdict(entry: dict) -> bool:

@@ -124,9 +124,13 @@ class TrainedRun:
     task, targets) and the encodings to compute for new graphs. Made by :func:`load_run`.
 
     Attributes:
-        config (Config), spec (DatasetSpec), model (``torch.nn.Module``, in eval mode),
-        run_dir (Path or None), checkpoint (str or None), pre_transform (the run's encodings as a
-        PyG transform, or ``None``).
+        config (Config): the run's config.
+        spec (DatasetSpec): the dataset spec (features, task, targets).
+        model (torch.nn.Module): the trained model, in eval mode.
+        run_dir (Path | None): the run directory, ``None`` for a run not loaded from disk.
+        checkpoint (str | None): the checkpoint loaded: ``"best"`` or ``"last"``.
+        pre_transform (BaseTransform | None): the run's encodings as a PyG transform, or
+            ``None``.
     """
 
     def __init__(self, config: Config, spec: DatasetSpec, model: torch.nn.Module,

@@ -178,64 +178,80 @@ def build_rows(results_dir: str | Path, config_dir: str | Path | None = None,
         name = first.get("name") or config.get("name") or run_dir.name
         config_path, ref, current = refs.get(name, (None, None, None))
         ref = config.get("reference") or ref
-        changed = current is not None and _config_changed(config, current)
         if ref is None:
             continue
-        metric = ref.get("metric") or first["metric"]
-        scale = 100.0 if metric in PERCENT_METRICS else 1.0
-        picked = [_test_value(m, metric, ref.get("epoch", "best")) for m in seeds]
-        values = [v * scale for v, _ in picked]
-        mean, std = mean_std(values)
-        val_mean, _ = mean_std([float(m["val"][metric]) * scale for m in seeds])
-        train_mean, _ = mean_std([float(m["train"][metric]) * scale for m in seeds])
-        ends = [stopped_by(m) for m in seeds]
-        epochs = statistics.fmean(m["epochs"] for m in seeds)
-        complete = all(e in COMPLETE for e in ends)
-        sched = (config.get("optim") or {}).get("scheduler") or {}
-        open_ended = sched.get("name") == "plateau" and sched.get("stop_at_min_lr", True)
-        if not open_ended and ref.get("epochs") and epochs < ref["epochs"]:
-            complete = False  # a fixed budget shorter than the paper's (a compressed schedule)
-        paper = {"value": ref["value"], "std": ref.get("std"), "source": ref["source"],
-                 "epochs": ref.get("epochs"), "seeds": ref.get("seeds"),
-                 "epoch": ref.get("epoch", "best")}
-        higher = metric not in ("mae", "rmse", "loss")
-        result, direction = verdict(mean, paper, complete, higher)
-
-        def rel(p: Path) -> str:
-            try:
-                return str(Path(p).resolve().relative_to(base.resolve()))
-            except ValueError:
-                return str(p)
-
-        rows.append({
-            "model": first["model"],
-            "dataset": first["dataset"],
-            "config": rel(config_path) if config_path is not None else name,
-            "name": name,
-            "run": rel(run_dir),
-            "config_changed_since_run": changed,
-            "metric": metric,
-            "paper": paper,
-            "ours": {"mean": round(mean, 6), "std": round(std, 6), "seeds": len(seeds),
-                     "folds": len({(m.get("config", {}).get("data") or {}).get("fold")
-                                   for m in seeds}),
-                     "seed_ids": [m.get("seed") for m in seeds],
-                     "values": [round(v, 6) for v in values],
-                     "epoch_used": picked[0][1], "val_mean": round(val_mean, 6),
-                     "train_mean": round(train_mean, 6)},
-            "epochs": round(epochs, 2),
-            "schedule_complete": complete,
-            "stopped_by": ends,
-            "budget_fraction": (round(epochs / paper["epochs"], 3) if paper["epochs"] else None),
-            "num_params": first.get("num_params"),
-            "provenance": _provenance(first),
-            "device": first.get("device", "CPU"),
-            "wall_time_s": round(statistics.fmean(m.get("wall_time_s", 0.0) for m in seeds), 1),
-            "verdict": result,
-            "direction": direction,
-        })
+        row = {"model": first["model"], "dataset": first["dataset"],
+               "config": _relative(config_path, base) if config_path is not None else name,
+               "name": name, "run": _relative(run_dir, base),
+               "config_changed_since_run": current is not None and _config_changed(config,
+                                                                                     current)}
+        rows.append({**row, **_scores(seeds, ref, config)})
     rows.sort(key=lambda r: (r["dataset"], r["model"], r["config"]))
     return rows
+
+
+def _relative(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` where it lies below it, else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _scores(seeds: list[dict[str, Any]], ref: dict[str, Any],
+            config: dict[str, Any]) -> dict[str, Any]:
+    """The columns of a row from its seeds' ``metrics.json`` (``seeds``), its reference and its
+    config: paper value, our mean ± s.d., epochs against the paper's budget, and the verdict."""
+    first = seeds[0]
+    metric = ref.get("metric") or first["metric"]
+    scale = 100.0 if metric in PERCENT_METRICS else 1.0
+    picked = [_test_value(m, metric, ref.get("epoch", "best")) for m in seeds]
+    values = [v * scale for v, _ in picked]
+    mean, std = mean_std(values)
+    val_mean, _ = mean_std([float(m["val"][metric]) * scale for m in seeds])
+    train_mean, _ = mean_std([float(m["train"][metric]) * scale for m in seeds])
+    ends = [stopped_by(m) for m in seeds]
+    epochs = statistics.fmean(m["epochs"] for m in seeds)
+    complete = _schedule_complete(ends, epochs, ref, config)
+    paper = {"value": ref["value"], "std": ref.get("std"), "source": ref["source"],
+             "epochs": ref.get("epochs"), "seeds": ref.get("seeds"),
+             "epoch": ref.get("epoch", "best")}
+    higher = metric not in ("mae", "rmse", "loss")
+    result, direction = verdict(mean, paper, complete, higher)
+    return {
+        "metric": metric,
+        "paper": paper,
+        "ours": {"mean": round(mean, 6), "std": round(std, 6), "seeds": len(seeds),
+                 "folds": len({(m.get("config", {}).get("data") or {}).get("fold")
+                               for m in seeds}),
+                 "seed_ids": [m.get("seed") for m in seeds],
+                 "values": [round(v, 6) for v in values],
+                 "epoch_used": picked[0][1], "val_mean": round(val_mean, 6),
+                 "train_mean": round(train_mean, 6)},
+        "epochs": round(epochs, 2),
+        "schedule_complete": complete,
+        "stopped_by": ends,
+        "budget_fraction": (round(epochs / paper["epochs"], 3) if paper["epochs"] else None),
+        "num_params": first.get("num_params"),
+        "provenance": _provenance(first),
+        "device": first.get("device", "CPU"),
+        "wall_time_s": round(statistics.fmean(m.get("wall_time_s", 0.0) for m in seeds), 1),
+        "verdict": result,
+        "direction": direction,
+    }
+
+
+def _schedule_complete(ends: list[str], epochs: float, ref: dict[str, Any],
+                       config: dict[str, Any]) -> bool:
+    """Whether every seed ran its schedule out (:data:`COMPLETE`), and a fixed budget was not
+    shorter than the paper's (a compressed schedule); an open-ended plateau schedule that
+    stops at its LR floor is complete in fewer epochs."""
+    complete = all(e in COMPLETE for e in ends)
+    sched = (config.get("optim") or {}).get("scheduler") or {}
+    open_ended = sched.get("name") == "plateau" and sched.get("stop_at_min_lr", True)
+    if not open_ended and ref.get("epochs") and epochs < ref["epochs"]:
+        complete = False
+    return complete
 
 
 def _num(value: float | None) -> str:

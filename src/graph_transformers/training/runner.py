@@ -291,25 +291,9 @@ def train(config: Config, out_dir: str | Path, resume: bool = False,
 
 def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatible,
                   resume_checkpoint, dataset=None) -> dict[str, Any]:
-    ckpt_dir = out / "checkpoints"
-    last = ckpt_dir / "last.ckpt"
-    resume_from = None
-    if resume:
-        resume_from, state = resume_checkpoint(out)
-        saved = state.get("callbacks", {}).get("RunState", {}).get("config")
-        source = f"stored in {resume_from.name}"
-        if saved is None and (out / "config.yaml").is_file():
-            saved, source = build_config(load_yaml(out / "config.yaml")).to_dict(), \
-                str(out / "config.yaml")
-        check_resume_compatible(saved, config.to_dict(), source)
-        del state
-    elif last.exists() or (out / "metrics.json").exists():
-        raise RunError(f"{out} already holds a run; pass --resume to continue it or choose "
-                       "another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    if launch_is_rank_zero():  # run files come from rank 0 only
-        save_config(config, out / "config.yaml")
-
+    """The body of :func:`train` under the run lock: the run directory, data and model,
+    Lightning's fit, then the evaluation of the best checkpoint (:func:`finish_run`)."""
+    resume_from = _open_run_dir(config, out, resume, check_resume_compatible, resume_checkpoint)
     L.seed_everything(config.seed, workers=True, verbose=False)
     configure_for_training(config.trainer.accelerator)  # glibc setting: CPU on Linux only
     spec, splits = resolve_data(config, dataset)
@@ -330,6 +314,63 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
         compile_model(model)
     module = GraphTaskModule(model, spec, config.optim, task=task)
 
+    callbacks, best_ckpt, stop_rule = _callbacks(config, spec, out, loaders)
+    trainer, fit_time = _fit(config, module, loaders, callbacks, out, resume_from)
+    if not trainer.is_global_zero:
+        return {}
+    elapsed = callbacks[0].elapsed or fit_time  # EpochLog: training time over all segments
+    last = out / "checkpoints" / "last.ckpt"
+    best = Path(best_ckpt.best_model_path) if best_ckpt.best_model_path else last
+    if trainer.interrupted:
+        stopped_by = "interrupted"
+    elif stop_rule is not None and stop_rule.stopped:
+        stopped_by = "min_lr"
+    elif trainer.current_epoch >= config.trainer.max_epochs:
+        stopped_by = "max_epochs"
+    else:
+        stopped_by = "max_time"
+    return finish_run(config, spec, module.model, splits, out, best,
+                      epochs=trainer.current_epoch, wall_time_s=elapsed,
+                      num_params=num_params, provenance=provenance, last_checkpoint=last,
+                      stopped_by=stopped_by)
+
+
+def _open_run_dir(config: Config, out: Path, resume: bool, check_resume_compatible,
+                  resume_checkpoint) -> Path | None:
+    """Checks ``out`` for the run (with ``resume``: the checkpoint to continue and that the
+    config still fits it; without: that ``out`` holds no run), creates it and writes
+    ``config.yaml`` (rank 0). Returns the checkpoint to resume from, or ``None``.
+
+    Raises:
+        RunError: ``out`` holds a run and ``resume`` is false; a config that does not fit the
+            resumed run (:func:`~.rundir.check_resume_compatible`).
+        CheckpointError: ``resume`` and no readable checkpoint.
+    """
+    last = out / "checkpoints" / "last.ckpt"
+    resume_from = None
+    if resume:
+        resume_from, state = resume_checkpoint(out)
+        saved = state.get("callbacks", {}).get("RunState", {}).get("config")
+        source = f"stored in {resume_from.name}"
+        if saved is None and (out / "config.yaml").is_file():
+            saved, source = build_config(load_yaml(out / "config.yaml")).to_dict(), \
+                str(out / "config.yaml")
+        check_resume_compatible(saved, config.to_dict(), source)
+        del state
+    elif last.exists() or (out / "metrics.json").exists():
+        raise RunError(f"{out} already holds a run; pass --resume to continue it or choose "
+                       "another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    if launch_is_rank_zero():  # run files come from rank 0 only
+        save_config(config, out / "config.yaml")
+    return resume_from
+
+
+def _callbacks(config: Config, spec: DatasetSpec, out: Path, loaders: dict
+               ) -> tuple[list[L.Callback], RunCheckpoint, StopAtMinLR | None]:
+    """The run's Lightning callbacks (the first is the :class:`~.callbacks.EpochLog`), its
+    best-validation checkpoint and its LR-floor stop rule (``None`` without one)."""
+    ckpt_dir = out / "checkpoints"
     monitor, mode = _monitor(spec, config)
     best_ckpt = RunCheckpoint(dirpath=ckpt_dir, filename="best", monitor=monitor, mode=mode,
                               save_top_k=1, auto_insert_metric_name=False,
@@ -349,13 +390,23 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
         stop_rule = StopAtMinLR(sched.min_lr)
         callbacks.append(stop_rule)
     # a progress bar on a terminal; one line per epoch when the output goes to a file
-    use_bar = config.trainer.enable_progress_bar and sys.stdout.isatty()
-    if use_bar:
+    if config.trainer.enable_progress_bar and sys.stdout.isatty():
         callbacks.append(TQDMProgressBar(refresh_rate=max(1, len(loaders["train"]) // 20)))
     elif config.trainer.enable_progress_bar:
         callbacks.append(EpochSummary())
+    return callbacks, best_ckpt, stop_rule
+
+
+def _fit(config: Config, module: GraphTaskModule, loaders: dict, callbacks: list[L.Callback],
+         out: Path, resume_from: Path | None) -> tuple[L.Trainer, float]:
+    """Lightning's fit of ``module``; returns the trainer and the fit's wall time (s).
+
+    Raises:
+        RunTerminated: on SIGTERM, naming the last complete checkpoint and how to resume.
+    """
     # graph loaders deal batches to ranks themselves (make_loader); PyG's neighbour loader
     # leaves it to Lightning
+    use_bar = any(isinstance(c, TQDMProgressBar) for c in callbacks)
     tkw = {"enable_model_summary": False,
            "use_distributed_sampler": config.data.num_neighbors is not None,
            **config.trainer.trainer_kwargs(), "enable_progress_bar": use_bar}
@@ -367,28 +418,12 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
         trainer.fit(module, loaders["train"], loaders["val"],
                     ckpt_path=str(resume_from) if resume_from else None)
     except SIGTERMException:
+        last = out / "checkpoints" / "last.ckpt"
         where = f"{last} (epoch {_epoch_of(last)})" if last.is_file() else "no checkpoint yet"
         raise RunTerminated(f"terminated by SIGTERM during epoch {trainer.current_epoch + 1}; "
                             f"last complete checkpoint: {where}; continue with the same command "
                             f"plus --resume --out {out}") from None
-    fit_time = time.perf_counter() - start
-    if not trainer.is_global_zero:
-        return {}
-
-    elapsed = callbacks[0].elapsed or fit_time  # EpochLog: training time over all segments
-    best = Path(best_ckpt.best_model_path) if best_ckpt.best_model_path else last
-    if trainer.interrupted:
-        stopped_by = "interrupted"
-    elif stop_rule is not None and stop_rule.stopped:
-        stopped_by = "min_lr"
-    elif trainer.current_epoch >= config.trainer.max_epochs:
-        stopped_by = "max_epochs"
-    else:
-        stopped_by = "max_time"
-    return finish_run(config, spec, module.model, splits, out, best,
-                      epochs=trainer.current_epoch, wall_time_s=elapsed,
-                      num_params=num_params, provenance=provenance, last_checkpoint=last,
-                      stopped_by=stopped_by)
+    return trainer, time.perf_counter() - start
 
 
 def check_splits(splits: dict, config: Config) -> None:

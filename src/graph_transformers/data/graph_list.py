@@ -424,7 +424,10 @@ class GraphList(InMemoryDataset):
         source: where the graphs came from, for :attr:`provenance`.
 
     Attributes:
-        info (GraphListInfo), split_indices (dict), provenance (dict).
+        info (GraphListInfo): what was read off the graphs (level, task, vocabularies).
+        split_indices (dict): the graph (or node / edge) ids of each split.
+        provenance (dict): the record of the data: source, number of graphs, split rule and
+            sizes, and what was read off the graphs.
 
     Raises:
         DataError: see :func:`infer_info` and :func:`make_split`.
@@ -502,8 +505,9 @@ class GraphFile(FileBackedDataset):
         transform, pre_transform, force_reload: as :class:`~torch_geometric.data.InMemoryDataset`.
 
     Attributes:
-        info (GraphListInfo), split_indices (dict), provenance (dict: path, sha256, split rule,
-            what was read off the data).
+        info (GraphListInfo): what was read off the graphs (level, task, vocabularies).
+        split_indices (dict): the graph (or node / edge) ids of each split.
+        provenance (dict): path, sha256, split rule and what was read off the data.
 
     Raises:
         DataNotFoundError: ``path`` does not exist.

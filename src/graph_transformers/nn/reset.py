@@ -4,8 +4,8 @@ Layers reset each direct child with PyG's :func:`torch_geometric.nn.inits.reset`
 ``reset_parameters`` resets itself, one without is searched recursively): every parameter is
 drawn once. Models reset *every* descendant that has ``reset_parameters``, in ``modules()``
 order, so a layer's sub-modules are drawn again after the layer reset them: wasteful, but it is
-the random-number stream the committed results were initialised with (issue 14 keeps models
-bit-identical per seed), so it stays.
+the random-number stream the committed results were initialised with (models stay
+bit-identical per seed, tests/test_init_fingerprint.py), so it stays.
 """
 from __future__ import annotations
 

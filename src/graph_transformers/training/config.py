@@ -1,6 +1,6 @@
 """Run configuration: a validated schema for the YAML files under ``configs/``.
 
-Sections (see ``shared/ARCHITECTURE.md``): ``model``, ``data``, ``encodings``, ``optim``,
+Sections: ``model``, ``data``, ``encodings``, ``optim``,
 ``trainer``, ``seed`` (and an optional run ``name``). Unknown keys and wrong types are errors that
 name the key; ``--set a.b=value`` overrides are applied before validation. Keys under ``trainer``
 use Lightning's ``Trainer`` argument names.
@@ -274,7 +274,7 @@ class MPNNModelConfig(_ModelSection):
         return self
 
 
-#: model keys renamed for one name per concept (issue 14): old key → (new key, conversion of
+#: model keys renamed for one name per concept across the package: old key → (new key, conversion of
 #: the value or ``None``). A config with an old key still loads, with one ``FutureWarning`` per
 #: key naming old → new (a config's own user sees it, unlike a ``DeprecationWarning``).
 RENAMED_MODEL_KEYS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {

@@ -495,7 +495,8 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
                provenance: dict, last_checkpoint: Path | None = None,
                stopped_by: str = "interrupted") -> dict[str, Any]:
     """Evaluates every split at ``checkpoint`` (the best-validation epoch) and writes
-    ``metrics.json`` (keys of ``shared/ARCHITECTURE.md``; ``train``/``val``/``test`` are taken
+    ``metrics.json`` (``model``, ``dataset``, ``config``, ``num_params``, ``num_graphs``, ``epochs``,
+    ``wall_time_s`` and per-split metric dicts; ``train``/``val``/``test`` are taken
     at that epoch). With ``last_checkpoint``, the splits are also evaluated at the final epoch
     under ``"last": {"epoch", "train", "val", "test"}``: the GT benchmark reports that one.
     ``stopped_by`` records what ended training: ``min_lr`` or ``max_epochs`` (the schedule ran to

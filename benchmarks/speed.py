@@ -30,6 +30,7 @@ Usage:
     python benchmarks/speed.py --data-dir ../shared/data [--official-egt PATH]
         [--official-grpe PATH] [--models egt grpe gt gt-edge] [--batching random bucketed]
         [--precision fp32 bf16] [--steps 20] [--threads 2] [--out benchmarks/results/speed]
+        [--append]
 
 Writes ``<out>.json`` (``{"rows": [...], "conditions": {...}}``) and ``<out>.md``. Without an
 official checkout the row is measured for ours alone and says that the ratio was not measured.
@@ -320,6 +321,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--allocator", choices=("library", "glibc"), default="library",
                     help="library: the training default (freed memory kept in the process)")
     ap.add_argument("--out", default=str(HERE / "results" / "speed"))
+    ap.add_argument("--append", action="store_true",
+                    help="keep the rows of an existing <out>.json (same conditions) and replace "
+                         "only the (model, batching, precision) rows measured now")
     ap.add_argument("--single", default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
@@ -330,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         print("ROW " + json.dumps(measure(args, *args.single.split(":"))), flush=True)
         return 0
     rows = []
-    passthrough = [a for a in (argv if argv is not None else sys.argv[1:])]
+    passthrough = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--append"]
     for model in args.models:
         for batching in args.batching:
             for precision in args.precision:
@@ -357,6 +361,14 @@ def main(argv: list[str] | None = None) -> int:
               "rows": rows}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if args.append and out.with_suffix(".json").exists():
+        old = json.loads(out.with_suffix(".json").read_text())
+        if old["conditions"] != result["conditions"]:
+            print(f"--append: {out.with_suffix('.json')} was measured under other conditions")
+            return 1
+        key = lambda r: (r["model"], r["batching"], r["precision"])  # noqa: E731
+        new = {key(r) for r in rows}
+        result["rows"] = [r for r in old["rows"] if key(r) not in new] + rows
     write_atomic(out.with_suffix(".json"), json.dumps(result, indent=2) + "\n")
     write_atomic(out.with_suffix(".md"), markdown(result))
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")

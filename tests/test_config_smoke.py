@@ -17,7 +17,8 @@ Kept cheap (a few seconds a config) by three choices, each stated where it is ma
 
 Generated datasets are shrunk through ``data.options``; datasets read from files need the shared
 data directory (``$GRAPH_TRANSFORMERS_DATA`` or ``../shared/data``) and skip, saying which file
-is missing, without it.
+is missing, without it. The superpixel configs train on image files written for the test
+(:func:`_image_files`): the shared data holds MNIST's test images only and no CIFAR-10.
 """
 from __future__ import annotations
 
@@ -155,6 +156,53 @@ def _user_files(config: str, tmp_path: Path, data_dir: Path | None) -> list[str]
     return [f"data.path={target}"]
 
 
+def _idx(path: Path, array, kind: int) -> None:
+    """Writes an uncompressed IDX file (MNIST's format: ``0x0008``, ``kind`` dims, big-endian
+    sizes, then the unsigned bytes)."""
+    import numpy as np
+    header = bytes([0, 0, 8, kind]) + np.array(array.shape, dtype=">i4").tobytes()
+    path.write_bytes(header + np.ascontiguousarray(array, dtype=np.uint8).tobytes())
+
+
+def _image_files(name: str, tmp_path: Path, data_dir: Path | None) -> Path | None:
+    """A data directory for the superpixel configs, whose training images the shared data does
+    not hold: MNIST's training files are written from its test images (the validation split is
+    the first 5,000 training images, so 5,000 + 40 are written), CIFAR-10's batches from smooth
+    synthetic images (``tests/test_superpixels.py``). ``None`` for other datasets."""
+    import numpy as np
+    root = tmp_path / "images"
+    if name == "mnist":
+        if data_dir is None or not (data_dir / "MNIST" / "t10k-images-idx3-ubyte.gz").is_file():
+            pytest.skip("MNIST configs: the shared data's MNIST test images are not found")
+        from graph_transformers.data.image_files import read_mnist
+        images, labels = read_mnist(data_dir / "MNIST" / "t10k-images-idx3-ubyte.gz",
+                                    data_dir / "MNIST" / "t10k-labels-idx1-ubyte.gz")
+        folder = root / "MNIST"
+        folder.mkdir(parents=True)
+        for split, (img, lab) in {"t10k": (images, labels),
+                                  "train": (images[:5040], labels[:5040])}.items():
+            _idx(folder / f"{split}-images-idx3-ubyte", img, 3)
+            _idx(folder / f"{split}-labels-idx1-ubyte", lab, 1)
+        return root
+    if name == "cifar10":
+        from graph_transformers.data.image_files import CIFAR10_FOLDER
+        from test_superpixels import _synthetic_cifar, _write_batch
+        folder = root / "CIFAR10" / CIFAR10_FOLDER
+        folder.mkdir(parents=True)
+        data, labels = _synthetic_cifar(80, seed=0)
+        _write_batch(folder / "test_batch", data[:40], labels[:40], bytes_keys=True)
+        # training images 0-4999 (validation: the first 40 read) and 5000-5039 (training)
+        train = np.zeros((5040, 3072), np.uint8)
+        train[:40], train[5000:] = data[:40], data[40:]
+        train_labels = (labels[:40] + [0] * 4960 + labels[40:])
+        for k in range(5):
+            sl = slice(k * 1008, (k + 1) * 1008)
+            _write_batch(folder / f"data_batch_{k + 1}", train[sl], train_labels[sl],
+                         bytes_keys=False)
+        return root
+    return None
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("config", sorted(GROUPS), ids=lambda c: c.removeprefix("configs/"))
 def test_config_trains_a_smoke_epoch(config, tmp_path, smoke_cache, monkeypatch):
@@ -164,8 +212,9 @@ def test_config_trains_a_smoke_epoch(config, tmp_path, smoke_cache, monkeypatch)
     name = load_yaml(REPO / config).get("data", {}).get("name")
     args = ["train", "--config", str(REPO / config), "--out", str(tmp_path / "run"),
             "--set", *SHORT, *SHRINK.get(name, []), *_user_files(config, tmp_path, data_dir)]
-    if data_dir is not None:
-        args += ["--data-dir", str(data_dir)]
+    data_root = _image_files(name, tmp_path, data_dir) or data_dir
+    if data_root is not None:
+        args += ["--data-dir", str(data_root)]
     assert main(args) == 0
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["epochs"] == 1

@@ -34,7 +34,7 @@ import torch
 from torch_geometric.loader import DataLoader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gt_zinc_speed import step  # noqa: E402
+from speed import train_step  # noqa: E402
 
 from graph_transformers.benchmarking import peak_step_memory_mib  # noqa: E402
 
@@ -96,7 +96,7 @@ def main() -> None:
     for i, b in enumerate(data):
         for n in models:
             t = time.process_time()  # CPU time: robust to other jobs sharing the cores
-            run(n, lambda: step(models[n], opts[n], b))
+            run(n, lambda: train_step(models[n], opts[n], b, "fp32"))
             if i >= args.warmup:
                 times[n].append(time.process_time() - t)
     load = os.getloadavg()[0]

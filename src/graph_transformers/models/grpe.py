@@ -156,24 +156,23 @@ def size_groups(num_nodes: Tensor, max_groups: int, host_sizes: Tensor | None = 
     host = host_sizes if host_sizes is not None else num_nodes.cpu()  # host: fallback
     if max_groups <= 1 or B <= 1:
         return [(torch.arange(B, device=num_nodes.device), int(host.max()) if B else 0)]
-    host_order = torch.argsort(host, stable=True)
-    sorted_sizes = host[host_order].tolist()
+    sorted_sizes = host[torch.argsort(host, stable=True)]  # on the host: no device read
 
     def split(g: int) -> list[tuple[int, int]]:  # (start, stop) of each group in sorted order
         bounds = [round(k * B / g) for k in range(g + 1)]
         return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
 
     def padded(groups: list[tuple[int, int]]) -> int:
-        return sum((b - a) * sorted_sizes[b - 1] ** 2 for a, b in groups)
+        return sum((b - a) * int(sorted_sizes[b - 1]) ** 2 for a, b in groups)
 
     most = min(max_groups, B)
     best = padded(split(most))
     groups = next(gs for g in range(1, most + 1)
                   if padded(gs := split(g)) <= (1 + padding_tolerance) * best)
     if len(groups) == 1:
-        return [(torch.arange(B, device=num_nodes.device), sorted_sizes[-1])]
+        return [(torch.arange(B, device=num_nodes.device), int(sorted_sizes[-1]))]
     order = torch.argsort(num_nodes, stable=True)  # the same permutation (stable sort)
-    return [(order[a:b], sorted_sizes[b - 1]) for a, b in groups]
+    return [(order[a:b], int(sorted_sizes[b - 1])) for a, b in groups]
 
 
 class TokenPairModel(nn.Module):

@@ -355,18 +355,28 @@ def model_configs(names: list[str], config_dir: Path, tiny: bool) -> dict[str, A
 
 
 def check(args: argparse.Namespace) -> dict:
-    """Runs the check (see the module docstring) and returns the result dict."""
+    """Runs the check (see the module docstring) and returns the result dict. TF32 matrix
+    products are off while it runs (parity in true float32) and restored afterwards."""
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("check-device: --device cuda but torch.cuda.is_available() is False")
+    previous = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False  # parity in true float32, restored on return
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        return _check_models(args, device)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = previous
+
+
+def _check_models(args: argparse.Namespace, device: torch.device) -> dict:
+    """The body of :func:`check`, with TF32 off."""
     from .data.registry import resolve_spec
     from .models import count_parameters
     from .training.device import loader_options
     from .training.runner import make_model
     from .training.tasks import Task
 
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("check-device: --device cuda but torch.cuda.is_available() is False")
-    torch.backends.cuda.matmul.allow_tf32 = False  # parity in true float32
-    torch.backends.cudnn.allow_tf32 = False
     t_start = time.perf_counter()
     configs = model_configs(args.models, Path(args.config_dir), args.tiny)
     data = load_data(configs, args.data_dir, args.batch_size, args.epoch_graphs, args.synthetic)

@@ -13,13 +13,17 @@ SDPA_MODELS = {"graphormer", "gps"}
 
 
 @pytest.mark.slow
-def test_cpu_smoke_run_writes_the_reports(tmp_path, monkeypatch):
+def test_cpu_smoke_run_writes_the_reports(tmp_path):
     import torch
     out = tmp_path / "gpu_check"
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
-    rc = device_check.main(["--device", "cpu", "--synthetic", "--tiny", "--batch-size", "8",
-                            "--steps", "1", "--epoch-graphs", "16", "--out", str(out)])
-    assert torch.backends.cuda.matmul.allow_tf32  # the check restores the global setting
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        rc = device_check.main(["--device", "cpu", "--synthetic", "--tiny", "--batch-size", "8",
+                                "--steps", "1", "--epoch-graphs", "16", "--out", str(out)])
+        assert torch.backends.cuda.matmul.allow_tf32  # the check restores the global setting
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
     result = json.loads((out / "gpu_check.json").read_text())
     report = (out / "gpu_check.md").read_text()
     assert rc == 0 and result["ok"], result

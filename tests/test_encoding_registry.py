@@ -153,3 +153,16 @@ def test_unregistered_names_are_refused():
                                           "pe='deg'"):
         build_config({"model": {"name": "gt", "pe": "deg"}})
     assert encodings_config() is EncodingsConfig  # the built-in schema is the cached one
+
+
+def test_a_registered_float_encoding_is_value_checked(degree_encoding):
+    """The batch and dataset checks read the registry: NaN in a new encoding is named."""
+    from graph_transformers.data.checks import check_batch, float_encodings, validate_dataset
+    assert float_encodings()[:3] == ("lap_pe", "svd_pe", "rwse") and "deg_pe" in float_encodings()
+    assert "wl_pe" not in float_encodings()  # categorical ids
+    graphs = [AddDegreePE(2)(g) for g in _graphs()]
+    graphs[1].deg_pe[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="positional encoding deg_pe contains NaN"):
+        check_batch(Batch.from_data_list(graphs))
+    with pytest.raises(ValueError, match="deg_pe"):
+        validate_dataset(graphs)

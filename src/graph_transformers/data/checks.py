@@ -72,8 +72,8 @@ def check_batch(data: Data, need_edge_attr: bool = False) -> None:
     Always checks that ``x`` exists, ``edge_index`` is ``[2, num_edges]`` integer, ``edge_attr``
     (when needed) has one row per edge and the input has at least one node. When
     :func:`checks_enabled` (CPU tensors, or debug mode) it also checks that ``x``, ``edge_attr``
-    and float positional / structural encodings (``lap_pe``, ``svd_pe``, ``rwse``, ``pos``) are
-    finite, that no graph of a batch is empty (an empty graph has no defined output: its readout
+    and the float positional / structural encodings (the registry's float node encodings and
+    ``pos``) are finite, that no graph of a batch is empty (an empty graph has no defined output: its readout
     would divide by zero and dense models would attend over nothing), and that the ids of
     ``edge_index`` lie in ``[0, num_nodes)``. These value checks read tensors back to the host,
     so on an accelerator they run once per dataset (:func:`validate_dataset`) instead.
@@ -118,15 +118,24 @@ def check_batch(data: Data, need_edge_attr: bool = False) -> None:
         if values and ea.is_floating_point() and not bool(torch.isfinite(ea).all()):
             raise ValueError("edge features edge_attr contain NaN or inf")
     if values:
-        for name in ("lap_pe", "svd_pe", "rwse", "pos"):
+        for name in (*float_encodings(), "pos"):
             pe = getattr(data, name, None)
             if isinstance(pe, torch.Tensor) and pe.is_floating_point() and \
                     not bool(torch.isfinite(pe).all()):
                 raise ValueError(f"positional encoding {name} contains NaN or inf")
 
 
-#: float attributes of a graph that must not hold NaN (features and cached encodings)
-_FLOAT_FIELDS = ("x", "edge_attr", "lap_pe", "svd_pe", "rwse")
+def float_encodings() -> tuple[str, ...]:
+    """``Data`` attributes of the registered float node encodings (``lap_pe``, ``svd_pe``,
+    ``rwse``, and any encoding added with ``register_encoding``): the values checked for NaN /
+    inf."""
+    from ..encodings.registry import ENCODINGS
+    return tuple(name for name, e in ENCODINGS.items() if e.pe is not None and not e.categorical)
+
+
+def _float_fields() -> tuple[str, ...]:
+    """Float attributes of a graph that must not hold NaN (features and cached encodings)."""
+    return ("x", "edge_attr", *float_encodings())
 
 
 def validate_dataset(dataset, name: str = "dataset") -> None:
@@ -146,7 +155,7 @@ def validate_dataset(dataset, name: str = "dataset") -> None:
         graphs = [(i, dataset[i]) for i in range(len(dataset))]
     for i, g in graphs:
         where = f"{name}" if i is None else f"{name} graph {i}"
-        for field in _FLOAT_FIELDS:
+        for field in _float_fields():
             t = getattr(g, field, None)
             if isinstance(t, Tensor) and t.is_floating_point() and \
                     not bool(torch.isfinite(t).all()):

@@ -459,8 +459,14 @@ class _PublishedFiles(CheckedInMemoryDataset):
         return False
 
     def _pyg_processed_files(self) -> list[str]:
-        """PyG's processed files in ``self._found``, in :attr:`processed_paths` order."""
-        raise NotImplementedError
+        """PyG's processed files in ``self._found``, in :attr:`processed_paths` order; each
+        published-file dataset (GNNBenchmark, CanonicalZINC) names its own.
+
+        Raises:
+            NotImplementedError: for a subclass that does not name them.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must name PyG's processed files "
+                                  "(_pyg_processed_files)")
 
     def process(self) -> None:
         if not self._from_processed:

@@ -130,8 +130,14 @@ class GeneratedDataset(KeyedCacheDataset):
         return SPLITS.index(self.split)
 
     def _generate_split(self, split: str) -> list[Data]:
-        """The graphs of ``split`` (before ``pre_transform``)."""
-        raise NotImplementedError
+        """The graphs of ``split`` (before ``pre_transform``): the hook a subclass implements
+        unless it overrides :meth:`_generate` (CSL, TSP generate all splits at once).
+
+        Raises:
+            NotImplementedError: for a subclass that implements neither hook.
+        """
+        raise NotImplementedError(f"{type(self).__name__} implements neither _generate_split "
+                                  "nor _generate")
 
     def _generate(self) -> Iterator[list[Data]]:
         """The graphs of each processed file, in :attr:`processed_file_names` order."""

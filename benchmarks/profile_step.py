@@ -23,6 +23,8 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import speed  # noqa: E402
 
+from graph_transformers.fileio import atomic_write_text  # noqa: E402
+
 MATMULS = ("aten::mm", "aten::addmm", "aten::bmm")
 
 
@@ -80,11 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(head) + events.table(sort_by="self_cpu_time_total", row_limit=25) + "\n"
     print(text)
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(out.suffix + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, out)
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out, text)
     return 0
 
 

@@ -51,6 +51,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from graph_transformers.fileio import atomic_write_text
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE / "parity"))
@@ -300,12 +302,6 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", default=None)
@@ -369,8 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         key = lambda r: (r["model"], r["batching"], r["precision"])  # noqa: E731
         new = {key(r) for r in rows}
         result["rows"] = [r for r in old["rows"] if key(r) not in new] + rows
-    write_atomic(out.with_suffix(".json"), json.dumps(result, indent=2) + "\n")
-    write_atomic(out.with_suffix(".md"), markdown(result))
+    atomic_write_text(out.with_suffix(".json"), json.dumps(result, indent=2) + "\n")
+    atomic_write_text(out.with_suffix(".md"), markdown(result))
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
     return 0
 

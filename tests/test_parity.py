@@ -5,6 +5,7 @@ official checkouts, each real adapter against our model on synthetic ZINC-like g
 no benchmark data."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -158,6 +159,22 @@ def test_verdict_rule():
     assert parity.verdict(side(0.30, 0.01), side(0.29, 0.02), 2)["label"] == "parity"
     assert parity.verdict(side(0.25, 0.01), side(0.29, 0.02), 2)["label"] == "better"
     assert parity.verdict(side(0.35, 0.01), side(0.29, 0.02), 2)["label"] == "worse"
+
+
+def test_resume_reuses_only_runs_with_matching_settings(tmp_path):
+    """--resume: a stored (seed, side) run is reused under the same settings, retrained under
+    others (a different epoch budget or official commit)."""
+    config, _ = parity.parity_config(ROOT / parity.CONFIGS["gps"], 3, None)
+    args = parity.parse_args(["gps", "--epochs", "3", "--official", str(tmp_path)])
+    key = parity.run_key(args, config, "abc123")
+    path = parity.side_path(tmp_path, "gps", 0, "ours")
+    assert parity.load_side(path, key) is None  # nothing stored yet
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"key": key, "run": {"test_final": 0.5}}))
+    assert parity.load_side(path, key) == {"test_final": 0.5}
+    assert parity.load_side(path, {**key, "official_commit": "def456"}) is None
+    args.epochs = 4
+    assert parity.load_side(path, parity.run_key(args, config, "abc123")) is None
 
 
 # ------------------------------------------------------- the real official code, when given

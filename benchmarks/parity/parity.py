@@ -22,10 +22,14 @@ Usage:
     python benchmarks/parity/parity.py {egt,grpe,gps} --official PATH [--epochs 40] [--seeds 2]
         [--data-dir ../shared/data] [--out results/parity] [--threads 2] [--device auto]
         [--limit-train-graphs N] [--limit-eval-graphs N] [--config configs/zinc/...yaml]
-        [--schedule compressed]
+        [--schedule compressed] [--resume]
 
 Writes ``<out>/<model>.json`` and ``<out>/<model>.png``. Without an official checkout it says
 which repository is missing and exits with status 2.
+
+Each finished (seed, side) training is also written to ``<out>/<model>.runs/seed<S>_<side>.json``
+together with the settings it ran under; a rerun with ``--resume`` reuses the finished ones whose
+settings match and trains only the rest, so a comparison can be spread over several sessions.
 """
 from __future__ import annotations
 
@@ -53,6 +57,7 @@ from torch_geometric.loader import DataLoader  # noqa: E402
 
 from adapters import (OFFICIAL, OfficialCodeError, build_official_egt,  # noqa: E402
                       build_official_gps, build_official_grpe, check_checkout, official_commit)
+from graph_transformers.fileio import atomic_write_text  # noqa: E402
 from graph_transformers.data.registry import load_splits, resolve_spec  # noqa: E402
 from graph_transformers.data.sampler import SizeBucketBatchSampler, graph_sizes  # noqa: E402
 from graph_transformers.models import count_parameters  # noqa: E402
@@ -294,6 +299,31 @@ def plot(result: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+# ----------------------------------------------------------------------------------- resume
+def run_key(args: argparse.Namespace, config: Config, official_commit_hash: str) -> dict[str, Any]:
+    """The settings a finished side run must share with this invocation to be reused."""
+    return {"model": args.model, "epochs": args.epochs, "official_commit": official_commit_hash,
+            "config": config.model_dump(mode="json"), "threads": args.threads,
+            "device": args.device, "limit_train_graphs": args.limit_train_graphs,
+            "limit_eval_graphs": args.limit_eval_graphs}
+
+
+def side_path(out: Path, model: str, seed: int, side: str) -> Path:
+    """Where the finished run of one (seed, side) is kept (see the module docstring)."""
+    return out / f"{model}.runs" / f"seed{seed}_{side}.json"
+
+
+def load_side(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored run at ``path`` when it ran under ``key``; ``None`` when absent or stale."""
+    if not path.exists():
+        return None
+    stored = json.loads(path.read_text())
+    if stored.get("key") != key:
+        log.warning("%s ran under other settings; training it again", path)
+        return None
+    return stored["run"]
+
+
 # ----------------------------------------------------------------------------------- main
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Trains both sides for every seed and writes ``<out>/<model>.{json,png}``."""
@@ -320,18 +350,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "ours": lambda: make_model(config, spec, splits["train"]),
         "official": lambda: build_official(args.model, official_path, config, spec),
     }
+    out = Path(args.out)
+    commit = official_commit(official_path)
+    key = run_key(args, config, commit)
     runs: dict[str, list] = {"ours": [], "official": []}
     for seed in seeds:
         for side, build in sides.items():
-            log.info("%s, seed %d, %s", args.model, seed, side)
-            runs[side].append(train_side(build, config, spec, splits, seed, device,
-                                         eval_loaders))
+            path = side_path(out, args.model, seed, side)
+            done = load_side(path, key) if args.resume else None
+            if done is not None:
+                log.info("%s, seed %d, %s: reusing %s", args.model, seed, side, path)
+            else:
+                log.info("%s, seed %d, %s", args.model, seed, side)
+                done = train_side(build, config, spec, splits, seed, device, eval_loaders)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(path, json.dumps({"key": key, "run": done}, indent=1) + "\n")
+            runs[side].append(done)
     ours, official = summarize_side(runs["ours"]), summarize_side(runs["official"])
     info = OFFICIAL[args.model]
     result = {
         "model": args.model,
         "official_repo": info["repo"],
-        "official_commit": official_commit(official_path),
+        "official_commit": commit,
         "official_files": list(info["files"]),
         "epochs": args.epochs,
         "seeds": seeds,
@@ -358,9 +398,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
     }
     result["verdict"] = verdict(ours, official, len(seeds))
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.model}.json").write_text(json.dumps(result, indent=1) + "\n")
+    atomic_write_text(out / f"{args.model}.json", json.dumps(result, indent=1) + "\n")
     plot(result, out / f"{args.model}.png")
     return result
 
@@ -381,6 +420,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", default=str(ROOT / "results" / "parity"))
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--resume", action="store_true",
+                   help="reuse the finished (seed, side) runs under <out>/<model>.runs whose "
+                        "settings match")
     p.add_argument("--limit-train-graphs", type=int, default=None,
                    help="train on the first N training graphs only (smoke runs)")
     p.add_argument("--limit-eval-graphs", type=int, default=None,

@@ -13,6 +13,8 @@ settings and heap state never leak from one configuration into the next):
   ``random`` (a shuffled loader) or ``bucketed`` (the library's ``SizeBucketBatchSampler``);
 * one step = forward + L1 loss (+ the model's auxiliary loss) + backward + Adam step; the steps of
   the two sides alternate batch by batch in one process, same threads, so machine noise hits both;
+* ``--kernels``: our side with the compiled fast paths (``graph_transformers.nn.fused``; GT's
+  sparse attention) or without (``off``); each row records which ran (``kernels``);
 * ``bf16``: ours under ``torch.autocast(dtype=torch.bfloat16)``; the reference runs fp32 (the
   official code has no bf16 path, and the issue's bf16 target is against the official fp32).
 
@@ -30,7 +32,7 @@ Usage:
     python benchmarks/speed.py --data-dir ../shared/data [--official-egt PATH]
         [--official-grpe PATH] [--models egt grpe gt gt-edge] [--batching random bucketed]
         [--precision fp32 bf16] [--steps 20] [--threads 2] [--out benchmarks/results/speed]
-        [--append]
+        [--kernels auto|off|require] [--append]
 
 Writes ``<out>.json`` (``{"rows": [...], "conditions": {...}}``) and ``<out>.md``. Without an
 official checkout the row is measured for ours alone and says that the ratio was not measured.
@@ -211,7 +213,13 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
     from graph_transformers.training.allocator import keep_freed_memory
     from graph_transformers.training.config import build_config, load_yaml
 
+    from graph_transformers.nn import fused
+
     torch.set_num_threads(args.threads)
+    kernels = "n/a (no compiled path)"  # EGT, GRPE: plain PyTorch ops only
+    if model in ("gt", "gt-edge"):     # GT's sparse attention has the compiled kernel
+        kernels = ("fused" if fused.kernels_available()
+                   else f"plain ({fused.ENV}={fused.kernel_mode()})")
     allocator = keep_freed_memory() if args.allocator == "library" else False
     load_start = os.getloadavg()[0]
     overrides = [f"data.batch_size={args.batch_size}", "model.dropout=0.0"]
@@ -269,6 +277,7 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
         "peak_fraction": round(gflops["ours"] / peak, 3),
         "flops_per_graph": round(flops["ours"] / (graphs * len(timed))),
         "threads": args.threads, "allocator": "keep freed memory" if allocator else "glibc default",
+        "kernels": kernels,
         "load_avg": [round(load_start, 2), round(load_end, 2)],
     }
 
@@ -285,8 +294,8 @@ def markdown(result: dict[str, Any]) -> str:
         "kernels of forward + backward), so GFLOP/s is a lower bound of the work rate; peak = "
         "best `2048²` matmul rate in the row's precision, measured in the same process.", "",
         "| model | batching | precision | ours g/s | reference | ref g/s | ratio | ours MiB | "
-        "ref MiB | GFLOP/s | peak | % peak | load |",
-        "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "ref MiB | GFLOP/s | peak | % peak | kernels | load |",
+        "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in result["rows"]:
         def fmt(v, spec=""):
@@ -298,6 +307,7 @@ def markdown(result: dict[str, Any]) -> str:
             f"{fmt(r['ratio'], '.2f')} | {r['ours_peak_mib']:.0f} | "
             f"{fmt(r['reference_peak_mib'], '.0f')} | {r['whole_step_gflops']:.0f} | "
             f"{r['peak_gflops']:.0f} | {100 * r['peak_fraction']:.0f}% | "
+            f"{r.get('kernels', 'plain')} | "
             f"{r['load_avg'][0]:.2f}–{r['load_avg'][1]:.2f}{busy} |")
     return "\n".join(lines) + "\n"
 
@@ -320,12 +330,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--append", action="store_true",
                     help="keep the rows of an existing <out>.json (same conditions) and replace "
                          "only the (model, batching, precision) rows measured now")
+    ap.add_argument("--kernels", choices=("auto", "off", "require"), default="auto",
+                    help="GRAPH_TRANSFORMERS_KERNELS for our side: the compiled fast paths "
+                         "(auto: when they build; off: the plain PyTorch path)")
     ap.add_argument("--single", default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    os.environ["GRAPH_TRANSFORMERS_KERNELS"] = args.kernels  # inherited by the row processes
     if args.single:
         print("ROW " + json.dumps(measure(args, *args.single.split(":"))), flush=True)
         return 0
@@ -362,7 +376,8 @@ def main(argv: list[str] | None = None) -> int:
         if old["conditions"] != result["conditions"]:
             print(f"--append: {out.with_suffix('.json')} was measured under other conditions")
             return 1
-        key = lambda r: (r["model"], r["batching"], r["precision"])  # noqa: E731
+        key = lambda r: (r["model"], r["batching"], r["precision"],  # noqa: E731
+                         r.get("kernels", "").split(" ")[0])
         new = {key(r) for r in rows}
         result["rows"] = [r for r in old["rows"] if key(r) not in new] + rows
     atomic_write_text(out.with_suffix(".json"), json.dumps(result, indent=2) + "\n")

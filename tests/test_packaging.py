@@ -83,6 +83,8 @@ def test_wheel_installs_beside_the_installed_torch(tmp_path):
     wheel = next(tmp_path.glob("graph_transformers-*.whl"))
     with zipfile.ZipFile(wheel) as z:
         meta = z.read(next(n for n in z.namelist() if n.endswith("METADATA"))).decode()
+        # the fused kernels' C++ source ships with the wheel (compiled on first use)
+        assert "graph_transformers/nn/csrc/sparse_attention.cpp" in z.namelist()
     requires = [line for line in meta.splitlines() if line.startswith("Requires-Dist:")]
     core = [r for r in requires if "extra ==" not in r]
     assert core and not [r for r in core if "==" in r], core

@@ -20,6 +20,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .fused import fused_sparse_attention, use_fused_sparse_attention
+
 
 def acc_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype sums and normalizers accumulate in: float32 for 16-bit inputs (autocast), the
@@ -72,7 +74,25 @@ def sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, scale:
 
     Returns:
         ``(out [num_nodes, num_heads, head_dim], per_dim_scores or None, weights or None)``.
+
+    On CPU in float32 / float64, without ``return_weights``, the compiled kernel of
+    :func:`~graph_transformers.nn.fused.fused_sparse_attention` computes the same (one pass over
+    each node's incoming edges; ``GRAPH_TRANSFORMERS_KERNELS=off`` forces this plain path, which
+    every other case takes).
     """
+    if use_fused_sparse_attention(q, return_weights):
+        out, per_dim = fused_sparse_attention(q, k, v, edge_index, scale, edge_gate, clamp,
+                                              return_scores)
+        return out, per_dim, None
+    return _sparse_attention_plain(q, k, v, edge_index, scale, edge_gate, clamp, return_scores,
+                                   return_weights)
+
+
+def _sparse_attention_plain(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, scale: float,
+                            edge_gate: Tensor | None, clamp: float, return_scores: bool,
+                            return_weights: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    """:func:`sparse_attention` in PyTorch ops (every device and dtype; autograd derives the
+    backward)."""
     src, dst = edge_index[0], edge_index[1]
     num_nodes = q.size(0)
     per_dim = (q * scale).index_select(0, dst) * k.index_select(0, src)  # scale on N, not E rows

@@ -1,0 +1,178 @@
+"""The compiled fast paths (graph_transformers.nn.fused) against the plain PyTorch path.
+
+Equality in float64 to 1e-10, forward and gradients, on inputs that exercise the kernels' edge
+cases (isolated targets, repeated edges, self-loops, unsorted edges, strided q/k/v rows, clamped
+scores, head dims with and without a compiled specialization); the fallback when the kernels
+cannot be built (no compiler: CI stays green on the plain path); and the dispatch rules.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from graph_transformers.nn import GraphTransformerLayer, fused
+from graph_transformers.nn.attention import _sparse_attention_plain, sparse_attention
+
+TOL = dict(atol=1e-10, rtol=1e-10)
+
+
+@pytest.fixture
+def kernels(monkeypatch):
+    monkeypatch.setenv(fused.ENV, "auto")
+    if not fused.kernels_available():
+        pytest.skip(f"the fused kernels could not be built here ({fused._state.get('error')}); "
+                    "the fallback is tested below")
+    return fused
+
+
+@pytest.fixture
+def fresh_state(monkeypatch):
+    """An empty loader state (restored afterwards), for the fallback tests."""
+    saved = dict(fused._state)
+    fused._state.clear()
+    yield
+    fused._state.clear()
+    fused._state.update(saved)
+
+
+def graph(num_nodes=40, num_edges=170, seed=0):
+    """Unsorted edges with repeats and self-loops; the last 4 nodes receive no edge."""
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, num_nodes, (num_edges,), generator=gen)
+    dst = torch.randint(0, num_nodes - 4, (num_edges,), generator=gen)
+    src[:5], dst[:5] = dst[:5], dst[:5]              # self-loops
+    src[5:10], dst[5:10] = src[10:15], dst[10:15]    # repeated edges
+    return torch.stack([src, dst])
+
+
+def inputs(heads, dim, num_nodes=40, edge_index=None, gate=True, seed=1):
+    gen = torch.Generator().manual_seed(seed)
+    # one [N, 3, H, D] buffer, as the fused QKV projection: q, k, v rows are strided views
+    qkv = (torch.randn(num_nodes, 3, heads, dim, generator=gen, dtype=torch.float64) * 1.5)
+    qkv.requires_grad_()
+    g = None
+    if gate:
+        g = torch.randn(edge_index.size(1), heads, dim, generator=gen, dtype=torch.float64)
+        g.requires_grad_()
+    return qkv, g
+
+
+@pytest.mark.parametrize("heads,dim", [(4, 8), (2, 5), (3, 16)])  # 5: the runtime-D kernel
+@pytest.mark.parametrize("gate", [False, True])
+@pytest.mark.parametrize("return_scores", [False, True])
+def test_fused_equals_plain_float64(kernels, heads, dim, gate, return_scores):
+    ei = graph()
+    qkv, g = inputs(heads, dim, edge_index=ei, gate=gate)
+    scale, clamp = dim ** -0.5, 2.0  # a small clamp: many scores on both sides of it
+    outs = {}
+    for name in ("plain", "fused"):
+        q, k, v = qkv.unbind(1)
+        if name == "plain":
+            o, p, _ = _sparse_attention_plain(q, k, v, ei, scale, g, clamp, return_scores, False)
+        else:
+            o, p = kernels.fused_sparse_attention(q, k, v, ei, scale, g, clamp, return_scores)
+        outs[name] = (o, p)
+    (o1, p1), (o2, p2) = outs["plain"], outs["fused"]
+    torch.testing.assert_close(o2, o1, **TOL)
+    assert o2[-4:].abs().max() == 0  # isolated targets: zero output, as the plain path
+    if return_scores:
+        torch.testing.assert_close(p2, p1, **TOL)
+        clamped = (p1.sum(-1).abs() > clamp).float().mean()
+        assert 0.05 < clamped < 0.95, "the inputs must exercise the clamp's both sides"
+    else:
+        assert p2 is None
+    gen = torch.Generator().manual_seed(2)
+    w_o = torch.randn(o1.shape, generator=gen, dtype=torch.float64)
+    w_p = torch.randn(ei.size(1), heads, dim, generator=gen, dtype=torch.float64)
+    wrt = [qkv] + ([g] if gate else [])
+    grads = []
+    for o, p in (outs["plain"], outs["fused"]):
+        loss = (o * w_o).sum() + ((p * w_p).sum() if return_scores else 0.0)
+        grads.append(torch.autograd.grad(loss, wrt))
+    for a, b in zip(*grads):
+        assert a.abs().max() > 0
+        torch.testing.assert_close(b, a, **TOL)
+
+
+@pytest.mark.parametrize("edge_dim", [None, 12])
+def test_gt_layer_same_with_and_without_kernels(kernels, monkeypatch, edge_dim):
+    """The whole GT layer (the edge stream included): same outputs and parameter gradients."""
+    torch.manual_seed(0)
+    layer = GraphTransformerLayer(16, 4, edge_dim=edge_dim).double()
+    ei = graph(30, 120)
+    x = torch.randn(30, 16, dtype=torch.float64)
+    ea = torch.randn(120, edge_dim, dtype=torch.float64) if edge_dim else None
+    results = []
+    for mode in ("off", "auto"):
+        monkeypatch.setenv(fused.ENV, mode)
+        layer.zero_grad()
+        out = layer(x, ei, ea)
+        loss = out.x.pow(2).sum() + (out.edge_attr.pow(2).sum() if edge_dim else 0)
+        loss.backward()
+        results.append((out, [p.grad.clone() for p in layer.parameters()]))
+    (a, ga), (b, gb) = results
+    torch.testing.assert_close(b.x, a.x, **TOL)
+    if edge_dim:
+        torch.testing.assert_close(b.edge_attr, a.edge_attr, **TOL)
+    for x1, x2 in zip(ga, gb):
+        torch.testing.assert_close(x2, x1, **TOL)
+
+
+def test_fused_rejects_node_ids_out_of_range(kernels):
+    qkv = torch.randn(5, 3, 2, 4)
+    q, k, v = qkv.unbind(1)
+    with pytest.raises(RuntimeError, match="outside \\[0, 5\\)"):
+        kernels.fused_sparse_attention(q, k, v, torch.tensor([[0, 7], [1, 2]]), 0.5)
+    with pytest.raises(RuntimeError, match="outside \\[0, 5\\)"):
+        kernels.fused_sparse_attention(q, k, v, torch.tensor([[0, 1], [1, 5]]), 0.5)
+
+
+def test_dispatch_rules(kernels):
+    """Attention weights, 16-bit inputs and CUDA take the plain path; float32 / float64 CPU
+    without weights take the fused one."""
+    x = torch.randn(3, 2, 4)
+    assert fused.use_fused_sparse_attention(x, return_weights=False)
+    assert fused.use_fused_sparse_attention(x.double(), return_weights=False)
+    assert not fused.use_fused_sparse_attention(x, return_weights=True)
+    assert not fused.use_fused_sparse_attention(x.bfloat16(), return_weights=False)
+    ei = torch.tensor([[0, 1, 2], [1, 2, 0]])
+    _, _, w = sparse_attention(x, x, x, ei, 0.5, return_weights=True)
+    assert w is not None and w.shape == (3, 2)
+
+
+# ------------------------------------------------------------------ without the kernels
+def test_fallback_when_the_build_fails(monkeypatch, fresh_state):
+    """No compiler (or any build failure): one warning, then the plain path, same results."""
+    def no_compiler():
+        raise RuntimeError("simulated: no C++ compiler")
+    monkeypatch.setattr(fused, "_build", no_compiler)
+    monkeypatch.setenv(fused.ENV, "auto")
+    x = torch.randn(4, 2, 3, dtype=torch.float64)
+    ei = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]])
+    with pytest.warns(RuntimeWarning, match="could not be built"):
+        out, _, _ = sparse_attention(x, x, x, ei, 0.5)
+    ref, _, _ = _sparse_attention_plain(x, x, x, ei, 0.5, None, 5.0, False, False)
+    torch.testing.assert_close(out, ref, atol=0, rtol=0)
+    assert not fused.kernels_available()
+    monkeypatch.setenv(fused.ENV, "require")
+    with pytest.raises(fused.FusedKernelError, match="no C\\+\\+ compiler"):
+        fused.load_kernels()
+
+
+def test_off_never_builds(monkeypatch, fresh_state):
+    def must_not_build():
+        raise AssertionError("built with GRAPH_TRANSFORMERS_KERNELS=off")
+    monkeypatch.setattr(fused, "_build", must_not_build)
+    monkeypatch.setenv(fused.ENV, "off")
+    assert fused.load_kernels() is None
+    x = torch.randn(3, 2, 4)
+    out, _, _ = sparse_attention(x, x, x, torch.tensor([[0, 1], [1, 2]]), 0.5)
+    assert out.shape == (3, 2, 4)
+    with pytest.raises(fused.FusedKernelError, match="unavailable"):
+        fused.fused_sparse_attention(x, x, x, torch.tensor([[0, 1], [1, 2]]), 0.5)
+
+
+def test_unknown_mode(monkeypatch):
+    monkeypatch.setenv(fused.ENV, "fast")
+    with pytest.raises(ValueError, match="GRAPH_TRANSFORMERS_KERNELS must be one of"):
+        fused.kernel_mode()

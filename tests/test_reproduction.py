@@ -7,7 +7,8 @@ import pytest
 from graph_transformers.cli import main
 from graph_transformers.training.config import build_config, load_yaml
 from graph_transformers.training.reproduction import (README_END, README_START, build_rows,
-                                                      markdown, update_readme, verdict)
+                                                      markdown, parity_markdown, parity_rows,
+                                                      update_readme, verdict)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -138,8 +139,39 @@ def test_committed_table_and_readme_match_the_committed_runs(monkeypatch):
     """results/reproduction.{json,md} and the README section are regenerated, never edited."""
     monkeypatch.chdir(REPO)
     rows = build_rows("results", "configs", relative_to=REPO)
-    committed = json.loads((REPO / "results/reproduction.json").read_text())["rows"]
-    assert committed == json.loads(json.dumps(rows))
+    parity = parity_rows("results", relative_to=REPO)
+    committed = json.loads((REPO / "results/reproduction.json").read_text())
+    assert committed["rows"] == json.loads(json.dumps(rows))
+    assert committed.get("parity", []) == json.loads(json.dumps(parity))
     readme = (REPO / "README.md").read_text()
     section = readme[readme.index(README_START) + len(README_START) + 1:readme.index(README_END)]
-    assert section == markdown(rows)
+    assert section == markdown(rows) + ("\n" + parity_markdown(parity) if parity else "")
+
+
+def _parity_json(model, ours, official, label):
+    side = lambda m, sd: {"test_mean": m, "test_std": sd, "val_mean": m + 0.01,  # noqa: E731
+                          "val_std": sd, "num_params": 1000, "seconds_per_step": 0.1}
+    return {"model": model, "official_repo": "someone/" + model, "official_commit": "a" * 40,
+            "epochs": 40, "seeds": [0, 1], "ours": side(*ours), "official": side(*official),
+            "verdict": {"label": label, "ours_minus_official": ours[0] - official[0],
+                        "spread": max(ours[1], official[1])},
+            "conditions": {"config": f"configs/zinc/{model}.yaml", "dataset": "zinc",
+                           "schedule": {"mode": "compressed"}, "device_name": "CPU"}}
+
+
+def test_parity_rows_in_json_markdown_and_readme(tmp_path):
+    """results/parity/<model>.json (the harness's output) become the table's parity rows."""
+    ref = {"source": "S", "value": 0.226, "std": 0.014}
+    _run(tmp_path / "results/zinc/a", _config("a", ref), 0, test=0.23, stopped="min_lr")
+    (tmp_path / "results/parity").mkdir(parents=True)
+    (tmp_path / "results/parity/gps.json").write_text(
+        json.dumps(_parity_json("gps", (0.21, 0.01), (0.22, 0.02), "parity")))
+    (tmp_path / "results/parity/notes.json").write_text(json.dumps({"other": 1}))  # skipped
+    assert main(["table", str(tmp_path / "results"), "--configs", str(tmp_path / "none")]) == 0
+    data = json.loads((tmp_path / "results/reproduction.json").read_text())
+    assert len(data["rows"]) == 1 and len(data["parity"]) == 1
+    row = data["parity"][0]
+    assert row["model"] == "gps" and row["verdict"] == "parity" and row["epochs"] == 40
+    assert row["ours"]["test_mean"] == 0.21 and row["official"]["test_std"] == 0.02
+    md = (tmp_path / "results/reproduction.md").read_text()
+    assert "| gps | someone/gps@aaaaaaaa | 40 | 2 | 0.210 ± 0.010 | 0.220 ± 0.020 |" in md

@@ -1,7 +1,8 @@
 """Compiled fast paths (C++ on CPU) of the library's attention kernels, with their fallbacks.
 
 The C++ sources live in ``nn/csrc/``. They are compiled on first use with
-``torch.utils.cpp_extension.load`` (a C++ compiler and ``ninja`` are needed; the build takes
+``torch.utils.cpp_extension.load`` (a C++ compiler and ``ninja`` are needed: ``pip install
+'graph-transformers[kernels]'`` brings ``ninja``; the build takes
 about a minute once and is cached under ``$TORCH_EXTENSIONS_DIR``, default
 ``~/.cache/torch_extensions``). Where they cannot be built the plain PyTorch path runs instead,
 with one warning; the two paths agree to float rounding (``tests/test_fused.py`` holds them to
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 import warnings
 from pathlib import Path
@@ -64,9 +66,22 @@ _ISA_FLAGS = {"AVX512": ["-mavx2", "-mfma", "-mavx512f", "-mavx512dq", "-mavx512
               "AVX2": ["-mavx2", "-mfma"]}
 
 
+def _ninja_on_path() -> None:
+    """Puts the ``ninja`` of the pip wheel (the ``kernels`` extra) on ``PATH`` when no other
+    ``ninja`` is there: ``torch.utils.cpp_extension`` runs it by name."""
+    if shutil.which("ninja"):
+        return
+    try:
+        import ninja
+    except ImportError:
+        return
+    os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+
+
 def _build():
     from torch.utils.cpp_extension import load
 
+    _ninja_on_path()
     capability = torch.backends.cpu.get_cpu_capability()
     isa = _ISA_FLAGS.get(capability, [])
     name = "graph_transformers_kernels" + (f"_{capability.lower()}" if isa else "")

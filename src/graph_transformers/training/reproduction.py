@@ -14,6 +14,11 @@ each run reproduces (the ``reference`` section of its config, else of the config
 - ``no paper s.d.``: the paper gives no spread to compare with;
 - ``no paper value``: no published number exists for this row (the reference says why).
 
+Beside these rows, the same-budget comparisons with the official implementations written by
+``benchmarks/parity/parity.py`` (``<results>/parity/<model>.json``) become the ``parity`` rows
+(:func:`parity_rows`): our test MAE and the official code's at equal epochs, with the harness's
+verdict.
+
 Nothing in the table is typed by hand: it is rebuilt from the files, and the README's results
 section is that table (:func:`update_readme`).
 """
@@ -292,6 +297,60 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def parity_rows(results_dir: str | Path, relative_to: str | Path | None = None
+                ) -> list[dict[str, Any]]:
+    """One row per same-budget comparison ``<results_dir>/parity/*.json`` (written by
+    ``benchmarks/parity/parity.py``): model, official repository and commit, epochs, seeds, both
+    sides' test / validation MAE at the last epoch (mean ± s.d. over seeds) and parameter counts,
+    and the harness's verdict. Files without the harness's keys are skipped."""
+    base = Path(relative_to) if relative_to is not None else Path.cwd()
+    rows = []
+    for path in sorted((Path(results_dir) / "parity").glob("*.json")):
+        data = json.loads(path.read_text())
+        if not {"model", "official_commit", "ours", "official", "verdict"} <= data.keys():
+            continue
+        conditions = data.get("conditions", {})
+
+        def side(s: dict[str, Any]) -> dict[str, Any]:
+            return {"test_mean": round(s["test_mean"], 6), "test_std": round(s["test_std"], 6),
+                    "val_mean": round(s["val_mean"], 6), "val_std": round(s["val_std"], 6),
+                    "num_params": s.get("num_params"),
+                    "seconds_per_step": s.get("seconds_per_step")}
+
+        rows.append({
+            "model": data["model"], "dataset": conditions.get("dataset", "zinc"),
+            "config": conditions.get("config"), "official_repo": data.get("official_repo"),
+            "official_commit": data["official_commit"], "epochs": data["epochs"],
+            "seeds": data["seeds"], "schedule": conditions.get("schedule", {}).get("mode"),
+            "device": conditions.get("device_name", conditions.get("device")),
+            "ours": side(data["ours"]), "official": side(data["official"]),
+            "verdict": data["verdict"]["label"],
+            "ours_minus_official": round(data["verdict"]["ours_minus_official"], 6),
+            "spread": round(data["verdict"]["spread"], 6),
+            "source": _relative(path, base)})
+    return rows
+
+
+def parity_markdown(rows: list[dict[str, Any]]) -> str:
+    """The parity rows as a Markdown table (empty string without rows)."""
+    if not rows:
+        return ""
+    lines = ["Same-budget parity with the official implementations (`benchmarks/parity/`: same "
+             "data, batches, loop, optimizer and compressed schedule on both sides; test MAE at "
+             "the last epoch, mean ± s.d. over seeds):", "",
+             "| model | official code | epochs | seeds | ours | official | #params ours / "
+             "official | device | verdict |",
+             "|---|---|---:|---:|---:|---:|---:|---|---|"]
+    for r in rows:
+        o, f = r["ours"], r["official"]
+        lines.append(
+            f"| {r['model']} | {r['official_repo']}@{r['official_commit'][:8]} | {r['epochs']} | "
+            f"{len(r['seeds'])} | {_num(o['test_mean'])} ± {_num(o['test_std'])} | "
+            f"{_num(f['test_mean'])} ± {_num(f['test_std'])} | "
+            f"{o['num_params']:,} / {f['num_params']:,} | {r['device']} | {r['verdict']} |")
+    return "\n".join(lines) + "\n"
+
+
 def update_readme(readme: str | Path, table: str) -> bool:
     """Replaces the text between the README's reproduction markers with ``table``; returns
     whether the file changed.
@@ -314,12 +373,16 @@ def update_readme(readme: str | Path, table: str) -> bool:
 def write_table(results_dir: str | Path, config_dir: str | Path | None,
                 out_stem: str | Path, readme: str | Path | None = None,
                 relative_to: str | Path | None = None) -> list[dict[str, Any]]:
-    """Builds the rows and writes ``<out_stem>.json`` (``{"rows": [...]}``) and
+    """Builds the rows and writes ``<out_stem>.json`` (``{"rows": [...], "parity": [...]}``) and
     ``<out_stem>.md``; with ``readme``, also its reproduction section."""
     rows = build_rows(results_dir, config_dir, relative_to)
+    parity = parity_rows(results_dir, relative_to)
     stem = Path(out_stem)
-    atomic_write_text(stem.with_suffix(".json"), json.dumps({"rows": rows}, indent=2) + "\n")
+    atomic_write_text(stem.with_suffix(".json"),
+                      json.dumps({"rows": rows, "parity": parity}, indent=2) + "\n")
     table = markdown(rows)
+    if parity:
+        table += "\n" + parity_markdown(parity)
     atomic_write_text(stem.with_suffix(".md"), "# Reproduction table\n\n" + table)
     if readme is not None:
         update_readme(readme, table)

@@ -335,21 +335,40 @@ class GRPE(TokenPairModel):
         B = x.size(0)
         x = torch.cat([self.virtual_node.view(1, 1, -1).expand(B, 1, -1), x], dim=1)
 
+        tables: dict = {}  # the encodings' tables, once per forward (see _layers)
+
         def run(sl: tuple) -> tuple[Tensor, list[Tensor]]:
             idx, nodes = sl
             return self._layers(x[sl], rel.topology[idx, nodes, nodes], rel.edge[idx, nodes, nodes],
-                                rel.mask[sl], return_attention_weights)
+                                rel.mask[sl], return_attention_weights, tables)
 
         out, weights = self._in_groups(x, rel, self.layers[0].attn.num_heads, run,
                                        return_attention_weights)
         return out, rel, weights
 
+    def _layer_encodings(self, i: int) -> GRPEEncodings:
+        return self.encodings[0 if self.share_encodings else i]
+
     def _layers(self, x: Tensor, topology: Tensor, edge: Tensor, mask: Tensor,
-                return_attention_weights: bool) -> tuple[Tensor, list[Tensor]]:
+                return_attention_weights: bool, tables: dict) -> tuple[Tensor, list[Tensor]]:
+        """The layers on one group; ``tables`` caches the encodings' tables over the groups of a
+        forward, keyed by (encodings, fused)."""
         weights = []
+        # the gather / scatter indices of the relations, once per (group of a) batch: every
+        # layer has the same switches and vocabularies
+        first = self.layers[0].attn
+        relations = (first.prepare_relations(topology, edge, self._layer_encodings(0))
+                     if first.attention_impl == "gather" else None)
         for i, layer in enumerate(self.layers):
-            enc = self.encodings[0 if self.share_encodings else i]
-            x, w = layer.forward_dense(x, topology, edge, enc, mask, return_attention_weights)
+            enc = self._layer_encodings(i)
+            tab = None
+            if relations is not None:
+                key = (0 if self.share_encodings else i, relations.fused)
+                if key not in tables:
+                    tables[key] = layer.attn.prepare_tables(enc, relations)
+                tab = tables[key]
+            x, w = layer.forward_dense(x, topology, edge, enc, mask, return_attention_weights,
+                                       relations=relations, tables=tab)
             if return_attention_weights:
                 weights.append(w)
         return x, weights

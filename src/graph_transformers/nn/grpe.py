@@ -22,8 +22,10 @@ side and one scatter instead of two; a large product of vocabularies falls back 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..data.checks import checks_enabled
@@ -33,7 +35,8 @@ from .pyg_inputs import LayerOutput, densify, pairs_input
 from .reset import reset_children
 
 _LITTLE_ENDIAN = sys.byteorder == "little"
-#: fuse topology and edge relations when the product of their vocabularies is at most this
+#: topology and edge relations are fused only when the product of their vocabularies is at most
+#: this (see :func:`fuse_relations`)
 FUSE_LIMIT = 256
 #: pair-edge ids (shared with GRPE and Graphormer models); edge types start at ``EDGE_OFFSET``
 EDGE_NONE, EDGE_SELF, EDGE_VIRTUAL, EDGE_OFFSET = 0, 1, 2, 3
@@ -85,6 +88,73 @@ def pyg_relations(dense: DenseBatch, edge_index: Tensor, edge_attr: Tensor | Non
             raise ValueError(f"{name} ids span [{int(ids.min())}, {int(ids.max())}], outside the "
                              f"encodings' {size} {name} ids")
     return topo, edge
+
+
+@dataclass(frozen=True)
+class GRPERelations:
+    """The relation ids of one dense batch, prepared for the gather path of
+    :meth:`GRPEAttention.forward_dense`: built once per batch by
+    :meth:`GRPEAttention.prepare_relations` and shared by every layer with the same switches and
+    vocabularies (``key``), instead of being rebuilt by each layer.
+
+    The relations are those the layer uses (see :class:`GRPEAttention`): one fused relation
+    (``id = ψ · T_e + e``) or up to two (topology, edge). The score relations (those with query /
+    key tables) are laid side by side in one table of ``T_s`` rows (relation ``r`` at rows
+    ``o_r … o_r + T_r``), as are the value relations (``T_v`` rows).
+
+    Attributes:
+        key: ``(topology_attention, edge_attention, graph_encoded_value, T_ψ, T_e, fused)``.
+        shape: ``(B, N)``.
+        fused: whether the relations are fused (:func:`fuse_relations`).
+        score_size: ``T_s`` (0 without score relations).
+        score_index: ``[2, 1, B, R_s · N²]`` long or ``None``: flat positions in a per-graph
+            ``[N · T_s]`` table product, query side (``i · T_s + o_r + id_r(i, j)``, index 0) and
+            key side (``j · T_s + o_r + id_r(i, j)``, index 1), relation-major then ``(i, j)``.
+        value_size: ``T_v`` (0 without graph-encoded values).
+        value_index: per value relation, ``[1, B, N²]`` long: ``i · T_v + o_r + id_r(i, j)``, the
+            bin of pair ``(i, j)`` in a per-graph ``[N · T_v]`` table of attention mass.
+    """
+
+    key: tuple
+    shape: tuple[int, int]
+    fused: bool
+    score_size: int
+    score_index: Tensor | None
+    value_size: int
+    value_index: tuple[Tensor, ...]
+
+
+@dataclass(frozen=True)
+class GRPETables:
+    """The encodings' tables in the layout of the gather path of
+    :meth:`GRPEAttention.forward_dense`, built once per forward by
+    :meth:`GRPEAttention.prepare_tables` (the fused rows ``P_ψ + E_e``, the split into heads and
+    the ``1 / √d_k`` of the key side) and shared by every layer that uses the same encodings.
+
+    Attributes:
+        key: the layer's switches, ``T_ψ``, ``T_e``, whether fused, ``H`` and ``d_k``.
+        encodings: the :class:`GRPEEncodings` they come from (checked by identity).
+        score: ``[2 · H, d_k, T_s]`` or ``None``: per head, the query-side tables (first ``H``)
+            and the key-side tables times ``1 / √d_k`` (last ``H``), transposed.
+        value: ``[H, T_v, d_k]`` or ``None``: per head, the value tables.
+    """
+
+    key: tuple
+    encodings: "GRPEEncodings"
+    score: Tensor | None
+    value: Tensor | None
+
+
+def fuse_relations(num_topology: int, num_edge: int, num_nodes: int) -> bool:
+    """Whether :class:`GRPEAttention` fuses the topology and edge relations (``T_ψ · T_e`` types,
+    one gather per side) on a batch of ``N = num_nodes`` (padded) nodes instead of keeping them
+    apart (``T_ψ + T_e`` table columns, two gathers per side): when ``T_ψ · T_e ≤``
+    :data:`FUSE_LIMIT` and the fused table's extra columns per node cost less than the second
+    gather's ``N`` pairs per node, ``T_ψ · T_e - T_ψ - T_e < N``. Both give the same result up to
+    float rounding. ZINC (``T_ψ = 9``, ``T_e = 7``, ``N ≤ 38``) stays apart: 47 extra columns.
+    """
+    product = num_topology * num_edge
+    return product <= FUSE_LIMIT and product - num_topology - num_edge < num_nodes
 
 
 class GRPEEncodings(nn.Module):
@@ -163,10 +233,13 @@ class ByteDropout(nn.Module):
         return f"p={self.p}"
 
 
-def _heads(table: Tensor, num_heads: int) -> Tensor:
-    """``[T, H·d_k]`` → ``[H, T, d_k]``."""
-    t = table.size(0)
-    return table.view(t, num_heads, -1).transpose(0, 1)
+def _key_mask_bias(mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """``mask [B, N]`` (``True`` at real nodes) → ``[1, B, N²]``: ``-inf`` at the pairs whose key
+    ``j`` is padding, else 0 (added to the scores: exact in every float dtype, and its backward
+    passes the gradient through, where ``masked_fill`` copies it)."""
+    B, N = mask.shape
+    bias = torch.zeros(B, N, N, dtype=dtype, device=mask.device)
+    return bias.masked_fill_(~mask.view(B, 1, N), float("-inf")).view(1, B, N * N)
 
 
 def _pyg_forward(module: nn.Module, hidden_dim: int, x: Tensor, edge_index: Tensor,
@@ -252,30 +325,138 @@ class GRPEAttention(nn.Module):
         reset_children(self)
 
     # ------------------------------------------------------------------ relations
+    def _fused(self, enc: GRPEEncodings, num_nodes: int) -> bool:
+        return (self.topology_attention and self.edge_attention
+                and fuse_relations(enc.num_topology, enc.num_edge, num_nodes))
+
+    def _plan(self, enc: GRPEEncodings, fused: bool) -> list[tuple[str, int, bool, bool]]:
+        """The relations this layer uses with ``enc``: ``(kind, T, scores, values)`` each, kind
+        ``"fused"`` (``ψ · T_e + e``, ``T_ψ · T_e`` types), ``"topology"`` or ``"edge"``;
+        ``scores`` / ``values``: whether it has query-key tables / a value table."""
+        t_t, t_e = enc.num_topology, enc.num_edge
+        value = self.graph_encoded_value
+        if fused:
+            return [("fused", t_t * t_e, True, value)]
+        plan = []
+        if self.topology_attention or value:
+            plan.append(("topology", t_t, self.topology_attention, value))
+        if self.edge_attention or value:
+            plan.append(("edge", t_e, self.edge_attention, value))
+        return plan
+
+    def _relation_key(self, enc: GRPEEncodings, fused: bool) -> tuple:
+        return (self.topology_attention, self.edge_attention, self.graph_encoded_value,
+                enc.num_topology, enc.num_edge, fused)
+
+    def _table_key(self, enc: GRPEEncodings, fused: bool) -> tuple:
+        return self._relation_key(enc, fused) + (self.num_heads, self.head_dim)
+
+    def prepare_relations(self, topology: Tensor, edge: Tensor, encodings: GRPEEncodings
+                          ) -> GRPERelations:
+        """The gather / scatter indices of a batch's relation ids, for ``forward_dense(...,
+        relations=...)`` of this layer and of every layer with the same switches (a model builds
+        them once per batch, not once per layer).
+
+        Args:
+            topology, edge: ``[B, N, N]`` long ids, as :meth:`forward_dense` takes them.
+            encodings: the :class:`GRPEEncodings` (only their vocabularies ``T_ψ``, ``T_e`` are
+                read).
+
+        Returns:
+            :class:`GRPERelations`.
+        """
+        if topology.dim() != 3 or topology.size(1) != topology.size(2):
+            raise ValueError(f"topology ids must be [B, N, N], got {tuple(topology.shape)}")
+        if edge.shape != topology.shape:
+            raise ValueError(f"edge ids must be [B, N, N] = {tuple(topology.shape)}, got "
+                             f"{tuple(edge.shape)}")
+        B, N = topology.size(0), topology.size(1)
+        rows = torch.arange(N, device=topology.device)
+        ids = {"topology": topology.long(), "edge": edge.long()}
+        fused = self._fused(encodings, N)
+        plan = self._plan(encodings, fused)
+        if fused:
+            ids["fused"] = ids["topology"] * encodings.num_edge + ids["edge"]
+
+        def flat(parts: list[tuple[str, int]], rows_view: tuple) -> tuple[int, list[Tensor]]:
+            total = sum(t for _, t in parts)
+            out, offset = [], 0
+            for kind, t in parts:  # [B, N, N] → [B, N²]: row (i or j) · total + offset + id
+                out.append((rows.view(rows_view) * total + offset + ids[kind]).view(B, N * N))
+                offset += t
+            return total, out
+
+        score_parts = [(kind, t) for kind, t, sc, _ in plan if sc]
+        value_parts = [(kind, t) for kind, t, _, val in plan if val]
+        score_size, score_index = 0, None
+        if score_parts:
+            score_size, q_side = flat(score_parts, (1, N, 1))
+            _, k_side = flat(score_parts, (1, 1, N))
+            score_index = torch.stack([torch.cat(q_side, 1), torch.cat(k_side, 1)]).unsqueeze(1)
+        value_size, value_index = 0, []
+        if value_parts:
+            value_size, value_index = flat(value_parts, (1, N, 1))
+        return GRPERelations(self._relation_key(encodings, fused), (B, N), fused, score_size,
+                             score_index,
+                             value_size, tuple(i.unsqueeze(0) for i in value_index))
+
+    def prepare_tables(self, encodings: GRPEEncodings, relations: GRPERelations) -> GRPETables:
+        """The encodings' tables in the gather path's layout (fused rows, heads, key-side scale),
+        for ``forward_dense(..., tables=...)`` of this layer and of every layer with the same
+        switches and encodings (a model builds them once per forward, not once per layer).
+
+        Args:
+            encodings: the :class:`GRPEEncodings`.
+            relations: from :meth:`prepare_relations`; the tables fit every batch whose
+                relations are fused alike (``relations.fused``).
+
+        Returns:
+            :class:`GRPETables`.
+        """
+        if encodings.hidden_dim != self.hidden_dim:
+            raise ValueError(f"encodings have dimension {encodings.hidden_dim}, the layer "
+                             f"{self.hidden_dim}")
+        H, dk = self.num_heads, self.head_dim
+        P, E = encodings.topology, encodings.edge
+
+        def table(kind: str, r: int) -> Tensor:  # r: 0 query, 1 key, 2 value → [T, d]
+            if kind == "fused":
+                return (P[r].unsqueeze(1) + E[r].unsqueeze(0)).flatten(0, 1)
+            return P[r] if kind == "topology" else E[r]
+
+        def side(kinds: list[str], r: int) -> Tensor:
+            parts = [table(kind, r) for kind in kinds]
+            return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+        fused = relations.fused
+        plan = self._plan(encodings, fused)
+        score_kinds = [kind for kind, _, sc, _ in plan if sc]
+        value_kinds = [kind for kind, _, _, val in plan if val]
+        score = value = None
+        if score_kinds:  # [2, T_s, d] → [2 · H, d_k, T_s]; the queries carry their own scale
+            both = torch.stack([side(score_kinds, 0), side(score_kinds, 1) * dk ** -0.5])
+            t_s = both.size(1)
+            score = both.view(2, t_s, H, dk).permute(0, 2, 3, 1).reshape(2 * H, dk, t_s)
+        if value_kinds:
+            tv = side(value_kinds, 2)
+            value = tv.view(tv.size(0), H, dk).transpose(0, 1)  # [H, T_v, d_k]
+        return GRPETables(self._table_key(encodings, fused), encodings, score, value)
+
     def _relations(self, topology: Tensor, edge: Tensor, enc: GRPEEncodings
                    ) -> list[tuple[Tensor, Tensor | None, Tensor | None, Tensor | None]]:
         """``(ids [B, N, N], table_q, table_k, table_v)`` per relation; tables ``[T, d]`` or
-        ``None`` where a switch is off."""
+        ``None`` where a switch is off (the materialized path)."""
         P, E = enc.topology, enc.edge
-        pv = P[2] if self.graph_encoded_value else None
-        ev = E[2] if self.graph_encoded_value else None
-        use_t = self.topology_attention or self.graph_encoded_value
-        use_e = self.edge_attention or self.graph_encoded_value
-        t_e = enc.num_edge
-        if (self.topology_attention and self.edge_attention
-                and enc.num_topology * t_e <= FUSE_LIMIT):
-            ids = topology * t_e + edge
-            fq = (P[0].unsqueeze(1) + E[0].unsqueeze(0)).flatten(0, 1)
-            fk = (P[1].unsqueeze(1) + E[1].unsqueeze(0)).flatten(0, 1)
-            fv = (pv.unsqueeze(1) + ev.unsqueeze(0)).flatten(0, 1) if pv is not None else None
-            return [(ids, fq, fk, fv)]
         rel = []
-        if use_t:
-            rel.append((topology, P[0] if self.topology_attention else None,
-                        P[1] if self.topology_attention else None, pv))
-        if use_e:
-            rel.append((edge, E[0] if self.edge_attention else None,
-                        E[1] if self.edge_attention else None, ev))
+        for kind, _, sc, val in self._plan(enc, self._fused(enc, topology.size(-1))):
+            if kind == "fused":
+                ids = topology * enc.num_edge + edge
+                tabs = [(P[r].unsqueeze(1) + E[r].unsqueeze(0)).flatten(0, 1) for r in range(3)]
+            else:
+                ids = topology if kind == "topology" else edge
+                tabs = list(P if kind == "topology" else E)
+            rel.append((ids, tabs[0] if sc else None, tabs[1] if sc else None,
+                        tabs[2] if val else None))
         return rel
 
     # ------------------------------------------------------------------ forward
@@ -288,12 +469,15 @@ class GRPEAttention(nn.Module):
                             topology, edge_ids, return_attention_weights)
 
     def forward_dense(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
-                      mask: Tensor | None = None, return_attention_weights: bool = False
+                      mask: Tensor | None = None, return_attention_weights: bool = False, *,
+                      relations: GRPERelations | None = None, tables: GRPETables | None = None
                       ) -> LayerOutput:
-        """Dense entry point (ids dst-major); see the class docstring."""
+        """Dense entry point (ids dst-major); see the class docstring. ``relations`` /
+        ``tables``: from :meth:`prepare_relations` / :meth:`prepare_tables` (built here when
+        ``None``; ignored by ``attention_impl="materialized"``)."""
         if x.dim() != 3 or x.size(-1) != self.hidden_dim:
             raise ValueError(f"x must be [B, N, {self.hidden_dim}], got {tuple(x.shape)}")
-        B, N, _ = x.shape
+        B, N, d = x.shape
         for name, t in (("topology", topology), ("edge", edge)):
             if t.shape != (B, N, N):
                 raise ValueError(f"{name} ids must be [B, N, N] = {(B, N, N)}, got "
@@ -301,46 +485,69 @@ class GRPEAttention(nn.Module):
         if encodings.hidden_dim != self.hidden_dim:
             raise ValueError(f"encodings have dimension {encodings.hidden_dim}, the layer "
                              f"{self.hidden_dim}")
-        H, dk = self.num_heads, self.head_dim
-        scale = dk ** -0.5  # folded into q and the key tables: every score term is scaled
-        # heads first, [H, B, N, ·]: the table products are then H plain matmuls over B·N rows
-        qkv = self.qkv(x).view(B, N, 3, H, dk).permute(2, 3, 0, 1, 4)  # [3, H, B, N, dk]
-        q, k, v = qkv[0] * scale, qkv[1], qkv[2]
-        relations = [(ids, tq, None if tk is None else tk * scale, tv)
-                     for ids, tq, tk, tv in self._relations(topology, edge, encodings)]
         if mask is not None and mask.shape != (B, N):
             raise ValueError(f"mask must be [B, N] = {(B, N)}, got {tuple(mask.shape)}")
+        H, dk = self.num_heads, self.head_dim
+        scale = dk ** -0.5  # folded into the queries and the key tables: every score term
         if self.attention_impl == "materialized":
-            return self._materialized(q, k, v, relations, mask, return_attention_weights)
-        scores = q @ k.transpose(-1, -2)  # [H, B, N, N]
-        rows = torch.arange(N, device=x.device)
-        bin_index = []
-        for ids, tq, tk, tv in relations:
-            T = (tq if tq is not None else tk if tk is not None else tv).size(0)
-            # flat indices into a [B, N·T] per-node table: row i (query) or row j (key)
-            flat_q = (rows.view(1, N, 1) * T + ids).view(1, B, N * N).expand(H, B, N * N)
-            if tq is not None:  # q_i · T_{id(i,j)}: [H, B, N, T], gathered at (i, id(i, j))
-                qt = (q.reshape(H, B * N, dk) @ _heads(tq, H).transpose(1, 2)).view(H, B, N * T)
-                scores = scores + torch.gather(qt, 2, flat_q).view(H, B, N, N)
-            if tk is not None:  # k_j · T_{id(i,j)}: gathered at (j, id(i, j))
-                flat_k = (rows.view(1, 1, N) * T + ids).view(1, B, N * N).expand(H, B, N * N)
-                kt = (k.reshape(H, B * N, dk) @ _heads(tk, H).transpose(1, 2)).view(H, B, N * T)
-                scores = scores + torch.gather(kt, 2, flat_k).view(H, B, N, N)
-            bin_index.append((flat_q, T))
-        if mask is not None:  # boolean mask, -inf: exact in every float dtype
-            scores = scores.masked_fill(~mask.view(1, B, 1, N), float("-inf"))
+            return self._materialized(x, topology, edge, encodings, mask,
+                                      return_attention_weights)
+        if relations is None:
+            relations = self.prepare_relations(topology, edge, encodings)
+        elif (relations.key != self._relation_key(encodings, relations.fused)
+              or relations.shape != (B, N)
+              or relations.fused != self._fused(encodings, N)):
+            raise ValueError(f"relations were prepared for {relations.key} on a batch of shape "
+                             f"{relations.shape}; this layer needs "
+                             f"{self._relation_key(encodings, self._fused(encodings, N))} on "
+                             f"{(B, N)}: build them with this layer's prepare_relations")
+        if tables is None:
+            tables = self.prepare_tables(encodings, relations)
+        elif (tables.encodings is not encodings
+              or tables.key != self._table_key(encodings, relations.fused)):
+            raise ValueError("tables were prepared from other encodings or for another layer "
+                             "configuration: build them with prepare_tables(encodings, relations)")
+        # heads first (one copy each): q and k [2, H, B, N, d_k], v [H, B, N, d_k]; every product
+        # below is then a batched matmul on views. The queries' 1/√d_k goes into their weights.
+        w, b = self.qkv.weight, self.qkv.bias
+        qk = F.linear(x, torch.cat([w[:d] * scale, w[d:2 * d]]),
+                      torch.cat([b[:d] * scale, b[d:2 * d]]))
+        qk = qk.view(B, N, 2, H, dk).permute(2, 3, 0, 1, 4).contiguous()
+        v = F.linear(x, w[2 * d:], b[2 * d:]).view(B, N, H, dk).transpose(1, 2).transpose(0, 1)
+        v = v.contiguous().view(H * B, N, dk)
+        q, k = (t.view(H * B, N, dk) for t in qk.unbind(0))
+        if tables.score is not None:
+            # q_i · T^q_t and k_j · T^k_t for all t, both sides in one product: [2, H, B, N · T_s]
+            t_s = relations.score_size
+            prod = torch.bmm(qk.view(2 * H, B * N, dk), tables.score)
+            index = relations.score_index
+            g = torch.gather(prod.view(2, H, B, N * t_s), 3, index.expand(2, H, B, index.size(-1)))
+            bias = g.sum(0)  # the two sides (then the relations) summed: [H, B, N²]
+            if bias.size(-1) != N * N:
+                bias = bias.view(H, B, -1, N * N).sum(2)
+            if mask is not None:
+                bias = bias + _key_mask_bias(mask, bias.dtype)
+            scores = torch.baddbmm(bias.view(H * B, N, N), q, k.transpose(1, 2))
+        else:
+            scores = torch.bmm(q, k.transpose(1, 2))
+            if mask is not None:
+                scores = (scores.view(H, B, N * N) + _key_mask_bias(mask, scores.dtype)
+                          ).view(H * B, N, N)
         attn = torch.softmax(scores, dim=-1, dtype=acc_dtype(scores.dtype))  # fp32 (autocast)
         a, drop_scale = self._dropout(attn)
-        z = a.to(v.dtype) @ v  # [H, B, N, dk]
-        for (ids, _, _, tv), (flat_q, T) in zip(relations, bin_index):
-            if tv is None:
-                continue
+        if tables.value is not None:
             # attention mass per relation type: bins[h,b,i,t] = Σ_j â_ij [id(i, j) = t], summed
             # in fp32 (a stays fp32 here)
-            bins = a.new_zeros(H, B, N * T).scatter_add_(2, flat_q, a.reshape(H, B, N * N))
-            bins = bins.to(v.dtype)
-            z = z + (bins.view(H, B * N, T) @ _heads(tv, H)).view(H, B, N, dk)
-        return self._finish(z, attn, drop_scale, return_attention_weights)
+            t_v = relations.value_size
+            bins = a.new_zeros(H, B, N * t_v)
+            for index in relations.value_index:
+                bins = bins.scatter_add_(2, index.expand(H, B, N * N), a.view(H, B, N * N))
+            zt = torch.bmm(bins.to(v.dtype).view(H, B * N, t_v), tables.value)  # [H, B·N, d_k]
+            z = torch.baddbmm(zt.view(H * B, N, dk), a.to(v.dtype), v)
+        else:
+            z = torch.bmm(a.to(v.dtype), v)
+        return self._finish(z.view(H, B, N, dk), attn.view(H, B, N, N), drop_scale,
+                            return_attention_weights)
 
     def _dropout(self, attn: Tensor) -> tuple[Tensor, float | None]:
         if self.training and self.attn_dropout > 0:
@@ -350,15 +557,22 @@ class GRPEAttention(nn.Module):
 
     def _finish(self, z: Tensor, attn: Tensor, drop_scale: float | None,
                 return_attention_weights: bool):
+        """``z [H, B, N, d_k]`` → the output projection; the dropout's ``1 / (1 - p)`` goes on
+        its weight (``z`` is linear in ``â``)."""
         H, B, N, dk = z.shape
-        if drop_scale is not None:
-            z = z * drop_scale
-        out = self.out(z.permute(1, 2, 0, 3).reshape(B, N, H * dk))
+        weight = self.out.weight if drop_scale is None else self.out.weight * drop_scale
+        out = F.linear(z.permute(1, 2, 0, 3).reshape(B, N, H * dk), weight, self.out.bias)
         return LayerOutput(out, attn.transpose(0, 1) if return_attention_weights else None)
 
-    def _materialized(self, q, k, v, relations, mask, return_attention_weights):
+    def _materialized(self, x, topology, edge, encodings, mask, return_attention_weights):
         """The naive form: tables gathered into ``[B, N, N, H, d_k]`` pair tensors."""
-        H, B, N, dk = q.shape
+        B, N, _ = x.shape
+        H, dk = self.num_heads, self.head_dim
+        scale = dk ** -0.5
+        qkv = self.qkv(x).view(B, N, 3, H, dk).permute(2, 3, 0, 1, 4)  # [3, H, B, N, dk]
+        q, k, v = qkv[0] * scale, qkv[1], qkv[2]
+        relations = [(ids, tq, None if tk is None else tk * scale, tv)
+                     for ids, tq, tk, tv in self._relations(topology, edge, encodings)]
         scores = q @ k.transpose(-1, -2)
         for ids, tq, tk, _ in relations:
             if tq is not None:
@@ -459,9 +673,12 @@ class GRPELayer(PreNormBlock):
                             encodings, topology, edge_ids, return_attention_weights)
 
     def forward_dense(self, x: Tensor, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
-                      mask: Tensor | None = None, return_attention_weights: bool = False
+                      mask: Tensor | None = None, return_attention_weights: bool = False, *,
+                      relations: GRPERelations | None = None, tables: GRPETables | None = None
                       ) -> LayerOutput:
-        """Dense entry point (ids dst-major); see :class:`GRPEAttention`."""
+        """Dense entry point (ids dst-major); see :class:`GRPEAttention` (``relations``,
+        ``tables``: from ``self.attn.prepare_relations`` / ``prepare_tables``)."""
         y, w = self.attn.forward_dense(self.attn_norm(x), topology, edge, encodings, mask,
-                                       return_attention_weights)
+                                       return_attention_weights, relations=relations,
+                                       tables=tables)
         return LayerOutput(self._residuals(x, y), w)

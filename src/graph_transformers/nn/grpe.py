@@ -543,9 +543,13 @@ class GRPEAttention(nn.Module):
             for index in relations.value_index:
                 bins = bins.scatter_add_(2, index.expand(H, B, N * N), a.view(H, B, N * N))
             zt = torch.bmm(bins.to(v.dtype).view(H, B * N, t_v), tables.value)  # [H, B·N, d_k]
-            z = torch.baddbmm(zt.view(H * B, N, dk), a.to(v.dtype), v)
+            # z^T = v^T â^T (+ zt^T): per graph a [d_k, N] result, which (with its backward) runs
+            # about twice as fast on CPU as the [N, d_k] one of â v
+            zT = torch.baddbmm(zt.view(H * B, N, dk).transpose(1, 2), v.transpose(1, 2),
+                               a.to(v.dtype).transpose(1, 2))
         else:
-            z = torch.bmm(a.to(v.dtype), v)
+            zT = torch.bmm(v.transpose(1, 2), a.to(v.dtype).transpose(1, 2))
+        z = zT.transpose(1, 2)  # [H·B, N, d_k]
         return self._finish(z.view(H, B, N, dk), attn.view(H, B, N, N), drop_scale,
                             return_attention_weights)
 

@@ -234,12 +234,12 @@ class ByteDropout(nn.Module):
 
 
 def _key_mask_bias(mask: Tensor, dtype: torch.dtype) -> Tensor:
-    """``mask [B, N]`` (``True`` at real nodes) → ``[1, B, N²]``: ``-inf`` at the pairs whose key
+    """``mask [B, N]`` (``True`` at real nodes) → ``[1, B · N²]``: ``-inf`` at the pairs whose key
     ``j`` is padding, else 0 (added to the scores: exact in every float dtype, and its backward
     passes the gradient through, where ``masked_fill`` copies it)."""
     B, N = mask.shape
     bias = torch.zeros(B, N, N, dtype=dtype, device=mask.device)
-    return bias.masked_fill_(~mask.view(B, 1, N), float("-inf")).view(1, B, N * N)
+    return bias.masked_fill_(~mask.view(B, 1, N), float("-inf")).view(1, B * N * N)
 
 
 def _pyg_forward(module: nn.Module, hidden_dim: int, x: Tensor, edge_index: Tensor,
@@ -378,27 +378,28 @@ class GRPEAttention(nn.Module):
         if fused:
             ids["fused"] = ids["topology"] * encodings.num_edge + ids["edge"]
 
-        def flat(parts: list[tuple[str, int]], rows_view: tuple) -> tuple[int, list[Tensor]]:
-            total = sum(t for _, t in parts)
+        # position of node (b, n) in a [T, B·N] table product: b · N + n
+        node = torch.arange(B * N, device=topology.device).view(B, N)
+
+        def flat(parts: list[tuple[str, int]], node_view: Tensor) -> tuple[int, list[Tensor]]:
             out, offset = [], 0
-            for kind, t in parts:  # [B, N, N] → [B, N²]: row (i or j) · total + offset + id
-                out.append((rows.view(rows_view) * total + offset + ids[kind]).view(B, N * N))
+            for kind, t in parts:  # [B, N, N] → [B · N²]: (offset + id) · B·N + b·N + (i or j)
+                out.append(((ids[kind] + offset) * (B * N) + node_view).view(B * N * N))
                 offset += t
-            return total, out
+            return offset, out
 
         score_parts = [(kind, t) for kind, t, sc, _ in plan if sc]
         value_parts = [(kind, t) for kind, t, _, val in plan if val]
         score_size, score_index = 0, None
         if score_parts:
-            score_size, q_side = flat(score_parts, (1, N, 1))
-            _, k_side = flat(score_parts, (1, 1, N))
-            score_index = torch.stack([torch.cat(q_side, 1), torch.cat(k_side, 1)]).unsqueeze(1)
+            score_size, q_side = flat(score_parts, node.view(B, N, 1))
+            _, k_side = flat(score_parts, node.view(B, 1, N))
+            score_index = torch.stack([torch.cat(q_side), torch.cat(k_side)]).unsqueeze(1)
         value_size, value_index = 0, []
         if value_parts:
-            value_size, value_index = flat(value_parts, (1, N, 1))
+            value_size, value_index = flat(value_parts, node.view(B, N, 1))
         return GRPERelations(self._relation_key(encodings, fused), (B, N), fused, score_size,
-                             score_index,
-                             value_size, tuple(i.unsqueeze(0) for i in value_index))
+                             score_index, value_size, tuple(i.view(1, -1) for i in value_index))
 
     def prepare_tables(self, encodings: GRPEEncodings, relations: GRPERelations) -> GRPETables:
         """The encodings' tables in the gather path's layout (fused rows, heads, key-side scale),
@@ -433,13 +434,13 @@ class GRPEAttention(nn.Module):
         score_kinds = [kind for kind, _, sc, _ in plan if sc]
         value_kinds = [kind for kind, _, _, val in plan if val]
         score = value = None
-        if score_kinds:  # [2, T_s, d] → [2 · H, d_k, T_s]; the queries carry their own scale
+        if score_kinds:  # [2, T_s, d] → [2 · H, T_s, d_k]; the queries carry their own scale
             both = torch.stack([side(score_kinds, 0), side(score_kinds, 1) * dk ** -0.5])
             t_s = both.size(1)
-            score = both.view(2, t_s, H, dk).permute(0, 2, 3, 1).reshape(2 * H, dk, t_s)
+            score = both.view(2, t_s, H, dk).transpose(1, 2).reshape(2 * H, t_s, dk)
         if value_kinds:
             tv = side(value_kinds, 2)
-            value = tv.view(tv.size(0), H, dk).transpose(0, 1)  # [H, T_v, d_k]
+            value = tv.view(tv.size(0), H, dk).permute(1, 2, 0)  # [H, d_k, T_v]
         return GRPETables(self._table_key(encodings, fused), encodings, score, value)
 
     def _relations(self, topology: Tensor, edge: Tensor, enc: GRPEEncodings
@@ -517,40 +518,39 @@ class GRPEAttention(nn.Module):
         v = v.contiguous().view(H * B, N, dk)
         q, k = (t.view(H * B, N, dk) for t in qk.unbind(0))
         if tables.score is not None:
-            # q_i · T^q_t and k_j · T^k_t for all t, both sides in one product: [2, H, B, N · T_s]
+            # T^q_t · q_i and T^k_t · k_j for all t, both sides in one product, [2, H, T_s, B·N]
+            # (the [T_s, B·N] results, and those of the backward, are the fast orientation on CPU)
             t_s = relations.score_size
-            prod = torch.bmm(qk.view(2 * H, B * N, dk), tables.score)
+            prod = torch.bmm(tables.score, qk.view(2 * H, B * N, dk).transpose(1, 2))
             index = relations.score_index
-            g = torch.gather(prod.view(2, H, B, N * t_s), 3, index.expand(2, H, B, index.size(-1)))
-            bias = g.sum(0)  # the two sides (then the relations) summed: [H, B, N²]
-            if bias.size(-1) != N * N:
-                bias = bias.view(H, B, -1, N * N).sum(2)
+            g = torch.gather(prod.view(2, H, t_s * B * N), 2, index.expand(2, H, index.size(-1)))
+            bias = g.sum(0)  # the two sides (then the relations) summed: [H, B·N²]
+            if bias.size(-1) != B * N * N:
+                bias = bias.view(H, -1, B * N * N).sum(1)
             if mask is not None:
                 bias = bias + _key_mask_bias(mask, bias.dtype)
             scores = torch.baddbmm(bias.view(H * B, N, N), q, k.transpose(1, 2))
         else:
             scores = torch.bmm(q, k.transpose(1, 2))
             if mask is not None:
-                scores = (scores.view(H, B, N * N) + _key_mask_bias(mask, scores.dtype)
+                scores = (scores.view(H, B * N * N) + _key_mask_bias(mask, scores.dtype)
                           ).view(H * B, N, N)
         attn = torch.softmax(scores, dim=-1, dtype=acc_dtype(scores.dtype))  # fp32 (autocast)
         a, drop_scale = self._dropout(attn)
+        # z^T = v^T â^T: per graph a [d_k, N] result, which (with its backward) runs about twice
+        # as fast on CPU as the [N, d_k] one of â v
+        zT = torch.bmm(v.transpose(1, 2), a.to(v.dtype).transpose(1, 2)).view(H, B, dk, N)
         if tables.value is not None:
-            # attention mass per relation type: bins[h,b,i,t] = Σ_j â_ij [id(i, j) = t], summed
-            # in fp32 (a stays fp32 here)
+            # attention mass per relation type, bins[h, t, (b, i)] = Σ_j â_ij [id(i, j) = t],
+            # summed in fp32 (a stays fp32 here); then T^v bins: [H, d_k, B·N]
             t_v = relations.value_size
-            bins = a.new_zeros(H, B, N * t_v)
+            bins = a.new_zeros(H, t_v * B * N)
             for index in relations.value_index:
-                bins = bins.scatter_add_(2, index.expand(H, B, N * N), a.view(H, B, N * N))
-            zt = torch.bmm(bins.to(v.dtype).view(H, B * N, t_v), tables.value)  # [H, B·N, d_k]
-            # z^T = v^T â^T (+ zt^T): per graph a [d_k, N] result, which (with its backward) runs
-            # about twice as fast on CPU as the [N, d_k] one of â v
-            zT = torch.baddbmm(zt.view(H * B, N, dk).transpose(1, 2), v.transpose(1, 2),
-                               a.to(v.dtype).transpose(1, 2))
-        else:
-            zT = torch.bmm(v.transpose(1, 2), a.to(v.dtype).transpose(1, 2))
-        z = zT.transpose(1, 2)  # [H·B, N, d_k]
-        return self._finish(z.view(H, B, N, dk), attn.view(H, B, N, N), drop_scale,
+                bins = bins.scatter_add_(1, index.expand(H, B * N * N), a.view(H, B * N * N))
+            zt = torch.bmm(tables.value, bins.to(v.dtype).view(H, t_v, B * N))
+            zT = zT + zt.view(H, dk, B, N).transpose(1, 2)
+        z = zT.transpose(2, 3)  # [H, B, N, d_k]
+        return self._finish(z, attn.view(H, B, N, N), drop_scale,
                             return_attention_weights)
 
     def _dropout(self, attn: Tensor) -> tuple[Tensor, float | None]:

@@ -12,15 +12,18 @@ from .egt import EGTDenseOutput, EGTLayer, EGTOutput
 from .gps import GPSLayer
 from .gt import GraphTransformerLayer, GTOutput
 from .graphormer import GraphormerLayer
-from .grpe import GRPEAttention, GRPEEncodings, GRPELayer
+from .grpe import (GRPEAttention, GRPEEncodings, GRPELayer, GRPERelations, GRPETables,
+                   fuse_relations)
 from .linear_attention import PerformerAttention, linear_attention
 from .mpnn import GatedGCNConv, LocalMPNN, MeanGraphConv, MPNNBlock
 from .norm import BatchNorm, make_norm
 from .pyg_inputs import LayerOutput
 
 __all__ = ["BatchNorm", "DenseBatch", "EGTDenseOutput", "EGTLayer", "EGTOutput", "FullAttention",
-           "GPSLayer", "GRPEAttention", "GRPEEncodings", "GRPELayer", "GTOutput", "GatedGCNConv",
+           "GPSLayer", "GRPEAttention", "GRPEEncodings", "GRPELayer", "GRPERelations",
+           "GRPETables", "GTOutput", "GatedGCNConv",
            "GraphTransformerLayer", "GraphormerLayer", "LayerOutput", "LocalMPNN", "MPNNBlock",
            "MeanGraphConv",
-           "PerformerAttention", "clamped_edge_softmax", "linear_attention", "make_norm",
+           "PerformerAttention", "clamped_edge_softmax", "fuse_relations", "linear_attention",
+           "make_norm",
            "sparse_attention"]

@@ -9,12 +9,16 @@ Park et al., "GRPE: Relative Positional Encoding for Graph Transformer" (2022), 
 
 per head (``d_k = hidden_dim / num_heads``; the tables are split into heads like ``q``, ``k``,
 ``v``, as in the official code). The paper's "complexity trick" is how the layer computes them:
-the queries (keys) are multiplied by the small tables once, ``[H, B, N, T]`` (heads first), and
-the products are gathered per pair; for the values, the attention mass of each row is scattered into one bin per
-relation type, ``[H, B, N, T]``, and the bins are multiplied by the value table. No
-``[B, N, N, hidden_dim]`` tensor is built. When both relations are used, they are fused into one
-relation of ``T_ψ · T_e`` types (``id = ψ · T_e + e``, table rows ``P_ψ + E_e``): one gather per
-side and one scatter instead of two; a large product of vocabularies falls back to two relations.
+the queries and keys are multiplied by the small tables once (both sides in one batched product,
+``[2, H, T, B·N]``) and the products are gathered per pair; for the values, the attention mass of
+each row is scattered into one bin per relation type, ``[H, T, B·N]``, and the bins are
+multiplied by the value table. No ``[B, N, N, hidden_dim]`` tensor is built. The two relations
+are laid side by side in one table of ``T_ψ + T_e`` rows (two gathers per side), or fused into one
+relation of ``T_ψ · T_e`` types (``id = ψ · T_e + e``, rows ``P_ψ + E_e``; one gather per side)
+where that is cheaper (:func:`fuse_relations`). The gather / scatter indices depend only on the
+batch and the tables only on the encodings, so a model builds them once per batch / forward
+(:meth:`GRPEAttention.prepare_relations`, :meth:`GRPEAttention.prepare_tables`) and passes them
+to every layer.
 
 ``attention_impl="materialized"`` computes the same equations by gathering the tables into
 ``[B, N, N, hidden_dim]`` pair tensors first (the naive form, kept for benchmarking).
@@ -234,12 +238,35 @@ class ByteDropout(nn.Module):
 
 
 def _key_mask_bias(mask: Tensor, dtype: torch.dtype) -> Tensor:
-    """``mask [B, N]`` (``True`` at real nodes) → ``[1, B · N²]``: ``-inf`` at the pairs whose key
-    ``j`` is padding, else 0 (added to the scores: exact in every float dtype, and its backward
-    passes the gradient through, where ``masked_fill`` copies it)."""
+    """``mask [B, N]`` (``True`` at real nodes) → ``[1, B · N²]``: ``-inf`` at the pairs whose
+    key ``j`` is padding, else 0 (added to the scores: exact in every float dtype, and its
+    backward passes the gradient through, where ``masked_fill`` copies it)."""
     B, N = mask.shape
     bias = torch.zeros(B, N, N, dtype=dtype, device=mask.device)
     return bias.masked_fill_(~mask.view(B, 1, N), float("-inf")).view(1, B * N * N)
+
+
+class _SumTerms(torch.autograd.Function):
+    """``g [S, H, R, L]`` → ``[H, L]``: the sum over ``S`` and ``R`` (plus ``extra [1, L]``, no
+    gradient) by plain adds; the backward expands the gradient (``Tensor.sum`` over those dims
+    runs several times slower on CPU, and its backward copies)."""
+
+    @staticmethod
+    def forward(ctx, g: Tensor, extra: Tensor | None) -> Tensor:
+        ctx.shape = g.shape
+        S, _, R, _ = g.shape
+        terms = [g[s, :, r] for s in range(S) for r in range(R)]
+        out = terms[0] + terms[1] if len(terms) > 1 else terms[0].clone()
+        for t in terms[2:]:
+            out.add_(t)
+        if extra is not None:
+            out.add_(extra)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        S, H, R, L = ctx.shape
+        return grad.view(1, H, 1, L).expand(S, H, R, L), None
 
 
 def _pyg_forward(module: nn.Module, hidden_dim: int, x: Tensor, edge_index: Tensor,
@@ -290,16 +317,21 @@ class GRPEAttention(nn.Module):
       ``[num_edges]``; ``None`` = one type): :data:`EDGE_OFFSET` ``+ type`` on the pair of each
       edge ``j → i``, :data:`EDGE_SELF` on the diagonal, :data:`EDGE_NONE` elsewhere (``T_e``
       must exceed ``EDGE_OFFSET + max type``). No virtual node (a model feature).
-    * ``forward_dense(x, topology, edge, encodings, mask=None, return_attention_weights=False)``:
-      ``x [B, N, d]``; ``topology``, ``edge``: ``[B, N, N]`` long ids in ``[0, T_ψ)`` /
-      ``[0, T_e)``, dst-major (``[b, i, j]``: the pair ``j → i``, row ``i`` the query; from
-      PyG's ``to_dense_adj``: ``.transpose(1, 2)``); ``mask``: ``[B, N]`` bool, ``True`` at real
-      nodes (keys at padding get no attention), ``None`` = all real. Returns ``[B, N, d]``; rows
-      at padding are finite but meaningless.
+    * ``forward_dense(x, topology, edge, encodings, mask=None, return_attention_weights=False, *,
+      relations=None, tables=None)``: ``x [B, N, d]``; ``topology``, ``edge``: ``[B, N, N]``
+      long ids in ``[0, T_ψ)`` / ``[0, T_e)``, dst-major (``[b, i, j]``: the pair ``j → i``, row
+      ``i`` the query; from PyG's ``to_dense_adj``: ``.transpose(1, 2)``); ``mask``: ``[B, N]``
+      bool, ``True`` at real nodes (keys at padding get no attention), ``None`` = all real;
+      ``relations`` / ``tables``: :class:`GRPERelations` / :class:`GRPETables` from
+      :meth:`prepare_relations` / :meth:`prepare_tables`, shared by the layers of a model (built
+      by the layer when ``None``). Returns ``[B, N, d]``; rows at padding are finite but
+      meaningless.
 
     Raises:
         ValueError: on mismatched shapes; in ``forward`` for dense tensors (naming
-            ``forward_dense``), ids outside the encodings (checked on CPU / in debug mode).
+            ``forward_dense``), ids outside the encodings (checked on CPU / in debug mode); in
+            ``forward_dense`` for ``relations`` / ``tables`` prepared for another batch shape,
+            layer configuration or encodings.
     """
 
     def __init__(self, hidden_dim: int, num_heads: int, attn_dropout: float = 0.0,
@@ -383,7 +415,7 @@ class GRPEAttention(nn.Module):
 
         def flat(parts: list[tuple[str, int]], node_view: Tensor) -> tuple[int, list[Tensor]]:
             out, offset = [], 0
-            for kind, t in parts:  # [B, N, N] → [B · N²]: (offset + id) · B·N + b·N + (i or j)
+            for kind, t in parts:  # [B, N, N] → [B·N²]: (offset + id) · B·N + b·N + (i or j)
                 out.append(((ids[kind] + offset) * (B * N) + node_view).view(B * N * N))
                 offset += t
             return offset, out
@@ -524,11 +556,9 @@ class GRPEAttention(nn.Module):
             prod = torch.bmm(tables.score, qk.view(2 * H, B * N, dk).transpose(1, 2))
             index = relations.score_index
             g = torch.gather(prod.view(2, H, t_s * B * N), 2, index.expand(2, H, index.size(-1)))
-            bias = g.sum(0)  # the two sides (then the relations) summed: [H, B·N²]
-            if bias.size(-1) != B * N * N:
-                bias = bias.view(H, -1, B * N * N).sum(1)
-            if mask is not None:
-                bias = bias + _key_mask_bias(mask, bias.dtype)
+            # the two sides and the relations summed, with the key mask: [H, B·N²]
+            bias = _SumTerms.apply(g.view(2, H, -1, B * N * N),
+                                   None if mask is None else _key_mask_bias(mask, g.dtype))
             scores = torch.baddbmm(bias.view(H * B, N, N), q, k.transpose(1, 2))
         else:
             scores = torch.bmm(q, k.transpose(1, 2))
@@ -556,7 +586,9 @@ class GRPEAttention(nn.Module):
     def _dropout(self, attn: Tensor) -> tuple[Tensor, float | None]:
         if self.training and self.attn_dropout > 0:
             keep, scale = attention_dropout_mask(attn.shape, self.attn_dropout, attn.device)
-            return attn * keep, scale  # z is linear in â: the 1 / (1 - p) scale goes on z
+            # keep as float once (a bool factor is converted in the product and its backward);
+            # z is linear in â: the 1 / (1 - p) scale goes on z
+            return attn * keep.to(attn.dtype), scale
         return attn, None
 
     def _finish(self, z: Tensor, attn: Tensor, drop_scale: float | None,

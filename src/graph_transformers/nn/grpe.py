@@ -269,6 +269,34 @@ class _SumTerms(torch.autograd.Function):
         return grad.view(1, H, 1, L).expand(S, H, R, L), None
 
 
+class _QKScores(torch.autograd.Function):
+    """``bias + q kᵀ`` per (head, graph): ``bias [H·B, N, N]`` or ``None``, ``q, k [H·B, N, d_k]``
+    → ``[H·B, N, N]``. Autograd's ``∂q = g k`` is a per-graph ``[N, d_k]`` product, the slow
+    orientation of small matrix products on CPU; the backward here computes its transpose
+    ``kᵀ gᵀ`` (``[d_k, N]``, like ``∂kᵀ = qᵀ g``), about twice as fast."""
+
+    @staticmethod
+    def forward(ctx, bias: Tensor | None, q: Tensor, k: Tensor) -> Tensor:
+        ctx.save_for_backward(q, k)
+        ctx.bias_dtype = None if bias is None else bias.dtype
+        if bias is None:
+            return torch.bmm(q, k.transpose(1, 2))
+        return torch.baddbmm(bias, q, k.transpose(1, 2))
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        q, k = ctx.saved_tensors
+        g = grad.to(q.dtype)  # the same dtype unless autocast mixed them
+        grad_q = grad_k = grad_bias = None
+        if ctx.needs_input_grad[1]:
+            grad_q = torch.bmm(k.transpose(1, 2), g.transpose(1, 2)).transpose(1, 2)
+        if ctx.needs_input_grad[2]:
+            grad_k = torch.bmm(q.transpose(1, 2), g).transpose(1, 2)
+        if ctx.needs_input_grad[0]:
+            grad_bias = grad.to(ctx.bias_dtype)
+        return grad_bias, grad_q, grad_k
+
+
 def _pyg_forward(module: nn.Module, hidden_dim: int, x: Tensor, edge_index: Tensor,
                  edge_attr: Tensor | None, batch: Tensor | None,
                  encodings: GRPEEncodings | None, topology: Tensor | None,
@@ -559,9 +587,9 @@ class GRPEAttention(nn.Module):
             # the two sides and the relations summed, with the key mask: [H, B·N²]
             bias = _SumTerms.apply(g.view(2, H, -1, B * N * N),
                                    None if mask is None else _key_mask_bias(mask, g.dtype))
-            scores = torch.baddbmm(bias.view(H * B, N, N), q, k.transpose(1, 2))
+            scores = _QKScores.apply(bias.view(H * B, N, N), q, k)
         else:
-            scores = torch.bmm(q, k.transpose(1, 2))
+            scores = _QKScores.apply(None, q, k)
             if mask is not None:
                 scores = (scores.view(H, B * N * N) + _key_mask_bias(mask, scores.dtype)
                           ).view(H * B, N, N)

@@ -246,27 +246,41 @@ def _key_mask_bias(mask: Tensor, dtype: torch.dtype) -> Tensor:
     return bias.masked_fill_(~mask.view(B, 1, N), float("-inf")).view(1, B * N * N)
 
 
-class _SumTerms(torch.autograd.Function):
-    """``g [S, H, R, L]`` → ``[H, L]``: the sum over ``S`` and ``R`` (plus ``extra [1, L]``, no
-    gradient) by plain adds; the backward expands the gradient (``Tensor.sum`` over those dims
-    runs several times slower on CPU, and its backward copies)."""
+def _terms(index: Tensor, heads: int, pairs: int):
+    """``(side, index [heads, pairs])`` of each term in ``index [2, 1, R · pairs]``."""
+    for side in range(index.size(0)):
+        for r in range(index.size(-1) // pairs):
+            yield side, index[side, :, r * pairs:(r + 1) * pairs].expand(heads, pairs)
+
+
+class _GatherTerms(torch.autograd.Function):
+    """The score terms of the table products: ``prod [2, H, X]`` (query side, key side),
+    ``index [2, 1, R · L]`` (per side, ``R`` relations of ``L`` pairs each) and ``extra [1, L]``
+    or ``None`` (no gradient) → ``[H, L]``, ``Σ_{s, r} prod[s, h, index[s, 0, r·L + l]] +
+    extra[0, l]``. The same as ``gather`` then ``sum`` over sides and relations, without their
+    ``[2, H, R·L]`` intermediates: each term is gathered and added in turn, and the backward
+    scatters the gradient once per term (where autograd copies the expanded gradient of the sum
+    into a ``[2, H, R·L]`` tensor first)."""
 
     @staticmethod
-    def forward(ctx, g: Tensor, extra: Tensor | None) -> Tensor:
-        ctx.shape = g.shape
-        S, _, R, _ = g.shape
-        terms = [g[s, :, r] for s in range(S) for r in range(R)]
-        out = terms[0] + terms[1] if len(terms) > 1 else terms[0].clone()
-        for t in terms[2:]:
-            out.add_(t)
+    def forward(ctx, prod: Tensor, index: Tensor, extra: Tensor | None, pairs: int) -> Tensor:
+        ctx.save_for_backward(index)
+        ctx.prod_shape, ctx.pairs = prod.shape, pairs
+        out = None
+        for side, part in _terms(index, prod.size(1), pairs):
+            term = torch.gather(prod[side], 1, part)
+            out = term if out is None else out.add_(term)
         if extra is not None:
             out.add_(extra)
         return out
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        S, H, R, L = ctx.shape
-        return grad.view(1, H, 1, L).expand(S, H, R, L), None
+        (index,) = ctx.saved_tensors
+        grad_prod = grad.new_zeros(ctx.prod_shape)
+        for side, part in _terms(index, grad.size(0), ctx.pairs):
+            grad_prod[side].scatter_add_(1, part, grad)
+        return grad_prod, None, None, None
 
 
 class _QKScores(torch.autograd.Function):
@@ -582,11 +596,11 @@ class GRPEAttention(nn.Module):
             # (the [T_s, B·N] results, and those of the backward, are the fast orientation on CPU)
             t_s = relations.score_size
             prod = torch.bmm(tables.score, qk.view(2 * H, B * N, dk).transpose(1, 2))
-            index = relations.score_index
-            g = torch.gather(prod.view(2, H, t_s * B * N), 2, index.expand(2, H, index.size(-1)))
-            # the two sides and the relations summed, with the key mask: [H, B·N²]
-            bias = _SumTerms.apply(g.view(2, H, -1, B * N * N),
-                                   None if mask is None else _key_mask_bias(mask, g.dtype))
+            # gathered per pair, the two sides and the relations summed, with the key mask:
+            # [H, B·N²]
+            bias = _GatherTerms.apply(prod.view(2, H, t_s * B * N), relations.score_index,
+                                      None if mask is None else _key_mask_bias(mask, prod.dtype),
+                                      B * N * N)
             scores = _QKScores.apply(bias.view(H * B, N, N), q, k)
         else:
             scores = _QKScores.apply(None, q, k)

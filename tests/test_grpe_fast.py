@@ -172,3 +172,16 @@ def test_model_gather_equals_materialized(share, fuse, monkeypatch):
         (out * torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view_as(out)).sum().backward()
         results.append([out.detach()] + [p.grad for p in model.parameters()])
     _assert_equal(*results)
+
+
+def test_non_contiguous_ids():
+    """Ids given as a transposed view (e.g. ``to_dense_adj(...).transpose(1, 2)``)."""
+    torch.manual_seed(5)
+    att = GRPEAttention(16, 4).double()
+    enc = GRPEEncodings(9, 7, 16).double()
+    x, topo, edge, mask = _inputs()
+    topo_t, edge_t = topo.transpose(1, 2), edge.transpose(1, 2)
+    assert not topo_t.is_contiguous()
+    _assert_equal(_run(att, enc, "gather", x, topo_t, edge_t, mask),
+                  _run(att, enc, "materialized", x, topo_t.contiguous(), edge_t.contiguous(),
+                       mask))

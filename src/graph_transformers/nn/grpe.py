@@ -458,7 +458,7 @@ class GRPEAttention(nn.Module):
         def flat(parts: list[tuple[str, int]], node_view: Tensor) -> tuple[int, list[Tensor]]:
             out, offset = [], 0
             for kind, t in parts:  # [B, N, N] → [B·N²]: (offset + id) · B·N + b·N + (i or j)
-                out.append(((ids[kind] + offset) * (B * N) + node_view).view(B * N * N))
+                out.append(((ids[kind] + offset) * (B * N) + node_view).reshape(B * N * N))
                 offset += t
             return offset, out
 

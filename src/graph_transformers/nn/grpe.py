@@ -111,12 +111,14 @@ class GRPERelations:
         shape: ``(B, N)``.
         fused: whether the relations are fused (:func:`fuse_relations`).
         score_size: ``T_s`` (0 without score relations).
-        score_index: ``[2, 1, B, R_s · N²]`` long or ``None``: flat positions in a per-graph
-            ``[N · T_s]`` table product, query side (``i · T_s + o_r + id_r(i, j)``, index 0) and
-            key side (``j · T_s + o_r + id_r(i, j)``, index 1), relation-major then ``(i, j)``.
+        score_index: ``[2, 1, R_s · B · N²]`` long or ``None``: flat positions in a
+            ``[T_s, B · N]`` table product (row: relation type, column: node ``b · N + n``),
+            query side (``(o_r + id_r(b, i, j)) · B·N + b·N + i``, index 0) and key side
+            (``… + b·N + j``, index 1), in the order ``(r, b, i, j)``.
         value_size: ``T_v`` (0 without graph-encoded values).
-        value_index: per value relation, ``[1, B, N²]`` long: ``i · T_v + o_r + id_r(i, j)``, the
-            bin of pair ``(i, j)`` in a per-graph ``[N · T_v]`` table of attention mass.
+        value_index: per value relation, ``[1, B · N²]`` long:
+            ``(o_r + id_r(b, i, j)) · B·N + b·N + i``, the bin of pair ``(i, j)`` of graph ``b``
+            in a ``[T_v, B · N]`` table of attention mass.
     """
 
     key: tuple
@@ -138,9 +140,9 @@ class GRPETables:
     Attributes:
         key: the layer's switches, ``T_ψ``, ``T_e``, whether fused, ``H`` and ``d_k``.
         encodings: the :class:`GRPEEncodings` they come from (checked by identity).
-        score: ``[2 · H, d_k, T_s]`` or ``None``: per head, the query-side tables (first ``H``)
+        score: ``[2 · H, T_s, d_k]`` or ``None``: per head, the query-side tables (first ``H``)
             and the key-side tables times ``1 / √d_k`` (last ``H``), transposed.
-        value: ``[H, T_v, d_k]`` or ``None``: per head, the value tables.
+        value: ``[H, d_k, T_v]`` or ``None``: per head, the value tables (transposed).
     """
 
     key: tuple

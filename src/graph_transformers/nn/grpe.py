@@ -141,7 +141,7 @@ class GRPETables:
         key: the layer's switches, ``T_ψ``, ``T_e``, whether fused, ``H`` and ``d_k``.
         encodings: the :class:`GRPEEncodings` they come from (checked by identity).
         score: ``[2 · H, T_s, d_k]`` or ``None``: per head, the query-side tables (first ``H``)
-            and the key-side tables times ``1 / √d_k`` (last ``H``), transposed.
+            and the key-side tables times ``1 / √d_k`` (last ``H``).
         value: ``[H, d_k, T_v]`` or ``None``: per head, the value tables (transposed).
     """
 

@@ -43,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from graph_transformers.data.registry import load_splits, resolve_spec
     from graph_transformers.training.config import build_config, load_yaml
+    from graph_transformers.training.allocator import keep_freed_memory
+
     torch.set_num_threads(args.threads)
+    keep_freed_memory()  # the training default, as benchmarks/speed.py's rows
     overrides = ["data.batch_size=128", "model.dropout=0.0"]
     if args.data_dir:
         overrides.append(f"data.data_dir={args.data_dir}")

@@ -192,11 +192,92 @@ def test_full_attention_refuses_oversized_batches_before_allocating():
         att.attention_weights(x, mask)
 
 
+def naive_graphgps_layer(layer: GPSLayer, x, edge_index, batch, e):
+    """GraphGPS's post-norm layer read literally (``graphgps/layer/gps_layer.py``, BatchNorm):
+    h = BN_l(x + GINE(x)) + BN_a(x + Attn(x)); y = BN_2(h + MLP(h)), attention graph by graph."""
+    attn = torch.zeros_like(x)
+    for g in batch.unique():
+        idx = (batch == g).nonzero().view(-1)
+        attn[idx] = naive_softmax_attention(layer.attention, x[idx])
+    h = (_bn_eval(layer.norm1_local, x + naive_gine(layer.mpnn.conv, x, edge_index, e))
+         + _bn_eval(layer.norm1, x + attn))
+    lin1, lin2 = layer.mlp[0], layer.mlp[3]
+    return _bn_eval(layer.norm2, h + lin2(torch.relu(lin1(h))))
+
+
+@pytest.mark.parametrize("train_eps", [True, False])
+def test_gps_layer_post_norm_matches_graphgps_layer(train_eps):
+    torch.manual_seed(0)
+    layer = GPSLayer(16, 4, mpnn="gine", attention="full", norm_position="post",
+                     train_eps=train_eps).double()
+    _randomize_norms(layer)
+    for p in layer.parameters():
+        if p.dim() == 1:
+            p.data.add_(0.1 * torch.randn_like(p))
+    if train_eps:
+        layer.mpnn.conv.eps.data.fill_(0.3)
+    else:  # GraphGPS's GINE: ε is a buffer fixed at 0, not a parameter
+        assert float(layer.mpnn.conv.eps) == 0.0
+        assert not any(n.endswith("eps") for n, _ in layer.named_parameters())
+    layer.eval()
+    x, ei, batch, e = _graphs([5, 9, 3], 16, seed=1)
+    got, e_out = layer(x, ei, batch, e)
+    torch.testing.assert_close(got, naive_graphgps_layer(layer, x, ei, batch, e),
+                               rtol=1e-10, atol=1e-10)
+    assert e_out is e
+    # three BatchNorms per layer, as GraphGPS's (norm1_local, norm1_attn, norm2)
+    norms = [m for m in layer.modules() if isinstance(m, torch.nn.BatchNorm1d)]
+    assert len(norms) == 3
+
+
+def test_gps_layer_post_norm_single_branch_and_gatedgcn_edges():
+    """Post-norm with one branch is BN(x + branch(x)) then the MLP block; GatedGCN's edge update
+    is normalized after its residual."""
+    torch.manual_seed(0)
+    x, ei, batch, e = _graphs([6, 4], 16, seed=2)
+    layer = GPSLayer(16, 4, mpnn=None, attention="full", norm_position="post").double().eval()
+    _randomize_norms(layer)
+    assert layer.norm1_local is None
+    attn = torch.cat([naive_softmax_attention(layer.attention, x[batch == g]) for g in (0, 1)])
+    h = _bn_eval(layer.norm1, x + attn)
+    want = _bn_eval(layer.norm2, h + layer.mlp(h))
+    torch.testing.assert_close(layer(x, ei, batch)[0], want, rtol=1e-10, atol=1e-10)
+
+    layer = GPSLayer(16, 4, mpnn="gatedgcn", attention="none",
+                     norm_position="post").double().eval()
+    _randomize_norms(layer)
+    assert layer.norm1 is None
+    local, e_hat = layer.mpnn(x, ei, e)
+    h = _bn_eval(layer.norm1_local, x + local)
+    got, e_out = layer(x, ei, batch, e)
+    torch.testing.assert_close(got, _bn_eval(layer.norm2, h + layer.mlp(h)),
+                               rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(e_out, _bn_eval(layer.norm_e, e + e_hat), rtol=1e-10, atol=1e-10)
+
+
+def test_gps_post_norm_network_has_no_final_norm_and_is_batch_independent():
+    torch.manual_seed(0)
+    model = GPS(32, 2, 4, out_dim=1, num_node_types=5, num_edge_types=4, pe="rwse", pe_dim=6,
+                pe_embed_dim=8, norm_position="post", train_eps=False).double()
+    assert isinstance(model.final_norm, torch.nn.Identity)
+    _randomize_norms(model)
+    model.eval()
+    graphs = [_molecule(n, s) for s, n in enumerate([7, 15, 4])]
+    together = model(Batch.from_data_list(graphs))
+    for i, g in enumerate(graphs):
+        torch.testing.assert_close(model(Batch.from_data_list([g]))[0], together[i],
+                                   rtol=1e-9, atol=1e-9)
+    maps, mask = model.attention_maps(Batch.from_data_list(graphs))
+    assert len(maps) == 2 and torch.allclose(maps[0].sum(-1)[mask], torch.ones(()).double())
+
+
 def test_layer_rejects_bad_options_and_input():
     with pytest.raises(ValueError, match="needs an MPNN"):
         GPSLayer(16, 4, mpnn=None, attention="none")
     with pytest.raises(ValueError, match="unknown attention"):
         GPSLayer(16, 4, attention="sparse")
+    with pytest.raises(ValueError, match="unknown norm_position"):
+        GPSLayer(16, 4, norm_position="sandwich")
     with pytest.raises(ValueError, match="needs edge features"):
         GPSLayer(16, 4, mpnn="gine", use_edge_features=False)
     layer = GPSLayer(16, 4, mpnn="gine")

@@ -177,6 +177,31 @@ def test_resume_reuses_only_runs_with_matching_settings(tmp_path):
     assert parity.load_side(path, parity.run_key(args, config, "abc123")) is None
 
 
+def test_resume_keeps_official_runs_when_only_our_layer_changes(tmp_path):
+    """The official side is keyed on the model options its adapter reads: a change to our layer
+    alone (norm_position) retrains ours and reuses the official run, also one stored with the
+    whole config; a change the adapter reads (hidden_dim) retrains both."""
+    config, _ = parity.parity_config(ROOT / parity.CONFIGS["gps"], 3, None)
+    args = parity.parse_args(["gps", "--epochs", "3", "--official", str(tmp_path)])
+    official = parity.side_path(tmp_path, "gps", 0, "official")
+    official.parent.mkdir(parents=True)
+    whole = parity.run_key(args, config, "abc123")  # a key stored before keys were per side
+    official.write_text(json.dumps({"key": whole, "run": {"test_final": 0.4}}))
+    ours = parity.side_path(tmp_path, "gps", 0, "ours")
+    ours.write_text(json.dumps({"key": whole, "run": {"test_final": 0.5}}))
+
+    other = parity.parity_config(ROOT / parity.CONFIGS["gps"], 3, None)[0]
+    other.model.norm_position = "pre" if config.model.norm_position == "post" else "post"
+    for side, want in (("official", {"test_final": 0.4}), ("ours", None)):
+        key = parity.run_key(args, other, "abc123", side)
+        assert parity.load_side(parity.side_path(tmp_path, "gps", 0, side), key, side) == want
+    other.model.hidden_dim = 32
+    key = parity.run_key(args, other, "abc123", "official")
+    assert parity.load_side(official, key, "official") is None
+    assert set(parity.run_key(args, config, "x", "official")["config"]["model"]) == set(
+        parity.OFFICIAL_MODEL_KEYS["gps"])
+
+
 # ------------------------------------------------------- the real official code, when given
 @pytest.mark.parametrize("model", ["egt", "grpe", "gps"])
 def test_official_adapter(model):
@@ -208,3 +233,54 @@ def test_official_adapter(model):
         a = split_output(official(batch))[0]
         b = split_output(official(Batch.from_data_list(graphs[::-1])))[0]
     torch.testing.assert_close(a, b.flip(0), atol=1e-4, rtol=1e-4)  # batch order invariant
+
+
+def test_post_norm_gps_layer_equals_the_official_layer():
+    """Our ``GPSLayer(norm_position="post", train_eps=False)`` computes GraphGPS's own layer:
+    with the weights copied across, the official ``GPSLayer`` gives the same output (float64)."""
+    env = adapters.OFFICIAL["gps"]["env"]
+    path = os.environ.get(env)
+    if not path:
+        pytest.skip(f"${env} not set: point it at a checkout of rampasek/GraphGPS to compare "
+                    "the post-norm GPS layer with the official one")
+    from types import SimpleNamespace
+
+    from graph_transformers.nn import GPSLayer
+
+    official_cls = adapters.import_gps_layer(adapters.check_checkout("gps", path))
+    torch.manual_seed(0)
+    d = 16
+    ours = GPSLayer(d, 4, mpnn="gine", attention="full", norm_position="post",
+                    train_eps=False).double()
+    official = official_cls(dim_h=d, local_gnn_type="GINE", global_model_type="Transformer",
+                            num_heads=4, act="relu", dropout=0.0, attn_dropout=0.0,
+                            layer_norm=False, batch_norm=True).double()
+    g = torch.Generator().manual_seed(1)
+    for norm in (ours.norm1, ours.norm1_local, ours.norm2):  # non-trivial statistics and affine
+        norm.weight.data = torch.rand(d, generator=g, dtype=torch.float64) + 0.5
+        norm.bias.data = torch.randn(d, generator=g, dtype=torch.float64)
+        norm.running_mean = torch.randn(d, generator=g, dtype=torch.float64)
+        norm.running_var = torch.rand(d, generator=g, dtype=torch.float64) + 0.5
+    pairs = [(official.local_model.nn[0], ours.mpnn.conv.nn[0]),
+             (official.local_model.nn[2], ours.mpnn.conv.nn[2]),
+             (official.ff_linear1, ours.mlp[0]), (official.ff_linear2, ours.mlp[3]),
+             (official.self_attn.out_proj, ours.attention.out)]
+    with torch.no_grad():
+        for theirs, mine in pairs:
+            theirs.weight.copy_(mine.weight)
+            theirs.bias.copy_(mine.bias)
+        official.self_attn.in_proj_weight.copy_(ours.attention.qkv.weight)
+        official.self_attn.in_proj_bias.copy_(ours.attention.qkv.bias)
+        for theirs, mine in ((official.norm1_local, ours.norm1_local),
+                             (official.norm1_attn, ours.norm1), (official.norm2, ours.norm2)):
+            theirs.load_state_dict(mine.state_dict())
+    ours.eval()
+    official.eval()
+    sizes = [5, 9, 3]
+    x = torch.randn(sum(sizes), d, generator=g, dtype=torch.float64)
+    batch = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+    ei = torch.cat([torch.randint(0, n, (2, 3 * n), generator=g) + off
+                    for n, off in zip(sizes, [0, 5, 14])], 1)
+    e = torch.randn(ei.size(1), d, generator=g, dtype=torch.float64)
+    want = official(SimpleNamespace(x=x, edge_index=ei, edge_attr=e, batch=batch)).x
+    torch.testing.assert_close(ours(x, ei, batch, e)[0], want, rtol=1e-10, atol=1e-10)

@@ -30,6 +30,8 @@ which repository is missing and exits with status 2.
 Each finished (seed, side) training is also written to ``<out>/<model>.runs/seed<S>_<side>.json``
 together with the settings it ran under; a rerun with ``--resume`` reuses the finished ones whose
 settings match and trains only the rest, so a comparison can be spread over several sessions.
+The official side's settings leave out the model options its adapter does not read
+(:data:`OFFICIAL_MODEL_KEYS`), so changing our layer retrains only our side.
 """
 from __future__ import annotations
 
@@ -300,12 +302,40 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------------- resume
-def run_key(args: argparse.Namespace, config: Config, official_commit_hash: str) -> dict[str, Any]:
-    """The settings a finished side run must share with this invocation to be reused."""
-    return {"model": args.model, "epochs": args.epochs, "official_commit": official_commit_hash,
-            "config": config.model_dump(mode="json"), "threads": args.threads,
-            "device": args.device, "limit_train_graphs": args.limit_train_graphs,
-            "limit_eval_graphs": args.limit_eval_graphs}
+#: the ``model`` keys of the config that :func:`build_official` reads: the official side's runs
+#: are keyed on these only, so a change to our layer (e.g. ``norm_position``) retrains our side
+#: and reuses the official one
+OFFICIAL_MODEL_KEYS = {
+    "egt": ("name", "hidden_dim", "edge_hidden_dim", "num_layers", "num_heads", "pe",
+            "distance_objective", "distance_hops", "distance_weight", "node_ffn_multiplier",
+            "edge_ffn_multiplier", "attn_dropout", "dropout", "clamp", "mlp_layers"),
+    "grpe": ("name", "hidden_dim", "num_layers", "num_heads", "ffn_dim", "dropout",
+             "attn_dropout", "input_noise", "share_encodings", "mlp_layers"),
+    "gps": ("name", "hidden_dim", "num_layers", "num_heads", "pe_embed_dim", "dropout",
+            "attn_dropout", "mlp_layers"),
+}
+
+
+def run_key(args: argparse.Namespace, config: Config, official_commit_hash: str,
+            side: str = "ours") -> dict[str, Any]:
+    """The settings a finished run of ``side`` must share with this invocation to be reused:
+    the whole config for ours, the config less the model keys the official adapter ignores for
+    the official side (:func:`side_view`)."""
+    key = {"model": args.model, "epochs": args.epochs, "official_commit": official_commit_hash,
+           "config": config.model_dump(mode="json"), "threads": args.threads,
+           "device": args.device, "limit_train_graphs": args.limit_train_graphs,
+           "limit_eval_graphs": args.limit_eval_graphs}
+    return side_view(key, side)
+
+
+def side_view(key: dict[str, Any], side: str) -> dict[str, Any]:
+    """``key`` as it matters to ``side``: for the official side, ``config.model`` restricted to
+    :data:`OFFICIAL_MODEL_KEYS` (idempotent, so it also reads keys stored whole)."""
+    if side == "ours":
+        return key
+    keep = OFFICIAL_MODEL_KEYS[key["model"]]
+    model = {k: v for k, v in key["config"]["model"].items() if k in keep}
+    return {**key, "config": {**key["config"], "model": model}}
 
 
 def side_path(out: Path, model: str, seed: int, side: str) -> Path:
@@ -313,12 +343,13 @@ def side_path(out: Path, model: str, seed: int, side: str) -> Path:
     return out / f"{model}.runs" / f"seed{seed}_{side}.json"
 
 
-def load_side(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
-    """The stored run at ``path`` when it ran under ``key``; ``None`` when absent or stale."""
+def load_side(path: Path, key: dict[str, Any], side: str = "ours") -> dict[str, Any] | None:
+    """The stored run of ``side`` at ``path`` when it ran under ``key`` (compared as
+    :func:`side_view`); ``None`` when absent or stale."""
     if not path.exists():
         return None
     stored = json.loads(path.read_text())
-    if stored.get("key") != key:
+    if "key" not in stored or side_view(stored["key"], side) != side_view(key, side):
         log.warning("%s ran under other settings; training it again", path)
         return None
     return stored["run"]
@@ -352,12 +383,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     out = Path(args.out)
     commit = official_commit(official_path)
-    key = run_key(args, config, commit)
     runs: dict[str, list] = {"ours": [], "official": []}
     for seed in seeds:
         for side, build in sides.items():
+            key = run_key(args, config, commit, side)
             path = side_path(out, args.model, seed, side)
-            done = load_side(path, key) if args.resume else None
+            done = load_side(path, key, side) if args.resume else None
             if done is not None:
                 log.info("%s, seed %d, %s: reusing %s", args.model, seed, side, path)
             else:

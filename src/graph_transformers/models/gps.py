@@ -25,7 +25,8 @@ from ..nn.reset import reset_descendants
 class GPS(nn.Module):
     """GPS: node features embedded to ``hidden_dim - pe_embed_dim`` channels and concatenated with
     the encoding projected to ``pe_embed_dim`` (GraphGPS's input, §3.1), edge features embedded to
-    ``hidden_dim``, GPS layers, a final Norm (the layers are pre-norm), and a head.
+    ``hidden_dim``, GPS layers, a final Norm when the layers are pre-norm (post-norm layers end
+    with their own), and a head.
 
     Args:
         hidden_dim: ``d``.
@@ -43,9 +44,10 @@ class GPS(nn.Module):
         pe_dim: width of the stored encoding (RWSE walk length / LapPE ``k``).
         pe_embed_dim: channels of the projected encoding inside ``hidden_dim``.
         sign_flip: sign flips of the encoding in training (:func:`~.encoders.flip_signs`).
-        norm, dropout, attn_dropout, ffn_multiplier: passed to every
-            :class:`~graph_transformers.nn.GPSLayer`.
-        num_features, memory_budget_gb, pna_towers: passed to every GPS layer too.
+        norm, norm_position, dropout, attn_dropout, ffn_multiplier: passed to every
+            :class:`~graph_transformers.nn.GPSLayer` (``norm_position="post"`` is GraphGPS's own
+            layer layout and has no final Norm).
+        num_features, memory_budget_gb, pna_towers, train_eps: passed to every GPS layer too.
         deg: PNA's training in-degree histogram (only with ``mpnn="pna"``).
         readout: ``"sum"`` (GraphGPS on ZINC), ``"mean"`` or ``"max"``.
         mlp_layers: hidden layers of the :class:`~.heads.MLPReadout` head.
@@ -65,12 +67,13 @@ class GPS(nn.Module):
                  num_edge_features: int | None = None, mpnn: str | None = "gine",
                  attention: str = "full", use_edge_features: bool = True,
                  pe: str | None = "rwse", pe_dim: int = 20, pe_embed_dim: int = 28,
-                 sign_flip: str = "batch", norm: str = "batch", dropout: float = 0.0,
+                 sign_flip: str = "batch", norm: str = "batch", norm_position: str = "pre",
+                 dropout: float = 0.0,
                  attn_dropout: float = 0.0, ffn_multiplier: float = 2.0,
                  num_features: int | None = None,
                  memory_budget_gb: float | None = DEFAULT_ATTENTION_BUDGET_GB,
                  deg: Tensor | None = None, pna_towers: int = 5, readout: str = "sum",
-                 mlp_layers: int = 2) -> None:
+                 mlp_layers: int = 2, train_eps: bool = True) -> None:
         super().__init__()
         if level not in ("graph", "node", "edge"):
             raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
@@ -90,12 +93,15 @@ class GPS(nn.Module):
                              if self.use_edge_features else None)
         self.layers = nn.ModuleList(
             GPSLayer(hidden_dim, num_heads, mpnn=mpnn, attention=attention,
-                     use_edge_features=self.use_edge_features, norm=norm, dropout=dropout,
+                     use_edge_features=self.use_edge_features, norm=norm,
+                     norm_position=norm_position, dropout=dropout,
                      attn_dropout=attn_dropout, ffn_multiplier=ffn_multiplier,
                      num_features=num_features, memory_budget_gb=memory_budget_gb,
-                     deg=deg, pna_towers=pna_towers)
+                     deg=deg, pna_towers=pna_towers, train_eps=train_eps)
             for _ in range(num_layers))
-        self.final_norm = make_norm(norm, hidden_dim)
+        # post-norm layers end with their own Norm
+        self.final_norm = (make_norm(norm, hidden_dim) if norm_position == "pre"
+                           else nn.Identity())
         self.head = MLPReadout(2 * hidden_dim if level == "edge" else hidden_dim, out_dim,
                                mlp_layers)
 
@@ -120,7 +126,8 @@ class GPS(nn.Module):
         return h, e, batch
 
     def encode(self, data: Batch) -> Tensor:
-        """Node embeddings after the last layer and the final Norm, ``[num_nodes, hidden_dim]``."""
+        """Node embeddings after the last layer (and the final Norm of pre-norm layers),
+        ``[num_nodes, hidden_dim]``."""
         h, e, batch = self._inputs(data)
         # the padded view for full attention, built once (no device sync; see DenseBatch)
         dense = DenseBatch.from_batch(data) if self.attention == "full" else None

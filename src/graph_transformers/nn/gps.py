@@ -10,6 +10,15 @@ Scalable Graph Transformer" (NeurIPS 2022), eqs. 2-4:
 
     y = \mathrm{MLP}(\mathrm{Norm}(h)) + h. \qquad (41)
 
+With ``norm_position="post"`` the block is GraphGPS's own layer (Rampášek et al. 2022,
+``graphgps/layer/gps_layer.py``; the paper's eqs. 2-4 do not show the norms), one Norm per branch
+after its residual and one after the MLP's:
+
+.. math::
+    h = \mathrm{Norm}_\ell(x + \mathrm{MPNN}(x, A, e))
+        + \mathrm{Norm}_a(x + \mathrm{GlobalAttention}(x)),
+    \qquad y = \mathrm{Norm}_2(h + \mathrm{MLP}(h)).
+
 Edge features go to the MPNN only. The attention is chosen from full softmax attention
 (:class:`~graph_transformers.nn.attention.FullAttention`, SDPA on the padded dense batch),
 Performer linear attention (:class:`~graph_transformers.nn.linear_attention.PerformerAttention`)
@@ -31,6 +40,8 @@ from .reset import reset_children
 
 #: global attention kinds
 ATTENTIONS = ("full", "performer", "none")
+#: where the Norms sit: before each residual branch (the survey) or after each residual (GraphGPS)
+NORM_POSITIONS = ("pre", "post")
 
 
 class GPSLayer(nn.Module):
@@ -48,8 +59,13 @@ class GPSLayer(nn.Module):
         attention: ``"full"``, ``"performer"`` or ``"none"`` (no global term).
         use_edge_features: the MPNN reads ``edge_attr`` (``[num_edges, d]``). With ``gatedgcn``
             the edge features are also updated: ``e' = e + Dropout(ê)``, where ``ê`` is
-            GatedGCN's edge output from ``Norm_e(e)`` (the same pre-norm residual form as eq. 40).
+            GatedGCN's edge output from ``Norm_e(e)`` (the same pre-norm residual form as eq. 40;
+            post-norm: ``e' = Norm_e(e + Dropout(ê))``).
         norm: ``"batch"`` (GraphGPS's default), ``"layer"`` (the survey's) or ``"none"``.
+        norm_position: ``"pre"`` (default; the survey's eqs. 40-41, one Norm shared by both
+            branches and one before the MLP; a network of these layers ends with a Norm) or
+            ``"post"`` (GraphGPS's layer: a Norm after each branch's residual and one after the
+            MLP's, three per layer; see the module docstring).
         dropout: dropout on the attention, MPNN and MLP outputs.
         attn_dropout: dropout on the attention weights (full attention only).
         ffn_multiplier: MLP width ``ffn_multiplier * d`` (``Linear → ReLU → Dropout → Linear``).
@@ -57,6 +73,8 @@ class GPSLayer(nn.Module):
             :class:`~graph_transformers.nn.linear_attention.PerformerAttention`).
         memory_budget_gb: memory budget of full attention in GiB, ``None`` = unchecked (see
             :class:`~graph_transformers.nn.attention.FullAttention`).
+        train_eps: GIN/GINE's ``ε`` is learned (default) or fixed at 0 (GraphGPS); an ``mpnn``
+            given by name only.
         deg, pna_towers: PNA's options (:class:`~graph_transformers.nn.mpnn.LocalMPNN`; an
             ``mpnn`` given by name only).
 
@@ -67,7 +85,8 @@ class GPSLayer(nn.Module):
           and passed through otherwise.
 
     Raises:
-        ValueError: for an unknown attention/MPNN, both terms off, bad sizes; in ``forward``,
+        ValueError: for an unknown attention/MPNN/norm position, both terms off, bad sizes; in
+            ``forward``,
             missing ``edge_attr``, or a batch too large for full attention's memory budget.
 
     Example:
@@ -99,13 +118,16 @@ class GPSLayer(nn.Module):
 
     def __init__(self, hidden_dim: int, num_heads: int, mpnn: str | nn.Module | None = "gine",
                  attention: str = "full", use_edge_features: bool = True, norm: str = "batch",
-                 dropout: float = 0.0, attn_dropout: float = 0.0, ffn_multiplier: float = 2.0,
+                 norm_position: str = "pre", dropout: float = 0.0, attn_dropout: float = 0.0, ffn_multiplier: float = 2.0,
                  num_features: int | None = None,
                  memory_budget_gb: float | None = DEFAULT_ATTENTION_BUDGET_GB,
-                 deg: Tensor | None = None, pna_towers: int = 5) -> None:
+                 deg: Tensor | None = None, pna_towers: int = 5, train_eps: bool = True) -> None:
         super().__init__()
         if attention not in ATTENTIONS:
             raise ValueError(f"unknown attention {attention!r}; expected one of {ATTENTIONS}")
+        if norm_position not in NORM_POSITIONS:
+            raise ValueError(f"unknown norm_position {norm_position!r}; expected one of "
+                             f"{NORM_POSITIONS}")
         if isinstance(mpnn, str) and mpnn not in CONVS:
             raise ValueError(f"unknown MPNN {mpnn!r}; expected one of {CONVS}, a module or None")
         if not (mpnn is None or isinstance(mpnn, (str, nn.Module))):
@@ -118,7 +140,12 @@ class GPSLayer(nn.Module):
         self.attention_kind = attention
         self.mpnn_kind = mpnn if mpnn is None or isinstance(mpnn, str) else type(mpnn).__name__
         self.use_edge_features = use_edge_features and mpnn is not None
-        self.norm1 = make_norm(norm, hidden_dim)
+        self.norm_position = norm_position
+        post = norm_position == "post"
+        # pre: the Norm of both branches' input; post: the Norm after the attention's residual
+        self.norm1 = make_norm(norm, hidden_dim) if attention != "none" or not post else None
+        # post only: the Norm after the MPNN's residual
+        self.norm1_local = make_norm(norm, hidden_dim) if post and mpnn is not None else None
         if attention == "full":
             self.attention: nn.Module | None = FullAttention(
                 hidden_dim, num_heads, attn_dropout, memory_budget_gb=memory_budget_gb)
@@ -127,7 +154,8 @@ class GPSLayer(nn.Module):
         else:
             self.attention = None
         self.mpnn = (LocalMPNN(mpnn, hidden_dim, self.use_edge_features, num_heads=num_heads,
-                               deg=deg, pna_towers=pna_towers, gin_mlp_norm=False)
+                               deg=deg, pna_towers=pna_towers, gin_mlp_norm=False,
+                               train_eps=train_eps)
                      if isinstance(mpnn, str) else mpnn)
         self.norm_e = (make_norm(norm, hidden_dim)
                        if mpnn == "gatedgcn" and self.use_edge_features else None)
@@ -163,22 +191,48 @@ class GPSLayer(nn.Module):
             shape = None if edge_attr is None else tuple(edge_attr.shape)
             raise ValueError(f"this GPS layer's MPNN uses edge features: edge_attr must be "
                              f"[num_edges={edge_index.size(1)}, {self.hidden_dim}], got {shape}")
+        if self.norm_position == "post":
+            return self._forward_post(x, edge_index, batch, edge_attr, dense)
         xn = self.norm1(x)
         h = x
         if self.attention is not None:
-            xd, mask = self._dense(xn, batch, dense)
-            att = self.attention(xd, mask)
-            h = h + self.dropout(dense.to_sparse(att) if dense is not None else att[mask])
+            h = h + self.dropout(self._attend(xn, batch, dense))
         if self.mpnn is not None:
             e_in = self.norm_e(edge_attr) if self.norm_e is not None else edge_attr
-            local = (self.mpnn(xn, edge_index, e_in) if self.use_edge_features
-                     else self.mpnn(xn, edge_index))
-            local, e_hat = local if isinstance(local, tuple) else (local, None)
+            local, e_hat = self._local(xn, edge_index, e_in)
             h = h + self.dropout(local)
             if e_hat is not None:
                 edge_attr = edge_attr + self.dropout(e_hat)
         y = h + self.dropout(self.mlp(self.norm2(h)))
         return y, edge_attr
+
+    def _forward_post(self, x: Tensor, edge_index: Tensor, batch: Tensor | None,
+                      edge_attr: Tensor | None, dense: DenseBatch | None
+                      ) -> tuple[Tensor, Tensor | None]:
+        """GraphGPS's post-norm layer (module docstring)."""
+        h: Tensor | None = None
+        if self.mpnn is not None:
+            local, e_hat = self._local(x, edge_index, edge_attr)
+            h = self.norm1_local(x + self.dropout(local))
+            if e_hat is not None:
+                edge_attr = self.norm_e(edge_attr + self.dropout(e_hat))
+        if self.attention is not None:
+            att = self.norm1(x + self.dropout(self._attend(x, batch, dense)))
+            h = att if h is None else h + att
+        return self.norm2(h + self.dropout(self.mlp(h))), edge_attr
+
+    def _attend(self, x: Tensor, batch: Tensor | None, dense: DenseBatch | None) -> Tensor:
+        """The global attention's output at the real nodes, ``[num_nodes, hidden_dim]``."""
+        xd, mask = self._dense(x, batch, dense)
+        att = self.attention(xd, mask)
+        return dense.to_sparse(att) if dense is not None else att[mask]
+
+    def _local(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None
+               ) -> tuple[Tensor, Tensor | None]:
+        """The MPNN's ``(x_out [num_nodes, d], e_hat [num_edges, d] or None)``."""
+        local = (self.mpnn(x, edge_index, edge_attr) if self.use_edge_features
+                 else self.mpnn(x, edge_index))
+        return local if isinstance(local, tuple) else (local, None)
 
     @torch.no_grad()
     def attention_map(self, x: Tensor, batch: Tensor | None = None) -> tuple[Tensor, Tensor]:
@@ -197,9 +251,11 @@ class GPSLayer(nn.Module):
                 f"attention maps need full softmax attention; this GPS layer uses "
                 f"attention={self.attention_kind!r} (Performer's weights are never formed, and "
                 "'none' has no global attention)")
-        dense, mask = self._dense(self.norm1(x), batch)
+        xa = self.norm1(x) if self.norm_position == "pre" else x
+        dense, mask = self._dense(xa, batch)
         return self.attention.attention_weights(dense, mask).mean(1), mask
 
     def extra_repr(self) -> str:
-        return f"mpnn={self.mpnn_kind!r}, attention={self.attention_kind!r}"
+        return (f"mpnn={self.mpnn_kind!r}, attention={self.attention_kind!r}, "
+                f"norm_position={self.norm_position!r}")
 

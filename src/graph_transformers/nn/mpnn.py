@@ -169,6 +169,8 @@ class LocalMPNN(nn.Module):
         pna_towers: PNA towers (``hidden_dim`` must be divisible by it).
         gin_mlp_norm: BatchNorm inside GIN/GINE's MLP (the benchmark's GIN has it; GraphGPS's
             GINE does not).
+        train_eps: GIN/GINE's ``ε`` is learned (default; the benchmark's GIN) or fixed at 0
+            (GraphGPS's GINE, PyG's default).
         gcn_norm: GCN's neighbourhood weighting. ``"sym"`` (default): PyG's ``GCNConv``,
             ``Σ_{j ∈ N(i) ∪ {i}} W h_j / sqrt(d̂_i d̂_j)`` with ``d̂ = degree + 1``.
             ``"sym_no_self_loops"``: the same without the self-loop, ``d`` the plain degree
@@ -192,6 +194,7 @@ class LocalMPNN(nn.Module):
                  num_heads: int = 8, deg: Tensor | None = None, pna_towers: int = 5,
                  pna_aggregators: Sequence[str] = PNA_AGGREGATORS,
                  pna_scalers: Sequence[str] = PNA_SCALERS, gin_mlp_norm: bool = True,
+                 train_eps: bool = True,
                  gcn_norm: str = "sym", gat_self_loops: bool = True) -> None:
         super().__init__()
         if kind not in CONVS:
@@ -220,9 +223,9 @@ class LocalMPNN(nn.Module):
         elif kind == "gatedgcn":
             self.conv = GatedGCNConv(d)
         elif kind == "gin":
-            self.conv = GINConv(_mlp(d, gin_mlp_norm), train_eps=True)
+            self.conv = GINConv(_mlp(d, gin_mlp_norm), train_eps=train_eps)
         elif kind == "gine":
-            self.conv = GINEConv(_mlp(d, gin_mlp_norm), train_eps=True)
+            self.conv = GINEConv(_mlp(d, gin_mlp_norm), train_eps=train_eps)
         else:
             if d % pna_towers:
                 raise ValueError(f"PNA: hidden_dim={d} is not divisible by pna_towers={pna_towers}")

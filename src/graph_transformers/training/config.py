@@ -196,6 +196,10 @@ class GPSModelConfig(_ModelSection):
     pe_embed_dim: PositiveInt = 28
     sign_flip: Literal["batch", "graph", "none"] = "batch"
     norm: Literal["batch", "layer", "none"] = "batch"
+    #: ``pre``: the survey's block (eqs. 40-41) and a final Norm; ``post``: GraphGPS's own layer
+    norm_position: Literal["pre", "post"] = "pre"
+    #: GIN/GINE's ε learned (``true``) or fixed at 0 (``false``, GraphGPS)
+    train_eps: bool = True
     dropout: Probability = 0.0
     attn_dropout: Probability = 0.0
     ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0

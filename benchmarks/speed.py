@@ -240,11 +240,14 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
     opts = {k: torch.optim.Adam(m.parameters(), 1e-4) for k, (m, _) in sides.items()}
     for m, _ in sides.values():
         m.train()
-    for batch in batches[: args.warmup]:
+    timed = batches[args.warmup:]
+    # warm-up steps, then (--warm-pass) one untimed pass over the timed batches themselves: the
+    # first step of each new batch shape grows the heap and first-touches its pages, which a
+    # training loop pays once, not every epoch
+    for batch in batches[: args.warmup] + (timed if args.warm_pass else []):
         for k, (m, p) in sides.items():
             train_step(m, opts[k], batch, p)
     times: dict[str, list[float]] = {k: [] for k in sides}
-    timed = batches[args.warmup:]
     for batch in timed:
         for k, (m, p) in sides.items():
             t = time.perf_counter()
@@ -290,7 +293,8 @@ def markdown(result: dict[str, Any]) -> str:
         "# Training-step speed at equal conditions (`benchmarks/speed.py`)", "",
         f"{c['machine']}; torch {c['torch']}; {c['threads']} threads; ZINC training batches of "
         f"{c['batch_size']}; {c['steps']} interleaved steps per side after {c['warmup']} warm-up "
-        "steps; allocator: " + c["allocator"] + ". FLOPs: `FlopCounterMode` (matmul-type "
+        "steps" + (" and one untimed pass over the timed batches (steady state)"
+                   if c.get("warm_pass") else "") + "; allocator: " + c["allocator"] + ". FLOPs: `FlopCounterMode` (matmul-type "
         "kernels of forward + backward), so GFLOP/s is a lower bound of the work rate; peak = "
         "best `2048²` matmul rate in the row's precision, measured in the same process.", "",
         "| model | batching | precision | ours g/s | reference | ref g/s | ratio | ours MiB | "
@@ -323,6 +327,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--warm-pass", action="store_true",
+                    help="before timing, one untimed pass over the timed batches (steady state: "
+                         "every batch shape already seen, no first-touch page faults)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--allocator", choices=("library", "glibc"), default="library",
                     help="library: the training default (freed memory kept in the process)")
@@ -365,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"conditions": {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
                              "torch": torch.__version__, "threads": args.threads,
                              "batch_size": args.batch_size, "steps": args.steps,
-                             "warmup": args.warmup,
+                             "warmup": args.warmup, "warm_pass": args.warm_pass,
                              "allocator": "library default (freed memory kept)"
                              if args.allocator == "library" else "glibc default"},
               "rows": rows}

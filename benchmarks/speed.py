@@ -15,6 +15,10 @@ settings and heap state never leak from one configuration into the next):
   the two sides alternate batch by batch in one process, same threads, so machine noise hits both;
 * ``--kernels``: our side with the compiled fast paths (``graph_transformers.nn.fused``; GT's
   sparse attention) or without (``off``); each row records which ran (``kernels``);
+* ``--warm-pass``: before timing, one untimed pass over the timed batches, so every batch shape
+  has been seen once (the steady state of a training loop; without it, the first step on each
+  new shape pays the heap growth and first-touch page faults, which the medians mostly hide but
+  the whole-step rates do not);
 * ``bf16``: ours under ``torch.autocast(dtype=torch.bfloat16)``; the reference runs fp32 (the
   official code has no bf16 path, and the issue's bf16 target is against the official fp32).
 
@@ -31,8 +35,8 @@ flagged in the table.
 Usage:
     python benchmarks/speed.py --data-dir ../shared/data [--official-egt PATH]
         [--official-grpe PATH] [--models egt grpe gt gt-edge] [--batching random bucketed]
-        [--precision fp32 bf16] [--steps 20] [--threads 2] [--out benchmarks/results/speed]
-        [--kernels auto|off|require] [--append]
+        [--precision fp32 bf16] [--steps 20] [--warm-pass] [--threads 2]
+        [--out benchmarks/results/speed] [--kernels auto|off|require] [--append]
 
 Writes ``<out>.json`` (``{"rows": [...], "conditions": {...}}``) and ``<out>.md``. Without an
 official checkout the row is measured for ours alone and says that the ratio was not measured.

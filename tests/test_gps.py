@@ -100,6 +100,24 @@ def test_gps_layer_matches_equations_40_41(norm):
     assert e_out is e  # GINE passes edge features through
 
 
+def test_attention_init_is_multihead_attentions_draw_for_draw():
+    """Regression (2026-11-26): the output projection was Xavier-uniform, √3× wider than
+    ``nn.MultiheadAttention``'s (which GraphGPS uses); ours now draws the same numbers."""
+    d, h = 64, 4
+    for cls in (FullAttention, PerformerAttention):
+        att = cls(d, h)
+        torch.manual_seed(7)
+        att.reset_parameters()
+        torch.manual_seed(7)
+        mha = torch.nn.MultiheadAttention(d, h)
+        assert torch.equal(att.qkv.weight, mha.in_proj_weight)
+        assert torch.equal(att.qkv.bias, mha.in_proj_bias)
+        assert torch.equal(att.out.weight, mha.out_proj.weight)
+        assert torch.equal(att.out.bias, mha.out_proj.bias)
+    bound = 1 / math.sqrt(d)  # nn.Linear's default; Xavier would reach √(3/d) = 0.217
+    assert 0.9 * bound < att.out.weight.abs().max() <= bound
+
+
 def test_full_attention_padding_independence_and_equivariance():
     torch.manual_seed(0)
     layer = GPSLayer(16, 4, mpnn="gine", attention="full").double().eval()

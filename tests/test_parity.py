@@ -177,6 +177,27 @@ def test_resume_reuses_only_runs_with_matching_settings(tmp_path):
     assert parity.load_side(path, parity.run_key(args, config, "abc123")) is None
 
 
+def test_resume_reads_runs_from_a_summary_with_its_settings(tmp_path):
+    """A committed summary is resumable: a seed's run is taken from ``<model>.json`` when the
+    summary records matching settings for that side, never from one without them."""
+    config, _ = parity.parity_config(ROOT / parity.CONFIGS["gps"], 3, None)
+    args = parity.parse_args(["gps", "--epochs", "3", "--official", str(tmp_path)])
+    key = parity.run_key(args, config, "abc123", "official")
+    path = tmp_path / "gps.json"
+    assert parity.load_summary_run(path, key, "official", 0) is None  # no file
+    runs = [{"seed": 0, "test_final": 0.4}, {"seed": 1, "test_final": 0.3}]
+    summary = {"official": {"runs": runs}, "ours": {"runs": runs}}
+    path.write_text(json.dumps(summary))
+    assert parity.load_summary_run(path, key, "official", 1) is None  # settings not recorded
+    path.write_text(json.dumps({**summary, "run_keys": {"official": key}}))
+    assert parity.load_summary_run(path, key, "official", 1) == runs[1]
+    assert parity.load_summary_run(path, key, "official", 2) is None  # seed not run
+    assert parity.load_summary_run(path, key, "ours", 0) is None  # ours not recorded
+    args.epochs = 4
+    other = parity.run_key(args, config, "abc123", "official")
+    assert parity.load_summary_run(path, other, "official", 0) is None
+
+
 def test_resume_keeps_official_runs_when_only_our_layer_changes(tmp_path):
     """The official side is keyed on the model options its adapter reads: a change to our layer
     alone (norm_position) retrains ours and reuses the official run, also one stored with the

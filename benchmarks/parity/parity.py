@@ -31,7 +31,10 @@ Each finished (seed, side) training is also written to ``<out>/<model>.runs/seed
 together with the settings it ran under; a rerun with ``--resume`` reuses the finished ones whose
 settings match and trains only the rest, so a comparison can be spread over several sessions.
 The official side's settings leave out the model options its adapter does not read
-(:data:`OFFICIAL_MODEL_KEYS`), so changing our layer retrains only our side.
+(:data:`OFFICIAL_MODEL_KEYS`), so changing our layer retrains only our side. The summary
+``<out>/<model>.json`` records the settings of each side (``run_keys``), so a committed summary is
+resumable too: ``--resume`` also reuses a seed's run found in it under matching settings (e.g. on a
+fresh machine, with ``--out results/parity`` or a copy of that file in ``--out``).
 """
 from __future__ import annotations
 
@@ -355,6 +358,23 @@ def load_side(path: Path, key: dict[str, Any], side: str = "ours") -> dict[str, 
     return stored["run"]
 
 
+def load_summary_run(path: Path, key: dict[str, Any], side: str, seed: int
+                     ) -> dict[str, Any] | None:
+    """The run of (``seed``, ``side``) in the summary ``<out>/<model>.json`` at ``path`` when the
+    summary records that side's settings (``run_keys``) and they match ``key``; ``None`` when the
+    file, its settings or the seed are absent, or the settings differ."""
+    if not path.exists():
+        return None
+    summary = json.loads(path.read_text())
+    stored = (summary.get("run_keys") or {}).get(side)
+    if stored is None or side_view(stored, side) != side_view(key, side):
+        return None
+    for done in summary.get(side, {}).get("runs", []):
+        if done.get("seed") == seed:
+            return done
+    return None
+
+
 # ----------------------------------------------------------------------------------- main
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Trains both sides for every seed and writes ``<out>/<model>.{json,png}``."""
@@ -384,11 +404,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out)
     commit = official_commit(official_path)
     runs: dict[str, list] = {"ours": [], "official": []}
+    keys = {side: run_key(args, config, commit, side) for side in sides}
+    summary_path = out / f"{args.model}.json"
     for seed in seeds:
         for side, build in sides.items():
-            key = run_key(args, config, commit, side)
+            key = keys[side]
             path = side_path(out, args.model, seed, side)
             done = load_side(path, key, side) if args.resume else None
+            if done is None and args.resume:
+                done = load_summary_run(summary_path, key, side, seed)
             if done is not None:
                 log.info("%s, seed %d, %s: reusing %s", args.model, seed, side, path)
             else:
@@ -409,6 +433,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "ours": ours,
         "official": official,
         "verdict": None,
+        "run_keys": keys,
         "conditions": {
             "config": str(config_path.relative_to(ROOT) if config_path.is_relative_to(ROOT)
                           else config_path),
@@ -452,8 +477,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--resume", action="store_true",
-                   help="reuse the finished (seed, side) runs under <out>/<model>.runs whose "
-                        "settings match")
+                   help="reuse the finished (seed, side) runs under <out>/<model>.runs, or "
+                        "in the summary <out>/<model>.json, whose settings match")
     p.add_argument("--limit-train-graphs", type=int, default=None,
                    help="train on the first N training graphs only (smoke runs)")
     p.add_argument("--limit-eval-graphs", type=int, default=None,

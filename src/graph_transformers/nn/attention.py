@@ -214,8 +214,8 @@ class QKVAttention(nn.Module):
     :class:`~graph_transformers.nn.linear_attention.PerformerAttention`) share: the fused Q/K/V
     projection ``qkv`` (``d → 3d``) and the output projection ``out`` (``d → d``) over
     ``num_heads`` heads of ``head_dim`` channels, initialised as ``nn.MultiheadAttention``
-    (Xavier-uniform weights, zero biases), and the check of their input ``x [batch, N, d]`` with
-    its key-padding ``mask [batch, N]``.
+    (see :meth:`reset_parameters`), and the check of their input ``x [batch, N, d]`` with its
+    key-padding ``mask [batch, N]``.
 
     Raises:
         ValueError: for ``hidden_dim`` not divisible by ``num_heads``.
@@ -229,9 +229,13 @@ class QKVAttention(nn.Module):
         self.out = nn.Linear(hidden_dim, hidden_dim, bias=bias)
 
     def reset_parameters(self) -> None:
-        """Xavier-uniform projections and zero biases (as ``nn.MultiheadAttention``)."""
+        """As ``nn.MultiheadAttention``, draw for draw: the output projection keeps
+        ``nn.Linear``'s default (Kaiming-uniform, bound ``1/√d``), the fused Q/K/V weight
+        ``[3d, d]`` is Xavier-uniform (bound ``√(6 / 4d)``), all biases zero. (Before 2026-11-26
+        the output weight was Xavier too, ``√3×`` wider than GraphGPS's; see
+        ``docs/reproduction.md``.)"""
+        self.out.reset_parameters()
         nn.init.xavier_uniform_(self.qkv.weight)
-        nn.init.xavier_uniform_(self.out.weight)
         for lin in (self.qkv, self.out):
             if lin.bias is not None:
                 nn.init.zeros_(lin.bias)

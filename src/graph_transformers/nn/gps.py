@@ -166,7 +166,8 @@ class GPSLayer(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def reset_parameters(self) -> None:
-        """Re-initializes every sub-module (PyTorch/PyG defaults; attention: Xavier)."""
+        """Re-initializes every sub-module (PyTorch/PyG defaults; the attention as
+        ``nn.MultiheadAttention``, :meth:`.QKVAttention.reset_parameters`)."""
         reset_children(self)
 
     def _dense(self, xn: Tensor, batch: Tensor | None, dense: DenseBatch | None = None

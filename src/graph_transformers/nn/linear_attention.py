@@ -144,7 +144,8 @@ class PerformerAttention(QKVAttention):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Xavier-uniform projections, zero biases, fresh random features."""
+        """Projections as ``nn.MultiheadAttention`` (:class:`QKVAttention`), fresh random
+        features."""
         super().reset_parameters()
         self.redraw_features()
 

@@ -411,10 +411,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             key = keys[side]
             path = side_path(out, args.model, seed, side)
             done = load_side(path, key, side) if args.resume else None
+            source = path
             if done is None and args.resume:
-                done = load_summary_run(summary_path, key, side, seed)
+                done, source = load_summary_run(summary_path, key, side, seed), summary_path
             if done is not None:
-                log.info("%s, seed %d, %s: reusing %s", args.model, seed, side, path)
+                log.info("%s, seed %d, %s: reusing %s", args.model, seed, side, source)
             else:
                 log.info("%s, seed %d, %s", args.model, seed, side)
                 done = train_side(build, config, spec, splits, seed, device, eval_loaders)

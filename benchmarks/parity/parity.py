@@ -346,13 +346,19 @@ def side_path(out: Path, model: str, seed: int, side: str) -> Path:
     return out / f"{model}.runs" / f"seed{seed}_{side}.json"
 
 
+def same_settings(stored: dict[str, Any] | None, key: dict[str, Any], side: str) -> bool:
+    """Whether the stored settings of ``side`` are ``key`` as far as ``side`` is concerned
+    (:func:`side_view`); ``False`` when none were stored."""
+    return stored is not None and side_view(stored, side) == side_view(key, side)
+
+
 def load_side(path: Path, key: dict[str, Any], side: str = "ours") -> dict[str, Any] | None:
     """The stored run of ``side`` at ``path`` when it ran under ``key`` (compared as
     :func:`side_view`); ``None`` when absent or stale."""
     if not path.exists():
         return None
     stored = json.loads(path.read_text())
-    if "key" not in stored or side_view(stored["key"], side) != side_view(key, side):
+    if not same_settings(stored.get("key"), key, side):
         log.warning("%s ran under other settings; training it again", path)
         return None
     return stored["run"]
@@ -366,8 +372,7 @@ def load_summary_run(path: Path, key: dict[str, Any], side: str, seed: int
     if not path.exists():
         return None
     summary = json.loads(path.read_text())
-    stored = (summary.get("run_keys") or {}).get(side)
-    if stored is None or side_view(stored, side) != side_view(key, side):
+    if not same_settings((summary.get("run_keys") or {}).get(side), key, side):
         return None
     for done in summary.get(side, {}).get("runs", []):
         if done.get("seed") == seed:

@@ -36,6 +36,37 @@ class ModelOutput(NamedTuple):
     aux_loss: Tensor | None = None
 
 
+#: classes of the distance objective (:func:`distance_labels`)
+DISTANCE_LABELS = ("official", "spd")
+
+
+def distance_labels(distances: Tensor, hops: int, kind: str = "official") -> Tensor:
+    """Targets of EGT's distance-prediction objective from hop distances.
+
+    Args:
+        distances: ``[*]`` long, the hop distance ``d`` of each pair where ``d ≤ hops``,
+            :data:`~graph_transformers.data.dense.UNREACHABLE` (``-1``) elsewhere (longer paths,
+            unreachable pairs, padding), as :meth:`DenseBatch.distances_within` returns them.
+        hops: ``ν``.
+        kind: ``"official"``: ``ν + 1 − max(d, 1)``, what the authors' TensorFlow code computes
+            (``lib/models/graph_model_base.py``, ``add_hops``: ``Σ_{k=1..ν} clip((A + I)^k, 0,
+            1)`` with self-loops in ``A + I``, 0 masked out), so a node and its 1-hop neighbours
+            share class ``ν`` and class 0 is never a target; ``"spd"``: ``d`` itself (classes
+            ``0 … ν``).
+
+    Returns:
+        ``[*]`` long: the class of each pair, ``-1`` (ignored) where ``distances`` is ``-1``.
+
+    Raises:
+        ValueError: for an unknown ``kind``.
+    """
+    if kind == "spd":
+        return distances
+    if kind != "official":
+        raise ValueError(f"distance labels must be one of {DISTANCE_LABELS}, got {kind!r}")
+    return torch.where(distances >= 0, hops + 1 - distances.clamp(min=1), distances)
+
+
 class EGT(nn.Module):
     """EGT: node and edge embeddings (§3.3), optional SVD or Laplacian positional encodings
     (§3.2), ``num_layers`` :class:`~graph_transformers.nn.EGTLayer` s over the dense batch, a final
@@ -70,13 +101,20 @@ class EGT(nn.Module):
         num_virtual_nodes: ``q``; the graph embedding is then the concatenation of the virtual
             nodes' outputs (else the mean of the real nodes' outputs).
         distance_objective: add the distance-prediction loss on the output edge channels
-            (targets ``D^(ν)``, hops ``> ν`` and unreachable pairs ignored), times
+            (pairs within ``ν`` hops; longer paths and unreachable pairs ignored), times
             ``distance_weight`` ``κ``. Forces ``structure="adjacency"``.
         distance_hops: ``ν``.
         distance_weight: ``κ``.
-        node_ffn_multiplier / edge_ffn_multiplier, attn_dropout, dropout, clamp, scale_degree:
-            layer options (:class:`~graph_transformers.nn.EGTLayer`).
-        mlp_layers: hidden layers of the heads (widths halve: ``d_h/2, d_h/4`` as Table 4).
+        distance_labels: the class of a pair at hop distance ``d ≤ ν``: ``"official"`` (the
+            default: the authors' code, ``Σ_{k=1..ν} clip((A + I)^k, 0, 1)``, i.e.
+            ``ν + 1 − max(d, 1)``: a node and its neighbours share class ``ν``) or ``"spd"``
+            (class ``d``, the paper's ``D^(ν)`` read literally). :func:`distance_labels`.
+        node_ffn_multiplier / edge_ffn_multiplier, attn_dropout, dropout, clamp, scale_degree,
+            random_mask_prob: layer options (:class:`~graph_transformers.nn.EGTLayer`).
+        mlp_layers: hidden layers of the heads; widths ``round(d_h/2), round(d_h/4)`` from the
+            node width ``d_h`` whatever the head's input (Table 4 and the official ``mlp_out``,
+            also for the distance head and the virtual-node readout).
+        head_activation: between the head layers: ``"elu"`` (the official code) or ``"relu"``.
         memory_budget_gb: refuse batches whose dense pair tensors would need more (estimated
             before allocation); ``None`` disables the check.
 
@@ -102,7 +140,9 @@ class EGT(nn.Module):
                  distance_weight: float = 0.0, node_ffn_multiplier: float = 2.0,
                  edge_ffn_multiplier: float = 2.0, attn_dropout: float = 0.0,
                  dropout: float = 0.0, clamp: float = 5.0, scale_degree: bool = False,
-                 mlp_layers: int = 2, memory_budget_gb: float | None = 8.0) -> None:
+                 mlp_layers: int = 2, memory_budget_gb: float | None = 8.0,
+                 distance_labels: str = "official", random_mask_prob: float = 0.0,
+                 head_activation: str = "elu") -> None:
         """See the class docstring. Long (≈70 lines) on purpose for now: the order in which
         the sub-modules are created is the random-number stream that initialised the committed
         results (``tests/test_init_fingerprint.py``); a split must keep that order."""
@@ -117,6 +157,9 @@ class EGT(nn.Module):
             raise ValueError(f"pe={pe!r} holds categorical ids; EGT projects features "
                              "(W_enc, §3.2): use a feature encoding such as 'svd' or 'lap'")
         check_sign_flip(sign_flip)
+        if distance_labels not in DISTANCE_LABELS:
+            raise ValueError(f"distance_labels must be one of {DISTANCE_LABELS}, got "
+                             f"{distance_labels!r}")
         opts = VARIANTS[variant]
         if distance_objective and not opts["edge_update"]:
             raise ValueError("the distance objective reads the output edge channels, which "
@@ -132,7 +175,7 @@ class EGT(nn.Module):
         self.pe, self.sign_flip = pe, sign_flip
         self.num_virtual_nodes = num_virtual_nodes
         self.distance_objective, self.distance_hops = distance_objective, distance_hops
-        self.distance_weight = distance_weight
+        self.distance_weight, self.distance_labels = distance_weight, distance_labels
         self.use_edge_features = use_edge_features
         self.num_layers, self.num_heads, self.edge_hidden_dim = num_layers, num_heads, edge_hidden_dim
         self.edge_ffn_multiplier = edge_ffn_multiplier
@@ -162,7 +205,8 @@ class EGT(nn.Module):
                      gated=opts["gated"], node_ffn_multiplier=node_ffn_multiplier,
                      edge_ffn_multiplier=edge_ffn_multiplier, attn_dropout=attn_dropout,
                      dropout=dropout, clamp=clamp, scale_degree=scale_degree,
-                     edge_output=self.edge_output or layer < num_layers - 1)
+                     edge_output=self.edge_output or layer < num_layers - 1,
+                     random_mask_prob=random_mask_prob)
             for layer in range(num_layers))
         self.final_norm_h = nn.LayerNorm(hidden_dim)
         self.final_norm_e = nn.LayerNorm(edge_hidden_dim) if self.edge_output else None
@@ -172,8 +216,10 @@ class EGT(nn.Module):
             head_in = hidden_dim
         else:
             head_in = edge_hidden_dim if opts["edge_update"] else 2 * hidden_dim + edge_hidden_dim
-        self.head = MLPReadout(head_in, out_dim, mlp_layers)
-        self.distance_head = (MLPReadout(edge_hidden_dim, distance_hops + 1, mlp_layers)
+        self.head = MLPReadout(head_in, out_dim, mlp_layers, head_activation, width=hidden_dim)
+        # ν + 1 logits: "official" labels use classes 1…ν (class 0 is never a target, as there)
+        self.distance_head = (MLPReadout(edge_hidden_dim, distance_hops + 1, mlp_layers,
+                                         head_activation, width=hidden_dim)
                               if distance_objective else None)
         self.reset_parameters()
 
@@ -278,7 +324,8 @@ class EGT(nn.Module):
         ``(1 / B) Σ_b Σ_{(i, j) ∈ b} CE``. (A mean over pairs would make the regularizer about
         as many times weaker as a graph has such pairs: ≈200× on ZINC.)"""
         q = self.num_virtual_nodes
-        target = dense.distances_within(self.distance_hops)  # -1: farther than ν, unreachable
+        target = distance_labels(dense.distances_within(self.distance_hops), self.distance_hops,
+                                 self.distance_labels)
         # every pair through the head, the others ignored: no data-dependent shapes (syncs)
         logits = self.distance_head(e[:, q:, q:])
         logits = logits.reshape(-1, logits.size(-1))

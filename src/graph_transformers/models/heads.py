@@ -13,19 +13,48 @@ READOUTS = {"mean": global_mean_pool, "sum": global_add_pool, "max": global_max_
 
 
 class MLPReadout(nn.Module):
-    """MLP whose width halves at each hidden layer (``d → d/2 → … → out``), ReLU between layers,
-    as the task heads of Dwivedi et al., "Benchmarking GNNs" and GT.
+    """MLP whose width halves at each hidden layer (``d → d/2 → … → out``) with an activation
+    between layers: the task heads of Dwivedi et al., "Benchmarking GNNs" and GT (ReLU, widths
+    from ``in_dim``), and of the official EGT code (``mlp_out``: ELU, widths
+    ``round(d_h/2), round(d_h/4)`` from the node width ``d_h`` whatever the input width).
+
+    Args:
+        in_dim: input width.
+        out_dim: output width.
+        num_layers: hidden layers.
+        activation: ``"relu"`` or ``"elu"``.
+        width: the width the hidden layers halve from (layer ``k`` has ``round(width / 2^(k+1))``
+            units); ``None``: from ``in_dim`` by integer halving (``in_dim // 2``, …).
 
     Shapes: ``[*, in_dim] → [*, out_dim]``.
+
+    Raises:
+        ValueError: for an unknown activation, or a hidden layer of width 0.
     """
 
-    def __init__(self, in_dim: int, out_dim: int, num_layers: int = 2) -> None:
+    ACTIVATIONS = {"relu": nn.ReLU, "elu": nn.ELU}
+
+    def __init__(self, in_dim: int, out_dim: int, num_layers: int = 2,
+                 activation: str = "relu", width: int | None = None) -> None:
         super().__init__()
+        if activation not in self.ACTIVATIONS:
+            raise ValueError(f"unknown head activation {activation!r}; expected one of "
+                             f"{sorted(self.ACTIVATIONS)}")
+        if width is None:
+            widths, dim = [], in_dim
+            for _ in range(num_layers):
+                dim //= 2
+                widths.append(dim)
+        else:
+            widths = [round(width / 2 ** (k + 1)) for k in range(num_layers)]
+        if any(w < 1 for w in widths):
+            raise ValueError(f"head of {num_layers} hidden layers halving from "
+                             f"{width or in_dim} has a layer of width 0: use fewer mlp_layers")
         layers: list[nn.Module] = []
         dim = in_dim
-        for _ in range(num_layers):
-            layers += [nn.Linear(dim, dim // 2), nn.ReLU()]
-            dim //= 2
+        for w in widths:
+            layers += [nn.Linear(dim, w), self.ACTIVATIONS[activation]()]
+            dim = w
         layers.append(nn.Linear(dim, out_dim))
         self.mlp = nn.Sequential(*layers)
 

@@ -112,6 +112,10 @@ class EGTLayer(nn.Module):
         scale_degree: multiply each head's aggregate by ``log(1 + Σ_j σ(G_ij))`` (the "dynamic
             centrality scalers" of the KDD version and the official code; virtual-node rows keep
             scale 1).
+        random_mask_prob: in training, each (graph, head, query, key) pair is masked out of the
+            softmax and its gate closed with this probability, independently (the official
+            code's ``random_mask_prob``, 0.1 in the KDD version's configs: ``-1e9`` added to
+            ``Ĥ`` and ``G``). The edge-channel update reads the unmasked ``Ĥ``.
 
     Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`):
 
@@ -158,16 +162,19 @@ class EGTLayer(nn.Module):
                  gated: bool = True, node_ffn_multiplier: float = 2.0,
                  edge_ffn_multiplier: float = 2.0, attn_dropout: float = 0.0,
                  dropout: float = 0.0, clamp: float = 5.0, edge_output: bool = True,
-                 scale_degree: bool = False) -> None:
+                 scale_degree: bool = False, random_mask_prob: float = 0.0) -> None:
         super().__init__()
         self.head_dim = head_dim(hidden_dim, num_heads)
         if scale_degree and not gated:
             raise ValueError("scale_degree sums the sigmoid gates: it needs gated=True")
+        if not 0.0 <= random_mask_prob < 1.0:
+            raise ValueError(f"random_mask_prob must be in [0, 1), got {random_mask_prob}")
         self.hidden_dim, self.edge_dim, self.num_heads = hidden_dim, edge_dim, num_heads
         self.edge_update, self.gated, self.clamp = edge_update, gated, clamp
         self.edge_output = edge_update and edge_output
         self.scale_degree = scale_degree
         self.attn_dropout, self.dropout = attn_dropout, dropout
+        self.random_mask_prob = random_mask_prob
 
         self.norm_h = nn.LayerNorm(hidden_dim)
         self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim)
@@ -245,9 +252,18 @@ class EGTLayer(nn.Module):
         keep = mask[:, None, None, :] if attn_mask is None else attn_mask[:, None]
         # boolean mask filled with -inf (exact in every float dtype); softmax accumulates in fp32
         logits = h_hat.masked_fill(~keep, float("-inf"))
+        dropped = None
+        if self.random_mask_prob and self.training:
+            # the official random masking: a large negative (not -inf) on the logits, so a row
+            # whose every key is dropped stays finite (its gates close it, as there); padding
+            # and masked-out pairs stay -inf
+            dropped = (torch.rand_like(logits, dtype=torch.float32) < self.random_mask_prob) & keep
+            logits = logits.masked_fill(dropped, torch.finfo(logits.dtype).min)
         attn = torch.softmax(logits, dim=-1, dtype=acc_dtype(logits.dtype)).to(v.dtype)
         if self.gated:
             gates = torch.sigmoid(eg[:, H:])
+            if dropped is not None:
+                gates = gates.masked_fill(dropped, 0.0)
             attn = attn * gates                                              # eq. 4
         attn_d = self._drop(attn, self.attn_dropout)
         z = torch.matmul(attn_d, v)                                          # [B, H, N, dk]
@@ -270,7 +286,8 @@ class EGTLayer(nn.Module):
     def extra_repr(self) -> str:
         return (f"hidden_dim={self.hidden_dim}, edge_dim={self.edge_dim}, "
                 f"num_heads={self.num_heads}, edge_update={self.edge_update}, "
-                f"gated={self.gated}, clamp={self.clamp}, scale_degree={self.scale_degree}")
+                f"gated={self.gated}, clamp={self.clamp}, scale_degree={self.scale_degree}"
+                + (f", random_mask_prob={self.random_mask_prob}" if self.random_mask_prob else ""))
 
 
 def pair_bytes(num_layers: int, edge_dim: int, num_heads: int, edge_update: bool = True,

@@ -126,6 +126,8 @@ class EGTModelConfig(_ModelSection):
     distance_objective: bool = False
     distance_hops: PositiveInt = 3
     distance_weight: Annotated[float, Field(ge=0)] = 0.0
+    #: classes of the distance objective: the official code's ν + 1 − max(d, 1), or d
+    distance_labels: Literal["official", "spd"] = "official"
     node_ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
     edge_ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
     attn_dropout: Probability = 0.0
@@ -133,7 +135,11 @@ class EGTModelConfig(_ModelSection):
     clamp: Annotated[float, Field(gt=0)] = 5.0
     #: the KDD version's degree scalers log(1 + Σ_j σ(G_ij)) (official code, large-scale configs)
     scale_degree: bool = False
+    #: the official random attention masking (KDD version's configs: 0.1)
+    random_mask_prob: Annotated[float, Field(ge=0, lt=1)] = 0.0
     mlp_layers: Annotated[int, Field(ge=0)] = 2
+    #: between the head layers; the official code uses ELU
+    head_activation: Literal["elu", "relu"] = "elu"
     #: refuse batches whose dense pair tensors would need more memory (estimated beforehand)
     memory_budget_gb: Annotated[float, Field(gt=0)] | None = 8.0
 

@@ -155,10 +155,14 @@ def test_one_epoch_smoke_on_a_stand_in_checkout(tmp_path):
 
 
 def test_verdict_rule():
-    side = lambda mean, std: {"test_mean": mean, "test_std": std}  # noqa: E731
-    assert parity.verdict(side(0.30, 0.01), side(0.29, 0.02), 2)["label"] == "parity"
-    assert parity.verdict(side(0.25, 0.01), side(0.29, 0.02), 2)["label"] == "better"
-    assert parity.verdict(side(0.35, 0.01), side(0.29, 0.02), 2)["label"] == "worse"
+    """Welch's test on the per-seed test values: a difference inside the seeds' spread is
+    parity, even where the means differ by more than either s.d. (the EGT row of issue 24)."""
+    side = lambda *values: {"runs": [{"test_final": v} for v in values]}  # noqa: E731
+    assert parity.verdict(side(0.300, 0.310), side(0.290, 0.320), 2)["label"] == "parity"
+    assert parity.verdict(side(0.250, 0.251), side(0.290, 0.291), 2)["label"] == "better"
+    assert parity.verdict(side(0.350, 0.351), side(0.290, 0.291), 2)["label"] == "worse"
+    egt = parity.verdict(side(0.55272, 0.52246), side(0.56624, 0.57896), 2)
+    assert egt["label"] == "parity" and 0.1 < egt["p_value"] < 0.4
 
 
 def test_resume_reuses_only_runs_with_matching_settings(tmp_path):

@@ -64,7 +64,8 @@ def test_rows_verdicts_seeds_and_epochs(tmp_path):
     assert set(rows) == {"a", "b", "c", "e"}
     a = rows["a"]
     assert a["ours"]["values"] == [0.24, 0.26] and a["ours"]["mean"] == pytest.approx(0.25)
-    assert a["ours"]["std"] == pytest.approx(0.01) and a["ours"]["seeds"] == 2
+    # the sample s.d. (n − 1): √(2 · 0.01² / 1)
+    assert a["ours"]["std"] == pytest.approx(0.02 ** 0.5 * 0.1, abs=1e-6) and a["ours"]["seeds"] == 2
     assert a["ours"]["seed_ids"] == [41, 42] and a["ours"]["epoch_used"] == "last"
     assert a["verdict"] == "within 2σ" and a["schedule_complete"]
     assert a["run"] == "results/zinc/a" and a["provenance"] == "train: reconstructed; val, test: exact"
@@ -74,7 +75,9 @@ def test_rows_verdicts_seeds_and_epochs(tmp_path):
     assert c["budget_fraction"] == pytest.approx(115 / 287.5, abs=1e-3)
     assert rows["e"]["stopped_by"] == ["min_lr"] and rows["e"]["verdict"] == "within 2σ"
     text = markdown(list(rows.values()))
-    assert "| 0.226 ± 0.014 | 0.250 ± 0.010 | 2 |" in text and "Paper, Table 1" in text
+    assert "| 0.226 ± 0.014 | 0.250 ± 0.014 | 2 |" in text and "Paper, Table 1" in text
+    assert rows["e"]["ours"]["std"] is None and "| within 2σ, 1 seed |" in text
+    assert "2·√(σ_paper² + σ_ours²)" in text
     assert "stopped at 40% of paper's epochs" in text
 
 
@@ -98,6 +101,10 @@ def test_verdict_directions():
     assert verdict(0.1, paper, True, higher_is_better=False) == ("outside", "better")
     assert verdict(0.3, paper, True, higher_is_better=False) == ("outside", "worse")
     assert verdict(0.21, paper, True, higher_is_better=False) == ("within 2σ", "worse")
+    # 2·√(σ_paper² + σ_ours²): our own spread widens the band (0.2 + 2·√(0.01² + 0.02²) = 0.245)
+    assert verdict(0.24, paper, True, False, ours_std=0.02) == ("within 2σ", "worse")
+    assert verdict(0.25, paper, True, False, ours_std=0.02) == ("outside", "worse")
+    assert verdict(0.24, paper, True, False, ours_std=None) == ("outside", "worse")
     assert verdict(0.3, {"value": 0.2, "std": None}, True, False)[0] == "no paper s.d."
     # float32 metrics: 0.1 stored as 0.10000000149 is the paper's 10.000 exactly
     assert verdict(10.000000149, {"value": 10.0, "std": 0.0}, True, True) == ("within 2σ", None)
@@ -130,7 +137,7 @@ def test_cli_table_writes_json_and_markdown(tmp_path, capsys):
     assert len(rows) == 1 and rows[0]["verdict"] == "within 2σ"
     assert {"model", "dataset", "config", "metric", "paper", "ours", "epochs",
             "schedule_complete", "provenance", "verdict"} <= set(rows[0])
-    assert "| 0.226 ± 0.014 | 0.230 ± 0.000 |" in (tmp_path / "results/reproduction.md").read_text()
+    assert "| 0.226 ± 0.014 | 0.230 | 1 |" in (tmp_path / "results/reproduction.md").read_text()
     assert "1 rows written" in capsys.readouterr().out
     assert main(["table", str(tmp_path / "missing")]) == 2
 
@@ -149,8 +156,11 @@ def test_committed_table_and_readme_match_the_committed_runs(monkeypatch):
 
 
 def _parity_json(model, ours, official, label):
+    """A harness summary; each side's two seeds lie at mean ± s.d./√2 (sample s.d. = s.d.)."""
     side = lambda m, sd: {"test_mean": m, "test_std": sd, "val_mean": m + 0.01,  # noqa: E731
-                          "val_std": sd, "num_params": 1000, "seconds_per_step": 0.1}
+                          "val_std": sd, "num_params": 1000, "seconds_per_step": 0.1,
+                          "runs": [{"test_final": m - sd / 2 ** 0.5},
+                                   {"test_final": m + sd / 2 ** 0.5}]}
     return {"model": model, "official_repo": "someone/" + model, "official_commit": "a" * 40,
             "epochs": 40, "seeds": [0, 1], "ours": side(*ours), "official": side(*official),
             "verdict": {"label": label, "ours_minus_official": ours[0] - official[0],
@@ -175,3 +185,17 @@ def test_parity_rows_in_json_markdown_and_readme(tmp_path):
     assert row["ours"]["test_mean"] == 0.21 and row["official"]["test_std"] == 0.02
     md = (tmp_path / "results/reproduction.md").read_text()
     assert "| gps | someone/gps@aaaaaaaa | 40 | 2 | 0.210 ± 0.010 | 0.220 ± 0.020 |" in md
+    assert row["welch_p"] > 0.05 and "Welch's t-test" in md
+
+
+def test_parity_verdict_is_recomputed_with_welchs_test(tmp_path):
+    """A summary written under the old rule ("better": means farther apart than the larger
+    s.d.) is judged again: parity unless Welch's test gives p < 0.05."""
+    (tmp_path / "parity").mkdir()
+    (tmp_path / "parity/egt.json").write_text(
+        json.dumps(_parity_json("egt", (0.538, 0.021), (0.572, 0.009), "better")))
+    (tmp_path / "parity/gps.json").write_text(
+        json.dumps(_parity_json("gps", (0.100, 0.001), (0.200, 0.001), "parity")))
+    rows = {r["model"]: r for r in parity_rows(tmp_path)}
+    assert rows["egt"]["verdict"] == "parity" and rows["egt"]["welch_p"] > 0.05
+    assert rows["gps"]["verdict"] == "better" and rows["gps"]["welch_p"] < 0.05

@@ -66,6 +66,7 @@ from graph_transformers.fileio import atomic_write_text  # noqa: E402
 from graph_transformers.data.registry import load_splits, resolve_spec  # noqa: E402
 from graph_transformers.data.sampler import SizeBucketBatchSampler, graph_sizes  # noqa: E402
 from graph_transformers.models import count_parameters  # noqa: E402
+from graph_transformers.training.stats import RULES, mean_std, parity_verdict  # noqa: E402
 from graph_transformers.training.config import (Config, CosineConfig, LinearConfig,  # noqa: E402
                                                 PlateauConfig, build_config, load_yaml)
 from graph_transformers.training.module import GraphTaskModule, evaluate  # noqa: E402
@@ -230,8 +231,8 @@ def train_side(build: Callable[[], torch.nn.Module], config: Config, spec, split
 
 
 def _stats(values: list[float]) -> tuple[float, float]:
-    mean = statistics.fmean(values)
-    return mean, (statistics.stdev(values) if len(values) > 1 else 0.0)
+    mean, std = mean_std(values)  # the sample s.d. (0 here for one seed: the curves need a number)
+    return mean, (std if std is not None else 0.0)
 
 
 def summarize_side(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -260,24 +261,14 @@ def summarize_side(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def verdict(ours: dict[str, Any], official: dict[str, Any], seeds: int) -> dict[str, Any]:
-    """Test MAE at the last (equal) epoch. The spread is the larger of the two sides' seed
-    standard deviations: ``parity`` when ``ours ≤ official + spread`` (``better`` when
-    ``ours < official - spread``), else ``worse``; with one seed there is no spread to judge by
-    and the verdict is ``inconclusive (1 seed)``."""
-    spread = max(ours["test_std"], official["test_std"])
-    diff = ours["test_mean"] - official["test_mean"]
-    if seeds < 2:
-        label = "inconclusive (1 seed)"
-    elif diff < -spread:
-        label = "better"
-    elif diff <= spread:
-        label = "parity"
-    else:
-        label = "worse"
-    return {"label": label, "metric": "test MAE at the last epoch (lower is better)",
-            "ours_minus_official": diff, "spread": spread,
-            "rule": "parity when ours_mean <= official_mean + max(ours_std, official_std) "
-                    "(std over seeds); better when below official_mean - spread"}
+    """Test MAE at the last (equal) epoch, judged by the library's parity rule
+    (:func:`graph_transformers.training.stats.parity_verdict`): ``better`` / ``worse`` only where
+    Welch's t-test on the per-seed values gives p < 0.05, else ``parity``; with one seed,
+    ``inconclusive (1 seed)``."""
+    judged = parity_verdict([r["test_final"] for r in ours["runs"]],
+                            [r["test_final"] for r in official["runs"]])
+    return {**judged, "metric": "test MAE at the last epoch (lower is better)",
+            "rule": RULES.split("A parity row ", 1)[1]}
 
 
 def plot(result: dict[str, Any], path: Path) -> None:

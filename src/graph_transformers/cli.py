@@ -311,7 +311,8 @@ def _fmt(result: dict, split: str, metric: str, pct: bool = False) -> str:
         return "n/a"
     scale = 100.0 if pct else 1.0
     if isinstance(v, dict):
-        return f"{v['mean'] * scale:.3f} ± {v['std'] * scale:.3f}" + ("%" if pct else "")
+        from .training.stats import format_mean_std
+        return format_mean_std(v["mean"], v["std"], 3, scale) + ("%" if pct else "")
     return f"{v * scale:.3f}" + ("%" if pct else "")
 
 

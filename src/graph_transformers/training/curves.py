@@ -15,7 +15,8 @@ from typing import Any
 
 from .._optional import MissingDependencyError, require
 from ..fileio import atomic_save
-from .reproduction import find_runs, mean_std
+from .reproduction import find_runs
+from .stats import format_mean_std, mean_std
 from .tables import PERCENT_METRICS
 
 log = logging.getLogger(__name__)
@@ -121,8 +122,8 @@ def compare_table(rows: list[dict[str, Any]]) -> str:
         params = f"{r['num_params']:,}" if r["num_params"] is not None else "–"
         lines.append(
             f"| {r['name']} | {r['model']} | {r['dataset']} | {r['metric']} | "
-            f"{r['test']['mean']:.4f} ± {r['test']['std']:.4f} | "
-            f"{r['val']['mean']:.4f} ± {r['val']['std']:.4f} | {r['runs']} | {params} | "
+            f"{format_mean_std(r['test']['mean'], r['test']['std'], 4)} | "
+            f"{format_mean_std(r['val']['mean'], r['val']['std'], 4)} | {r['runs']} | {params} | "
             f"{r['epochs']:.1f} | {r['wall_time_s'] / 60:.1f} min |")
     return "\n".join(lines) + "\n"
 

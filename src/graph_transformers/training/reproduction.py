@@ -8,7 +8,9 @@ each run reproduces (the ``reference`` section of its config, else of the config
 - ``budget not run``: some seed stopped before its schedule's end (``stopped_by`` ``max_time`` or
   ``interrupted``), or a fixed-length schedule was shorter than the paper's (``reference.epochs``);
   the row gives the fraction of the paper's epochs that ran;
-- ``within 2σ``: the schedule ran to its end and ``|ours − paper| ≤ 2 · paper s.d.``;
+- ``within 2σ``: the schedule ran to its end and ``|ours − paper| ≤ 2 · √(σ_paper² + σ_ours²)``
+  (:func:`~.stats.within_paper`; ``σ_ours`` the sample s.d. over seeds, unknown with one seed:
+  the row then says ``1 seed``);
 - ``outside``: the schedule ran to its end and the mean is farther than that (``direction`` says
   ``better`` or ``worse``);
 - ``no paper s.d.``: the paper gives no spread to compare with;
@@ -16,8 +18,8 @@ each run reproduces (the ``reference`` section of its config, else of the config
 
 Beside these rows, the same-budget comparisons with the official implementations written by
 ``benchmarks/parity/parity.py`` (``<results>/parity/<model>.json``) become the ``parity`` rows
-(:func:`parity_rows`): our test MAE and the official code's at equal epochs, with the harness's
-verdict.
+(:func:`parity_rows`): our test MAE and the official code's at equal epochs, with the verdict of
+Welch's test on the per-seed values (:func:`~.stats.parity_verdict`), recomputed from the file.
 
 Nothing in the table is typed by hand: it is rebuilt from the files, and the README's results
 section is that table (:func:`update_readme`).
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, atomic_write_text, build_config, load_yaml
+from .stats import RULES, mean_std, parity_verdict, within_paper
 from .tables import PERCENT_METRICS
 
 README_START = "<!-- reproduction table: written by `graph-transformers table results/`; do not edit -->"
@@ -144,14 +147,10 @@ def _provenance(metrics: dict[str, Any]) -> str:
     return "; ".join(f"{', '.join(splits)}: {what}" for what, splits in how.items())
 
 
-def mean_std(values: list[float]) -> tuple[float, float]:
-    """Mean and population s.d. (the papers' convention; 0 for one value)."""
-    return statistics.fmean(values), statistics.pstdev(values)
-
-
 def verdict(ours_mean: float, paper: dict[str, Any], complete: bool,
-            higher_is_better: bool) -> tuple[str, str | None]:
-    """``(verdict, direction)`` of one row (see the module docstring)."""
+            higher_is_better: bool, ours_std: float | None = None) -> tuple[str, str | None]:
+    """``(verdict, direction)`` of one row (see the module docstring); ``ours_std`` is the sample
+    s.d. over seeds, ``None`` for one seed."""
     direction = None
     # metrics are float32: differences below 1e-6 (relative) are equality, not a direction
     tol = 1e-6 * max(1.0, abs(paper["value"])) if paper.get("value") is not None else 0.0
@@ -164,7 +163,7 @@ def verdict(ours_mean: float, paper: dict[str, Any], complete: bool,
         return "budget not run", direction
     if paper.get("std") is None:
         return "no paper s.d.", direction
-    if abs(ours_mean - paper["value"]) <= 2 * paper["std"] + tol:
+    if within_paper(ours_mean, ours_std, paper["value"], paper["std"], tol):
         return "within 2σ", direction
     return "outside", direction
 
@@ -222,11 +221,12 @@ def _scores(seeds: list[dict[str, Any]], ref: dict[str, Any],
              "epochs": ref.get("epochs"), "seeds": ref.get("seeds"),
              "epoch": ref.get("epoch", "best")}
     higher = metric not in ("mae", "rmse", "loss")
-    result, direction = verdict(mean, paper, complete, higher)
+    result, direction = verdict(mean, paper, complete, higher, std)
     return {
         "metric": metric,
         "paper": paper,
-        "ours": {"mean": round(mean, 6), "std": round(std, 6), "seeds": len(seeds),
+        "ours": {"mean": round(mean, 6), "std": None if std is None else round(std, 6),
+                 "seeds": len(seeds),
                  "folds": len({(m.get("config", {}).get("data") or {}).get("fold")
                                for m in seeds}),
                  "seed_ids": [m.get("seed") for m in seeds],
@@ -271,7 +271,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         p, o, m = r["paper"], r["ours"], r["metric"]
         paper = _num(p["value"]) + (f" ± {_num(p['std'])}" if p["std"] is not None else "")
-        ours = f"{_num(o['mean'])} ± {_num(o['std'])}"
+        ours = _num(o["mean"]) + (f" ± {_num(o['std'])}" if o["std"] is not None else "")
         epochs = f"{r['epochs']:g}" + (f" ({p['epochs']:g})" if p["epochs"] else "")
         if r["schedule_complete"]:
             schedule = "complete"
@@ -280,6 +280,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         else:
             schedule = "stopped early"
         verdict_text = r["verdict"] + (f" ({r['direction']})" if r["verdict"] == "outside" else "")
+        if o["seeds"] == 1 and r["verdict"] in ("within 2σ", "outside"):
+            verdict_text += ", 1 seed"
         hours = r["wall_time_s"] / 3600
         changed = " (run predates config change)" if r["config_changed_since_run"] else ""
         runs = str(o["seeds"]) + (f" ({o['folds']} folds)" if o.get("folds", 1) > 1 else "")
@@ -289,6 +291,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             f"{paper} | {ours} | {runs} | {epochs} | {schedule} | "
             f"{r['num_params']:,} | {r['provenance']} | {r['device']} | {hours:.2f} h | "
             f"{verdict_text} |")
+    lines.append("")
+    lines.append(RULES)
     lines.append("")
     lines.append("Sources of the paper values:")
     lines.append("")
@@ -302,7 +306,9 @@ def parity_rows(results_dir: str | Path, relative_to: str | Path | None = None
     """One row per same-budget comparison ``<results_dir>/parity/*.json`` (written by
     ``benchmarks/parity/parity.py``): model, official repository and commit, epochs, seeds, both
     sides' test / validation MAE at the last epoch (mean ± s.d. over seeds) and parameter counts,
-    and the harness's verdict. Files without the harness's keys are skipped."""
+    and the verdict of Welch's test on the per-seed test values at the last epoch
+    (:func:`~.stats.parity_verdict`, recomputed here, so a summary written under an older rule is
+    judged by the current one). Files without the harness's keys are skipped."""
     base = Path(relative_to) if relative_to is not None else Path.cwd()
     rows = []
     for path in sorted((Path(results_dir) / "parity").glob("*.json")):
@@ -317,6 +323,11 @@ def parity_rows(results_dir: str | Path, relative_to: str | Path | None = None
                     "num_params": s.get("num_params"),
                     "seconds_per_step": s.get("seconds_per_step")}
 
+        per_seed = {k: [r["test_final"] for r in data[k].get("runs", [])]
+                    for k in ("ours", "official")}
+        if not all(per_seed.values()):  # no per-seed values stored: the means alone
+            per_seed = {k: [data[k]["test_mean"]] for k in ("ours", "official")}
+        judged = parity_verdict(per_seed["ours"], per_seed["official"])
         rows.append({
             "model": data["model"], "dataset": conditions.get("dataset", "zinc"),
             "config": conditions.get("config"), "official_repo": data.get("official_repo"),
@@ -324,9 +335,11 @@ def parity_rows(results_dir: str | Path, relative_to: str | Path | None = None
             "seeds": data["seeds"], "schedule": conditions.get("schedule", {}).get("mode"),
             "device": conditions.get("device_name", conditions.get("device")),
             "ours": side(data["ours"]), "official": side(data["official"]),
-            "verdict": data["verdict"]["label"],
-            "ours_minus_official": round(data["verdict"]["ours_minus_official"], 6),
-            "spread": round(data["verdict"]["spread"], 6),
+            "ours_test_per_seed": [round(v, 6) for v in per_seed["ours"]],
+            "official_test_per_seed": [round(v, 6) for v in per_seed["official"]],
+            "verdict": judged["label"],
+            "welch_p": None if judged["p_value"] is None else round(judged["p_value"], 4),
+            "ours_minus_official": round(judged["ours_minus_official"], 6),
             "source": _relative(path, base)})
     return rows
 
@@ -337,17 +350,20 @@ def parity_markdown(rows: list[dict[str, Any]]) -> str:
         return ""
     lines = ["Same-budget parity with the official implementations (`benchmarks/parity/`: same "
              "data, batches, loop, optimizer and compressed schedule on both sides; test MAE at "
-             "the last epoch, mean ± s.d. over seeds):", "",
+             "the last epoch, mean ± sample s.d. over seeds; Welch's t-test on the per-seed "
+             "values):", "",
              "| model | official code | epochs | seeds | ours | official | #params ours / "
-             "official | device | verdict |",
-             "|---|---|---:|---:|---:|---:|---:|---|---|"]
+             "official | device | Welch p | verdict |",
+             "|---|---|---:|---:|---:|---:|---:|---|---:|---|"]
     for r in rows:
         o, f = r["ours"], r["official"]
+        p = "–" if r.get("welch_p") is None else f"{r['welch_p']:.2f}"
         lines.append(
             f"| {r['model']} | {r['official_repo']}@{r['official_commit'][:8]} | {r['epochs']} | "
             f"{len(r['seeds'])} | {_num(o['test_mean'])} ± {_num(o['test_std'])} | "
             f"{_num(f['test_mean'])} ± {_num(f['test_std'])} | "
-            f"{o['num_params']:,} / {f['num_params']:,} | {r['device']} | {r['verdict']} |")
+            f"{o['num_params']:,} / {f['num_params']:,} | {r['device']} | {p} | "
+            f"{r['verdict']} |")
     return "\n".join(lines) + "\n"
 
 

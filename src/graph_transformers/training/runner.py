@@ -7,7 +7,6 @@ import csv
 import json
 import logging
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from ..errors import RunError, RunTerminated
 from .allocator import configure_for_training
 from .callbacks import EpochLog, EpochSummary, RunCheckpoint, RunState, StopAtMinLR
 from .checkpoint import AtomicCheckpointIO, load_checkpoint, load_model_weights
+from .stats import mean_std
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
                      load_yaml, save_config)
 from .curves import write_curves
@@ -583,7 +583,8 @@ def write_json(path: str | Path, obj: Any) -> None:
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean ± std (population std, as the papers' tables) of every split metric over runs."""
+    """Mean ± sample s.d. (``n − 1``; ``None`` for one run, :mod:`~.stats`) of every split metric
+    over runs."""
     if not runs:
         return {}
     summary: dict[str, Any] = {"model": runs[0]["model"], "dataset": runs[0]["dataset"],
@@ -591,12 +592,10 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                                "seeds": [r["seed"] for r in runs]}
     for split in ("train", "val", "test"):
         keys = runs[0].get(split, {}).keys()
-        summary[split] = {k: {"mean": statistics.fmean(r[split][k] for r in runs),
-                              "std": statistics.pstdev([r[split][k] for r in runs])}
+        summary[split] = {k: dict(zip(("mean", "std"), mean_std([r[split][k] for r in runs])))
                           for k in keys}
     for k in ("epochs", "wall_time_s", "epoch_time_s"):
-        summary[k] = {"mean": statistics.fmean(r[k] for r in runs),
-                      "std": statistics.pstdev([r[k] for r in runs])}
+        summary[k] = dict(zip(("mean", "std"), mean_std([r[k] for r in runs])))
     return summary
 
 

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .stats import format_mean_std
+
 PERCENT_METRICS = {"accuracy", "weighted_accuracy", "f1", "roc_auc", "ap"}
 
 
 def _cell(stat: dict[str, float], metric: str) -> str:
     scale, digits = (100.0, 3) if metric in PERCENT_METRICS else (1.0, 3)
-    return f"{stat['mean'] * scale:.{digits}f} ± {stat['std'] * scale:.{digits}f}"
+    return format_mean_std(stat["mean"], stat["std"], digits, scale)
 
 
 def _hours(seconds: float) -> str:

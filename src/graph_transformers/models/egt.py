@@ -1,4 +1,5 @@
-"""The Edge-augmented Graph Transformer network (EGT; Hussain, Zaki & Subramanian, KDD 2022)."""
+"""The Edge-augmented Graph Transformer network (EGT; Hussain, Zaki & Subramanian,
+arXiv:2108.03348v1, 2021, with the KDD 2022 version's options)."""
 from __future__ import annotations
 
 from collections.abc import Sequence

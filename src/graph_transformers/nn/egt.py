@@ -1,4 +1,5 @@
-"""The Edge-augmented Graph Transformer layer (Hussain, Zaki & Subramanian, EGT, KDD 2022)."""
+"""The Edge-augmented Graph Transformer layer (Hussain, Zaki & Subramanian, EGT,
+arXiv:2108.03348v1, 2021, with the KDD 2022 version's options)."""
 from __future__ import annotations
 
 from typing import NamedTuple

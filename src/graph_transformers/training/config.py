@@ -107,7 +107,7 @@ class GTModelConfig(_ModelSection):
 
 
 class EGTModelConfig(_ModelSection):
-    """Edge-augmented Graph Transformer (Hussain et al. 2022); see
+    """Edge-augmented Graph Transformer (Hussain et al. 2021, arXiv v1; KDD 2022 options); see
     :class:`graph_transformers.models.EGT`. Defaults follow the paper's Table 4."""
 
     name: Literal["egt"] = "egt"

@@ -181,7 +181,9 @@ def build_rows(results_dir: str | Path, config_dir: str | Path | None = None,
         config = first.get("config", {})
         name = first.get("name") or config.get("name") or run_dir.name
         config_path, ref, current = refs.get(name, (None, None, None))
-        ref = config.get("reference") or ref
+        # the paper's number is the config's (corrected citations apply to older runs too);
+        # a run without a config under configs/ keeps the reference it ran with
+        ref = ref or config.get("reference")
         if ref is None:
             continue
         row = {"model": first["model"], "dataset": first["dataset"],

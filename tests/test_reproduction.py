@@ -199,3 +199,19 @@ def test_parity_verdict_is_recomputed_with_welchs_test(tmp_path):
     rows = {r["model"]: r for r in parity_rows(tmp_path)}
     assert rows["egt"]["verdict"] == "parity" and rows["egt"]["welch_p"] > 0.05
     assert rows["gps"]["verdict"] == "better" and rows["gps"]["welch_p"] < 0.05
+
+
+def test_sliced_runs_are_in_progress_with_their_device(tmp_path):
+    """A run continued slice by slice (``stopped_by: slice``) is "in progress: N of M epochs"
+    with the kind of device that trained it, not "budget not run"."""
+    ref = {"source": "S", "value": 0.226, "std": 0.014, "epochs": 600}
+    _run(tmp_path / "gpu_runs/a", _config("a", ref), 0, test=0.5, stopped="slice", epochs=42)
+    metrics = json.loads((tmp_path / "gpu_runs/a/metrics.json").read_text())
+    (tmp_path / "gpu_runs/a/metrics.json").write_text(json.dumps({**metrics,
+                                                                  "device": "NVIDIA H100"}))
+    _run(tmp_path / "zinc/b", _config("b", ref), 0, test=0.5, stopped="slice", epochs=7)
+    rows = {r["name"]: r for r in build_rows(tmp_path, relative_to=tmp_path)}
+    assert rows["a"]["verdict"] == "in progress" and rows["a"]["in_progress"]
+    text = markdown(list(rows.values()))
+    assert "in progress: 42 of 600 epochs (GPU)" in text
+    assert "in progress: 7 of 600 epochs (CPU)" in text

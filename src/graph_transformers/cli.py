@@ -37,8 +37,8 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_train, _add_benchmark, _add_params, _add_evaluate, _add_predict,
-                _add_compare, _add_table, _add_analyze, _add_check_device):
+    for add in (_add_train, _add_slice, _add_benchmark, _add_params, _add_evaluate,
+                _add_predict, _add_compare, _add_table, _add_analyze, _add_check_device):
         add(sub)
     return p
 
@@ -56,6 +56,18 @@ _TEXTS: dict[str, dict[str, str]] = {
                "  graph-transformers train --config configs/zinc/gt.yaml --seeds 2 --set seed=41\n"
                "  graph-transformers train --config configs/csl/gt.yaml --folds 5 --seeds 2\n"
                "  graph-transformers train --config configs/zinc/gt.yaml --out runs/zinc-gt --resume"),
+    "slice": dict(
+        help="train a run for a wall-clock slice and keep its state for the next machine",
+        description="Continue (or start) the run kept in the state folder --state for --minutes "
+                    "of training, stopping at an epoch boundary, then write config.yaml, "
+                    "epochs.csv, metrics.json, curves.png and the resume and best checkpoints "
+                    "back to --state. Later slices, on this machine or another, read the config "
+                    "from the state; the checkpoints are removed once the schedule has ended. "
+                    "For runs longer than one lent GPU or one session (docs/gpu.md).",
+        epilog="Examples:\n"
+               "  graph-transformers slice --config configs/pattern/gt.yaml "
+               "--state results/gpu_runs/pattern-gt --minutes 8 --data-dir DATA\n"
+               "  graph-transformers slice --state results/gpu_runs/pattern-gt --minutes 8"),
     "benchmark": dict(
         help="run configs over several seeds and write a results table",
         description="Train each config for --seeds seeds (resumable) and write table.md and "
@@ -147,6 +159,22 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--folds", type=int, default=None,
                    help="cross-validation: train folds 0..FOLDS-1 (data.fold) × --seeds into "
                         "OUT/fold_<k>/ and report mean ± std over all of them (CSL: 5)")
+
+
+def _add_slice(sub: argparse._SubParsersAction) -> None:
+    """``slice``: one wall-clock slice of a run kept in a state folder."""
+    s = _command(sub, "slice")
+    s.add_argument("--state", type=Path, required=True,
+                   help="state folder of the run (created by the first slice)")
+    s.add_argument("--config", type=Path,
+                   help="YAML config (the first slice; later ones read the state's)")
+    _add_overrides(s, "override config keys (trainer.* only once the run has started)")
+    s.add_argument("--data-dir", help=_DATA_DIR_HELP)
+    s.add_argument("--minutes", type=float, default=8.0,
+                   help="training time of the slice, in minutes (default 8); setup and the "
+                        "final evaluation come on top")
+    s.add_argument("--work", type=Path, default=None,
+                   help="scratch run directory (default: a temporary one)")
 
 
 def _add_benchmark(sub: argparse._SubParsersAction) -> None:
@@ -277,6 +305,26 @@ def _train(args: argparse.Namespace) -> int:
     else:
         result = train_seeds(config, out, args.seeds, resume=args.resume)
     _print_result(result, out)
+    return 0
+
+
+def _slice(args: argparse.Namespace) -> int:
+    from .training.config import build_config, load_yaml
+    from .training.slices import run_slice, state_config
+
+    overrides = list(args.overrides)
+    if args.data_dir:
+        overrides.append(f"data.data_dir={args.data_dir}")
+    config = (build_config(load_yaml(args.config), overrides) if args.config is not None
+              else state_config(args.state, overrides=overrides))
+    result = run_slice(config, args.state, args.minutes, args.work)
+    if not result:
+        print(f"{args.state}: the run has already finished")
+        return 0
+    total = config.trainer.max_epochs
+    print(f"{args.state}: {result['epochs']} of at most {total} epochs, stopped by "
+          f"{result['stopped_by']}; test {result['metric']} at the best validation epoch "
+          f"({result['best_epoch']}): {result['test'][result['metric']]:.4f}")
     return 0
 
 
@@ -440,7 +488,7 @@ def _check_device(args: argparse.Namespace) -> int:
 
 
 #: sub-command → its handler (each returns the exit status)
-_COMMANDS = {"train": _train, "evaluate": _evaluate, "predict": _predict,
+_COMMANDS = {"train": _train, "slice": _slice, "evaluate": _evaluate, "predict": _predict,
              "benchmark": _benchmark, "params": _params, "table": _table, "compare": _compare,
              "analyze": _analyze, "check-device": _check_device}
 

@@ -89,6 +89,46 @@ class EpochLog(Checkpoint):
             writer.writerows(rows)
 
 
+class SliceDeadline(L.Callback):
+    """Stops training at an epoch boundary so that the fit ends within a wall-clock slice.
+
+    After each training epoch (its validation included), the callback sets
+    ``trainer.should_stop`` when the time since the fit started plus the longest epoch seen so far
+    would pass ``minutes``: the run ends on a complete epoch, whose ``last.ckpt`` is written as
+    usual, and a resume continues with the next one. At least one epoch runs per slice, so a
+    slice shorter than one epoch overruns by that epoch.
+
+    Args:
+        minutes: the slice's length, in minutes, counted from ``on_fit_start``.
+
+    Raises:
+        ValueError: for a non-positive length.
+    """
+
+    def __init__(self, minutes: float) -> None:
+        if not minutes > 0:
+            raise ValueError(f"a slice must last more than 0 minutes, got {minutes}")
+        self.seconds = 60.0 * minutes
+        self.stopped = False
+        self._fit_start = self._epoch_start = 0.0
+        self._longest = 0.0
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        self._fit_start = time.perf_counter()
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        self._epoch_start = time.perf_counter()
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        now = time.perf_counter()
+        self._longest = max(self._longest, now - self._epoch_start)
+        if now - self._fit_start + self._longest > self.seconds and not trainer.should_stop:
+            self.stopped = trainer.should_stop = True
+            log.info("slice of %.1f min: stopping after epoch %d (%.1f min used, epochs up to "
+                     "%.1f s); resume to continue", self.seconds / 60, trainer.current_epoch + 1,
+                     (now - self._fit_start) / 60, self._longest)
+
+
 class EpochSummary(Checkpoint):
     """One log line per epoch (epoch, LR, time, ``train/`` and ``val/`` metrics): what a run
     shows instead of a progress bar when its output is not a terminal (a log file, a batch

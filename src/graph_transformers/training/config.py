@@ -497,6 +497,10 @@ class TrainerConfig(_Section):
     limit_train_batches: int | float | None = None
     logger: list[Literal["csv", "tensorboard", "wandb", "mlflow"]] = Field(
         default_factory=lambda: ["csv"])
+    #: a wall-clock slice (minutes): stop at the end of the first epoch after which the next one
+    #: would not finish within this many minutes of the fit's start; ``--resume`` (or
+    #: ``graph-transformers slice``) continues the run. Not a Lightning argument.
+    slice_minutes: Annotated[float, Field(gt=0)] | None = None
 
     @model_validator(mode="after")
     def _trainer_arguments(self) -> "TrainerConfig":
@@ -514,7 +518,8 @@ class TrainerConfig(_Section):
     def trainer_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``lightning.Trainer`` (``None`` values and ``logger`` left
         out: the run builds its loggers from the names)."""
-        return {k: v for k, v in self.model_dump().items() if v is not None and k != "logger"}
+        return {k: v for k, v in self.model_dump().items()
+                if v is not None and k not in ("logger", "slice_minutes")}
 
 
 class ProtocolConfig(_Section):

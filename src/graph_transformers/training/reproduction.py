@@ -8,6 +8,9 @@ each run reproduces (the ``reference`` section of its config, else of the config
 - ``budget not run``: some seed stopped before its schedule's end (``stopped_by`` ``max_time`` or
   ``interrupted``), or a fixed-length schedule was shorter than the paper's (``reference.epochs``);
   the row gives the fraction of the paper's epochs that ran;
+- ``in progress``: the run is continued slice by slice (``graph-transformers slice``, its state
+  folder committed with the resume checkpoint); the row says how many of the paper's epochs ran,
+  and on which kind of device;
 - ``within 2σ``: the schedule ran to its end and ``|ours − paper| ≤ 2 · √(σ_paper² + σ_ours²)``
   (:func:`~.stats.within_paper`; ``σ_ours`` the sample s.d. over seeds, unknown with one seed:
   the row then says ``1 seed``);
@@ -224,6 +227,9 @@ def _scores(seeds: list[dict[str, Any]], ref: dict[str, Any],
              "epoch": ref.get("epoch", "best")}
     higher = metric not in ("mae", "rmse", "loss")
     result, direction = verdict(mean, paper, complete, higher, std)
+    in_progress = not complete and "slice" in ends  # continued slice by slice (``slice``)
+    if in_progress and result == "budget not run":
+        result = "in progress"
     return {
         "metric": metric,
         "paper": paper,
@@ -245,6 +251,7 @@ def _scores(seeds: list[dict[str, Any]], ref: dict[str, Any],
         "wall_time_s": round(statistics.fmean(m.get("wall_time_s", 0.0) for m in seeds), 1),
         "verdict": result,
         "direction": direction,
+        "in_progress": in_progress,
     }
 
 
@@ -277,6 +284,10 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         epochs = f"{r['epochs']:g}" + (f" ({p['epochs']:g})" if p["epochs"] else "")
         if r["schedule_complete"]:
             schedule = "complete"
+        elif r.get("in_progress"):
+            where = "CPU" if str(r["device"]).startswith("CPU") else "GPU"
+            schedule = (f"in progress: {r['epochs']:g} of {p['epochs']:g} epochs ({where})"
+                        if p["epochs"] else f"in progress: {r['epochs']:g} epochs ({where})")
         elif r["budget_fraction"] is not None:
             schedule = f"stopped at {100 * r['budget_fraction']:.2g}% of paper's epochs"
         else:

@@ -28,7 +28,8 @@ from ..encodings.registry import pe_dim
 from ..models import build_model, count_parameters
 from ..errors import RunError, RunTerminated
 from .allocator import configure_for_training
-from .callbacks import EpochLog, EpochSummary, RunCheckpoint, RunState, StopAtMinLR
+from .callbacks import (EpochLog, EpochSummary, RunCheckpoint, RunState, SliceDeadline,
+                        StopAtMinLR)
 from .checkpoint import AtomicCheckpointIO, load_checkpoint, load_model_weights
 from .stats import mean_std
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
@@ -315,18 +316,23 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
     module = GraphTaskModule(model, spec, config.optim, task=task)
 
     callbacks, best_ckpt, stop_rule = _callbacks(config, spec, out, loaders)
+    deadline = next((c for c in callbacks if isinstance(c, SliceDeadline)), None)
     trainer, fit_time = _fit(config, module, loaders, callbacks, out, resume_from)
     if not trainer.is_global_zero:
         return {}
     elapsed = callbacks[0].elapsed or fit_time  # EpochLog: training time over all segments
     last = out / "checkpoints" / "last.ckpt"
     best = Path(best_ckpt.best_model_path) if best_ckpt.best_model_path else last
+    if not best.is_file() and (out / "checkpoints" / "best.ckpt").is_file():
+        best = out / "checkpoints" / "best.ckpt"  # a run directory moved between segments
     if trainer.interrupted:
         stopped_by = "interrupted"
     elif stop_rule is not None and stop_rule.stopped:
         stopped_by = "min_lr"
     elif trainer.current_epoch >= config.trainer.max_epochs:
         stopped_by = "max_epochs"
+    elif deadline is not None and deadline.stopped:
+        stopped_by = "slice"
     else:
         stopped_by = "max_time"
     return finish_run(config, spec, module.model, splits, out, best,
@@ -389,6 +395,8 @@ def _callbacks(config: Config, spec: DatasetSpec, out: Path, loaders: dict
     if isinstance(sched, PlateauConfig) and sched.stop_at_min_lr:
         stop_rule = StopAtMinLR(sched.min_lr)
         callbacks.append(stop_rule)
+    if config.trainer.slice_minutes is not None:
+        callbacks.append(SliceDeadline(config.trainer.slice_minutes))
     # a progress bar on a terminal; one line per epoch when the output goes to a file
     if config.trainer.enable_progress_bar and sys.stdout.isatty():
         callbacks.append(TQDMProgressBar(refresh_rate=max(1, len(loaders["train"]) // 20)))
@@ -500,7 +508,8 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
     at that epoch). With ``last_checkpoint``, the splits are also evaluated at the final epoch
     under ``"last": {"epoch", "train", "val", "test"}``: the GT benchmark reports that one.
     ``stopped_by`` records what ended training: ``min_lr`` or ``max_epochs`` (the schedule ran to
-    its end), ``max_time`` or ``interrupted`` (it did not)."""
+    its end), ``max_time``, ``slice`` (a wall-clock slice ended, ``trainer.slice_minutes``) or
+    ``interrupted`` (it did not)."""
     task = make_task(config, spec, splits["train"])  # counted once for both checkpoints
     last = None
     if last_checkpoint is not None and Path(last_checkpoint).is_file():

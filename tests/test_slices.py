@@ -1,0 +1,127 @@
+"""Runs trained in wall-clock slices (``graph-transformers slice``, issue 24): a run sliced one
+epoch at a time across scratch directories gives the epochs of an uninterrupted run, its state
+folder holds what the next machine needs, and the checkpoints leave once the schedule ends."""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from graph_transformers.cli import main
+from graph_transformers.training.callbacks import SliceDeadline
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = REPO / "src/graph_transformers/configs/csl_gt.yaml"
+FAST = ["trainer.enable_progress_bar=false", "model.num_layers=2", "model.hidden_dim=16",
+        "model.num_heads=2", "data.batch_size=30", "trainer.max_epochs=3", "model.dropout=0.1"]
+#: a slice far shorter than an epoch: each slice trains exactly one epoch
+ONE_EPOCH = "0.0001"
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path) as f:
+        return [{k: v for k, v in r.items() if k not in ("epoch_time_s", "elapsed_s")}
+                for r in csv.DictReader(f)]
+
+
+def _slice(state: Path, *extra: str) -> int:
+    return main(["slice", "--state", str(state), "--minutes", ONE_EPOCH, *extra])
+
+
+def test_slices_equal_an_uninterrupted_run(tmp_path, capsys):
+    whole = tmp_path / "whole"
+    assert main(["train", "--config", str(CONFIG), "--out", str(whole), "--set", *FAST]) == 0
+    state = tmp_path / "state"
+    # the first slice needs the config; each slice trains one epoch in its own scratch directory
+    assert _slice(state, "--config", str(CONFIG), "--set", *FAST) == 0
+    assert "1 of at most 3 epochs, stopped by slice" in capsys.readouterr().out
+    assert {p.name for p in state.iterdir()} >= {"config.yaml", "epochs.csv", "metrics.json",
+                                                 "last.ckpt", "best.ckpt"}
+    first = json.loads((state / "metrics.json").read_text())
+    assert first["stopped_by"] == "slice" and first["epochs"] == 1
+    assert torch.load(state / "last.ckpt", weights_only=True)["epoch"] == 0
+    # the state alone is enough to continue, from another scratch directory (a moved run)
+    carried = tmp_path / "carried"
+    shutil.copytree(state, carried)
+    assert _slice(carried, "--work", str(tmp_path / "elsewhere")) == 0
+    assert json.loads((carried / "metrics.json").read_text())["epochs"] == 2
+    assert _slice(carried) == 0
+    final = json.loads((carried / "metrics.json").read_text())
+    assert final["stopped_by"] == "max_epochs" and final["epochs"] == 3
+    # finished: the checkpoints leave the state folder; another slice has nothing to do
+    assert not (carried / "last.ckpt").exists() and not (carried / "best.ckpt").exists()
+    capsys.readouterr()
+    assert _slice(carried) == 0 and "already finished" in capsys.readouterr().out
+    # the sliced epochs and metrics are those of the uninterrupted run, bit for bit
+    assert _rows(carried / "epochs.csv") == _rows(whole / "epochs.csv")
+    ref = json.loads((whole / "metrics.json").read_text())
+    for key in ("train", "val", "test", "best_epoch", "last"):
+        assert final[key] == ref[key], key
+
+
+def test_slice_refuses_what_resume_refuses(tmp_path, capsys):
+    state = tmp_path / "state"
+    assert main(["slice", "--state", str(state)]) == 2  # no config for a first slice
+    assert "--config for the first slice" in capsys.readouterr().err
+    assert _slice(state, "--config", str(CONFIG), "--set", *FAST) == 0
+    before = {p.name: p.read_bytes() for p in state.iterdir()}
+    assert _slice(state, "--set", "optim.lr=0.5") == 2  # not a trainer.* key
+    assert "only trainer.*" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in state.iterdir()} == before
+    busy = tmp_path / "busy"
+    (busy / "checkpoints").mkdir(parents=True)
+    assert _slice(state, "--work", str(busy)) == 2
+    assert "already holds a run" in capsys.readouterr().err
+
+
+def test_slice_deadline_counts_the_longest_epoch():
+    class Trainer:
+        should_stop = False
+        current_epoch = 0
+
+    deadline = SliceDeadline(1.0)  # 60 s
+    trainer = Trainer()
+    deadline._fit_start, deadline._epoch_start = 0.0, 0.0
+    import graph_transformers.training.callbacks as cb
+    clock = iter([20.0, 50.0])  # epoch 1 ends at 20 s: 20 + 20 < 60, go on
+    real = cb.time.perf_counter
+    cb.time.perf_counter = lambda: next(clock)
+    try:
+        deadline.on_train_epoch_end(trainer, None)
+        assert not trainer.should_stop
+        deadline._epoch_start = 40.0  # epoch 2 took 10 s, but the longest (20 s) counts
+        deadline.on_train_epoch_end(trainer, None)  # 50 + 20 > 60: stop
+        assert trainer.should_stop and deadline.stopped
+    finally:
+        cb.time.perf_counter = real
+    with pytest.raises(ValueError, match="more than 0 minutes"):
+        SliceDeadline(0)
+
+
+def test_gpu_reproduce_packs_and_unpacks_a_slice(tmp_path):
+    """benchmarks/gpu_reproduce.py on the CPU smoke run: one slice, its state packed into one
+    tar (the device tool returns few files), unpacked in place elsewhere byte for byte."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gpu_reproduce",
+                                                  REPO / "benchmarks/gpu_reproduce.py")
+    gr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gr)
+    assert gr.PRIORITY == ("pattern-gt", "zinc-egt-spe-do", "cluster-gt")
+    assert all((REPO / cfg).is_file() for cfg in gr.RUNS.values())
+    root, out = tmp_path / "states", tmp_path / "out"
+    assert gr.main(["--runs", "csl-smoke", "--minutes", ONE_EPOCH, "--state-root", str(root),
+                    "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["csl-smoke.tar", "gpu_reproduce.json"]
+    record = json.loads((out / "gpu_reproduce.json").read_text())[0]
+    assert record["epochs"] == 1 and record["stopped_by"] == "slice"
+    here = tmp_path / "here"
+    (here / "csl-smoke").mkdir(parents=True)
+    (here / "csl-smoke" / "last.ckpt").write_text("stale")
+    assert gr.main(["--unpack", str(out), "--state-root", str(here)]) == 0
+    for f in (root / "csl-smoke").iterdir():
+        assert (here / "csl-smoke" / f.name).read_bytes() == f.read_bytes(), f.name
+    assert not gr.finished(here / "csl-smoke")

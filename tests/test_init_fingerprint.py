@@ -164,3 +164,29 @@ def test_layer_reset_draws_each_sub_module_once():
     layer.reset_parameters()
     assert torch.equal(layer.attention.qkv.bias, torch.zeros(48))
     assert torch.equal(layer.attention.out.bias, torch.zeros(16))
+
+
+def _performer_case():
+    return next(c for c in CASES if c[0] == "performer")
+
+
+def test_fingerprint_ignores_lapack_noise_in_the_qr(monkeypatch):
+    """Last-bit noise in the QR factorization (another LAPACK build, CPU or thread count) leaves
+    the fingerprint and the orthogonality check passing (issue 26)."""
+    real_qr = torch.linalg.qr
+
+    def noisy_qr(a, *args, **kwargs):
+        q, r = real_qr(a, *args, **kwargs)
+        return torch.nextafter(q, torch.full_like(q, 2.0)), r  # one ulp up, every entry
+
+    monkeypatch.setattr(torch.linalg, "qr", noisy_qr)
+    test_initialisation_unchanged(_performer_case())
+
+
+def test_fingerprint_catches_a_changed_initialization(monkeypatch):
+    """The digest still sees a changed draw: a Xavier gain of 1.01 instead of 1 fails it."""
+    real = torch.nn.init.xavier_uniform_
+    monkeypatch.setattr(torch.nn.init, "xavier_uniform_",
+                        lambda t, gain=1.0, **kw: real(t, gain=1.01 * gain, **kw))
+    with pytest.raises(AssertionError):
+        test_initialisation_unchanged(_performer_case())

@@ -104,6 +104,13 @@ def _probe(name: str, tmp: Path, trained: Path, monkeypatch) -> int:
     if name == "csv-inf-label":
         path = _csv(tmp, [("CCO", "1.0"), ("CCN", "2.0"), ("CCC", "inf")])
         return _train(tmp, f"data.path={path}", *CSV_SETS)
+    if name == "csv-blank-labels":
+        rows = [(s, "") for s in ("C", "CC", "CCC", "CCCC", "CCO", "CCN", "c1ccccc1", "C1CCCCC1",
+                                  "c1ccncc1", "C1CCNCC1")]
+        return _train(tmp, f"data.path={_csv(tmp, rows)}", *CSV_SETS)
+    if name == "csv-huge-label":
+        path = _csv(tmp, [("CCO", "1.0"), ("CCN", "2.0"), ("CCC", "1e39")])
+        return _train(tmp, f"data.path={path}", *CSV_SETS)
     if name == "csv-text-label":
         return _train(tmp, f"data.path={_csv(tmp, [('CCO', 'abc')])}", *CSV_SETS)
     if name == "csv-missing-column":
@@ -188,7 +195,7 @@ def _probe(name: str, tmp: Path, trained: Path, monkeypatch) -> int:
 
 PROBES = {"yaml-syntax", "yaml-duplicate-key", "yaml-not-utf8", "yaml-not-mapping",
           "unknown-key", "bad-override", "lr-inf", "lr-zero", "epochs-zero", "csv-1-row",
-          "csv-3-rows", "csv-inf-label", "csv-text-label", "csv-missing-column",
+          "csv-3-rows", "csv-inf-label", "csv-blank-labels", "csv-huge-label", "csv-text-label", "csv-missing-column",
           "csv-missing-file", "existing-run", "resume-nothing", "resume-incompatible",
           "resume-unreadable", "evaluate-truncated", "evaluate-empty", "evaluate-unsafe-pickle",
           "evaluate-not-a-run", "predict-not-molecular", "predict-unsafe-pickle",

@@ -432,6 +432,10 @@ def _read_header(path: Path) -> list[str]:
     return [h.strip() for h in header]
 
 
+#: labels beyond this become inf in float32 tensors (issue 26: a label of 1e30 gave RMSE inf)
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
 def _parse_label(text: str, task: str, path: Path, line: int, column: str) -> float:
     t = text.strip()
     if t.lower() in _MISSING:
@@ -447,6 +451,11 @@ def _parse_label(text: str, task: str, path: Path, line: int, column: str) -> fl
         raise DataError(
             f"{path}: line {line}, column {column!r}: label {text!r} is not a finite number "
             f"(leave the cell blank for a missing label)"
+        )
+    if abs(v) > _FLOAT32_MAX:
+        raise DataError(
+            f"{path}: line {line}, column {column!r}: label {text!r} is beyond float32's range "
+            f"(±3.4e38), where training and metrics compute: rescale the column"
         )
     if task == "classification" and v not in (0.0, 1.0):
         raise ValueError(

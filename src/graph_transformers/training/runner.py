@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import logging
 import platform
 import sys
@@ -445,6 +446,12 @@ def check_splits(splits: dict, config: Config) -> None:
     from ..errors import DataError
     empty = [s for s, ds in splits.items() if len(ds) == 0]
     if not empty:
+        for name, ds in splits.items():
+            if _labels_all_missing(ds):
+                raise DataError(
+                    f"{config.data.path or config.data.name}: every label of the {name} split "
+                    f"({len(ds)} graphs) is missing (NaN, e.g. blank CSV cells), so its loss and "
+                    "metric would be NaN: fill in labels, or check data.target_columns")
         return
     sizes = "/".join(str(len(ds)) for ds in splits.values())
     hint = ""
@@ -457,6 +464,20 @@ def check_splits(splits: dict, config: Config) -> None:
     raise DataError(f"{config.data.path or config.data.name}: empty split(s) {', '.join(empty)} "
                     f"({'/'.join(splits)} = {sizes} graphs); every split needs at least "
                     f"one graph{hint}")
+
+
+def _labels_all_missing(dataset) -> bool:
+    """Whether every graph-level label of ``dataset`` is NaN (a missing label, masked in the loss
+    and metrics): floating-point labels only; read from the stored tensor where PyG keeps one."""
+    from torch_geometric.data import InMemoryDataset
+    if isinstance(dataset, InMemoryDataset) and getattr(dataset, "_indices", None) is None:
+        y = getattr(dataset._data, "y", None)
+    else:
+        ys = [getattr(g, "y", None) for g in dataset]
+        y = torch.cat([t.reshape(-1) for t in ys]) if all(t is not None for t in ys) else None
+    if y is None or not torch.is_floating_point(y) or y.numel() == 0:
+        return False
+    return bool(torch.isnan(y).all())
 
 
 def _epoch_of(path: Path) -> int | str:
@@ -498,6 +519,26 @@ def _evaluate_checkpoint(config: Config, spec: DatasetSpec, model: torch.nn.Modu
                    for s, ds in splits.items()}
 
 
+def check_finite_metrics(results: dict[str, dict[str, float]], where: str) -> None:
+    """Refuses to report a non-finite figure: every metric of every split must be finite.
+
+    Args:
+        results: ``{split: {metric: value}}``.
+        where: which checkpoint or command the results come from, for the message.
+
+    Raises:
+        TrainingError: naming the first non-finite metric and its split (exit status 1).
+    """
+    from ..errors import TrainingError
+    for split, values in results.items():
+        for name, value in values.items():
+            if isinstance(value, (int, float)) and not math.isfinite(value):
+                raise TrainingError(
+                    f"{split} {name} is {value} {where}: not reported as a result; check the "
+                    f"{split} split's labels (missing, or too large for float32) and the "
+                    "model's outputs")
+
+
 def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits: dict,
                out: Path, checkpoint: Path, epochs: int, wall_time_s: float, num_params: int,
                provenance: dict, last_checkpoint: Path | None = None,
@@ -515,8 +556,10 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
     if last_checkpoint is not None and Path(last_checkpoint).is_file():
         last_epoch, last_results = _evaluate_checkpoint(config, spec, model, splits,
                                                         Path(last_checkpoint), task)
+        check_finite_metrics(last_results, f"at the last epoch ({last_epoch})")
         last = {"epoch": last_epoch, **last_results}
     best_epoch, results = _evaluate_checkpoint(config, spec, model, splits, checkpoint, task)
+    check_finite_metrics(results, f"at the best-validation epoch ({best_epoch})")
     metrics = {
         "model": config.model.name,
         "dataset": spec.name,
@@ -711,5 +754,7 @@ def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
     config, spec, model = load_trained_model(run_dir, data_dir, checkpoint, dataset)
     splits = resolve_data(config, dataset)[1]
     task = make_task(config, spec, splits["train"])
-    return {s: evaluate(model, spec, _eval_loader(config, ds, s), task=task)
-            for s, ds in splits.items()}
+    results = {s: evaluate(model, spec, _eval_loader(config, ds, s), task=task)
+               for s, ds in splits.items()}
+    check_finite_metrics(results, f"with the {checkpoint} checkpoint of {run_dir}")
+    return results

@@ -336,3 +336,23 @@ def test_dense_batch_is_exported_with_the_orientation():
     torch.testing.assert_close(dense.place_pairs(dense.flatten_pairs(pairs)) * real, pairs * real)
     same = DenseBatch.from_edge_index(batch.edge_index, batch.batch)
     assert torch.equal(same.mask, dense.mask) and torch.equal(same.pos, dense.pos)
+
+
+def test_layers_without_edge_inputs_refuse_to_ignore_the_graph():
+    """Issue 26, silent result 10: EGTLayer (and GraphormerLayer) given edge_index but no edge
+    input gave every pair the same input, so the output did not depend on the edges. Now refused;
+    with a learned non_edge vector, or EGT-Constrained, the output depends on the edges."""
+    batch = _batch((5, 4), seed=3)
+    torch.manual_seed(3)
+    x = torch.randn(batch.num_nodes, D, dtype=torch.double)
+    egt = EGTLayer(D, DE, H).double().eval()
+    with pytest.raises(ValueError, match="would ignore the graph"):
+        egt(x, batch.edge_index, batch=batch.batch)
+    with pytest.raises(ValueError, match="ignores the graph"):
+        GraphormerLayer(D, H).double()(x, batch.edge_index, batch=batch.batch)
+    no_edges = batch.edge_index[:, :0]
+    non_edge = torch.randn(DE, dtype=torch.double)
+    for kwargs in (dict(non_edge=non_edge), dict(constrained=True)):
+        with_graph = egt(x, batch.edge_index, batch=batch.batch, **kwargs).x
+        without = egt(x, no_edges, batch=batch.batch, **kwargs).x
+        assert (with_graph - without).abs().max() > 1e-3, kwargs

@@ -127,8 +127,10 @@ class EGTLayer(nn.Module):
       ``non_edge`` (a scalar or a ``[d_e]`` vector, e.g. a learned masking vector; add self-loops
       to ``edge_index`` to give the diagonal its own value), or ``pair_attr [Σ_b n_b², d_e]``, all
       pairs of each graph flattened row-major (``k = i · n_b + j``; what the previous layer's
-      :class:`EGTOutput` returns). ``edge_attr=None`` and ``pair_attr=None``: all-zero edge
-      channels. ``constrained=True`` is EGT-Constrained: attention over ``N(i) ∪ {i}`` of
+      :class:`EGTOutput` returns). ``edge_attr=None`` and ``pair_attr=None``: zero edge channels
+      on the edges, ``non_edge`` elsewhere; refused with a scalar ``non_edge`` (unless
+      ``constrained``), where every pair would get the same input. Note that a constant edge
+      vector is as blind: the pre-norm maps every constant vector to the same bias. ``constrained=True`` is EGT-Constrained: attention over ``N(i) ∪ {i}`` of
       ``edge_index``. Densified internally by :class:`~graph_transformers.nn.DenseBatch` (one
       host sync for the graph sizes); virtual nodes are a model feature (dense path).
     * ``forward_dense(h, e, mask, attn_mask=None, return_attention_weights=False, num_virtual=0)`` →
@@ -142,7 +144,8 @@ class EGTLayer(nn.Module):
     Raises:
         ValueError: at construction for ``hidden_dim`` not divisible by ``num_heads`` or
             ``scale_degree`` without gates; in ``forward`` for dense tensors (naming
-            ``forward_dense``), mismatched ``edge_attr`` / ``pair_attr`` rows or both given; in
+            ``forward_dense``), mismatched ``edge_attr`` / ``pair_attr`` rows or both given,
+            neither given with a scalar ``non_edge`` (the graph would be ignored); in
             ``forward_dense`` for mismatched shapes.
 
     Example:
@@ -214,6 +217,15 @@ class EGTLayer(nn.Module):
         else:
             num_edges = edge_index.size(1)
             if edge_attr is None:
+                if not constrained and isinstance(non_edge, (int, float)):
+                    # edges and non-edges would both be the same constant, which the pre-norm
+                    # maps to one bias: the layer would ignore the graph (issue 26)
+                    raise ValueError(
+                        "EGTLayer got edge_index without edge_attr or pair_attr: every pair would "
+                        "get the same input and the layer would ignore the graph; pass the input "
+                        "edge channels (EGT embeds the adjacency or distance matrix and the edge "
+                        "features, e.g. pair_attr from an nn.Embedding of the hop distances), a "
+                        "learned [edge_dim] non_edge vector, or constrained=True")
                 edge_attr = x.new_zeros(num_edges, self.edge_dim)
             if edge_attr.shape != (num_edges, self.edge_dim):
                 raise ValueError(f"edge_attr must be [num_edges={num_edges}, {self.edge_dim}], "

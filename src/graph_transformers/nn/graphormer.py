@@ -43,8 +43,8 @@ class GraphormerLayer(PreNormBlock):
       other pairs) and ``pair_bias [Σ_b n_b², H]`` (a bias on every pair of each graph, flattened
       row-major ``k = i · n_b + j``, the layout of
       :class:`~graph_transformers.encodings.AddShortestPaths`' ``spd``, e.g. the spatial encoding
-      ``nn.Embedding(L + 3, H)(batch.spd.long())``); neither given: plain attention over each
-      graph. The layer builds nothing else (no distances, no graph token: those are
+      ``nn.Embedding(L + 3, H)(batch.spd.long())``); neither given is refused (plain attention
+      over each graph would ignore its edges). The layer builds nothing else (no distances, no graph token: those are
       :class:`~graph_transformers.models.Graphormer`'s). Returns ``x [num_nodes, d]``.
     * ``forward_dense(x, bias, return_attention_weights=False)``: ``x [B, N, d]``;
       ``bias [B, H, N, N]``
@@ -58,7 +58,8 @@ class GraphormerLayer(PreNormBlock):
 
     Raises:
         ValueError: on mismatched shapes; in ``forward`` for dense tensors (naming
-            ``forward_dense``).
+            ``forward_dense``), or without ``edge_attr`` and ``pair_bias`` (the graph would be
+            ignored).
 
     Example:
         >>> import torch
@@ -95,6 +96,11 @@ class GraphormerLayer(PreNormBlock):
                 return_attention_weights: bool = False) -> LayerOutput:
         """PyG-native entry point; see the class docstring."""
         dense = densify(self, x, edge_index, batch, self.hidden_dim)
+        if edge_attr is None and pair_bias is None:
+            raise ValueError(
+                "GraphormerLayer got edge_index without edge_attr or pair_bias: with no bias the "
+                "attention ignores the graph; pass pair_bias (e.g. a spatial encoding b(SPD_ij) "
+                "per head, as in the example) and/or a per-head edge_attr")
         H = self.num_heads
         B, N = dense.num_graphs, dense.max_num_nodes
         bias = x.new_zeros(B, N, N, H)

@@ -154,6 +154,9 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--out", type=Path, help="run directory (default: runs/<config name>)")
     t.add_argument("--resume", action="store_true",
                    help="continue the interrupted run in --out from its last checkpoint")
+    t.add_argument("--allow-data-change", action="store_true",
+                   help="with --resume: continue although the data differ from those the "
+                        "checkpoint was trained on (recorded in metrics.json)")
     t.add_argument("--seeds", type=int, default=1,
                    help="number of seeds; reports mean ± std over them (default 1)")
     t.add_argument("--folds", type=int, default=None,
@@ -206,6 +209,9 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     e.add_argument("run_dir", type=Path)
     e.add_argument("--data-dir", help=_RUN_DATA_DIR_HELP)
     _add_checkpoint(e)
+    e.add_argument("--allow-data-change", action="store_true",
+                   help="evaluate although the data differ from those the checkpoint was "
+                        "trained on")
     e.add_argument("--write", action="store_true",
                    help="write metrics.json from the best checkpoint (for a run that was "
                         "stopped before it finished; --resume can still continue it)")
@@ -300,10 +306,12 @@ def _train(args: argparse.Namespace) -> int:
     config = build_config(load_yaml(args.config), overrides)
     name = config.name or args.config.stem
     out = args.out or Path("runs") / name
+    allow = args.allow_data_change
     if args.folds is not None:
-        result = train_folds(config, out, args.folds, args.seeds, resume=args.resume)
+        result = train_folds(config, out, args.folds, args.seeds, resume=args.resume,
+                             allow_data_change=allow)
     else:
-        result = train_seeds(config, out, args.seeds, resume=args.resume)
+        result = train_seeds(config, out, args.seeds, resume=args.resume, allow_data_change=allow)
     _print_result(result, out)
     return 0
 
@@ -465,7 +473,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(json.dumps({s: results[s] for s in ("epochs", "best_epoch", "train", "val", "test")},
                          indent=2))
         return 0
-    results = evaluate_run(args.run_dir, data_dir=args.data_dir, checkpoint=args.checkpoint)
+    results = evaluate_run(args.run_dir, data_dir=args.data_dir, checkpoint=args.checkpoint,
+                           allow_data_change=args.allow_data_change)
     print(json.dumps(results, indent=2))
     return 0
 

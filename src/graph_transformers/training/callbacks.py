@@ -195,18 +195,23 @@ class RunState(L.Callback):
 
     Saved (``state_dict``, called when a checkpoint is written at the end of an epoch): the torch
     (CPU, CUDA), numpy and Python RNG states, the state of every stateful batch sampler given
-    (e.g. :class:`~graph_transformers.data.sampler.SizeBucketBatchSampler`'s epoch), and the
-    resolved config. Restored (``load_state_dict``, at ``--resume``): the RNG and sampler states,
+    (e.g. :class:`~graph_transformers.data.sampler.SizeBucketBatchSampler`'s epoch), the
+    resolved config, and what binds the checkpoint to its run (:mod:`~.binding`): the run id and
+    the data fingerprint. Restored (``load_state_dict``, at ``--resume``): the RNG and sampler states,
     so the next epoch shuffles, drops out and flips signs as the uninterrupted run did.
 
     Args:
         config: the resolved config (``Config.to_dict()``), stored as ``config``.
         samplers: objects with ``state_dict`` / ``load_state_dict`` (the training batch sampler).
+        run_id: the run's id, stored as ``run_id``.
+        data: the data fingerprint ``{split: sha256}``, stored as ``data``.
     """
 
-    def __init__(self, config: dict, samplers: list | tuple = ()) -> None:
+    def __init__(self, config: dict, samplers: list | tuple = (), run_id: str | None = None,
+                 data: dict | None = None) -> None:
         self.config = config
         self.samplers = list(samplers)
+        self.run_id, self.data = run_id, data
         self.restored_config: dict | None = None
 
     @property
@@ -215,7 +220,7 @@ class RunState(L.Callback):
 
     def state_dict(self) -> dict:
         return {"rng": _rng_state(), "samplers": [s.state_dict() for s in self.samplers],
-                "config": self.config}
+                "config": self.config, "run_id": self.run_id, "data": self.data}
 
     def load_state_dict(self, state: dict) -> None:
         if "rng" in state:

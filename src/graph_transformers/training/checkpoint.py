@@ -91,6 +91,11 @@ def load_weights_only(path, map_location=None, what: str = "checkpoint",
     # would drop PyG's own registrations (Data) if they were named again
     extra = [c for c in allow if c not in torch.serialization.get_safe_globals()]
     try:
+        damaged = _damaged_member(path)
+        if damaged is not None:
+            raise error(f"cannot read {what} {path}: its content does not match its checksums "
+                        f"(record {damaged!r}): the file was changed or damaged after it was "
+                        "written")
         with torch.serialization.safe_globals(extra):
             return torch.load(path, map_location=map_location or "cpu", weights_only=True)
     except pickle.UnpicklingError as err:
@@ -105,6 +110,21 @@ def load_weights_only(path, map_location=None, what: str = "checkpoint",
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as err:
         raise error(f"cannot read {what} {path} ({size:,} bytes): truncated or corrupt "
                     f"({_first_line(err)})") from None
+
+
+def _damaged_member(path: Path) -> str | None:
+    """The first record of a ``torch.save`` archive (a zip file) whose CRC-32 does not match its
+    bytes, else ``None``; ``None`` for a file that is not a zip archive (older formats, left to
+    ``torch.load``). ``torch.load`` itself does not check the CRCs, so flipped bytes inside a
+    tensor loaded silently (issue 26).
+
+    Raises:
+        zipfile.BadZipFile: for a damaged archive directory.
+    """
+    if not zipfile.is_zipfile(path):
+        return None
+    with zipfile.ZipFile(path) as archive:
+        return archive.testzip()
 
 
 def _first_line(err: BaseException) -> str:

@@ -263,7 +263,7 @@ def _for_dataset(config: Config, dataset) -> Config:
 
 
 def train(config: Config, out_dir: str | Path, resume: bool = False,
-          dataset=None) -> dict[str, Any]:
+          dataset=None, allow_data_change: bool = False) -> dict[str, Any]:
     """Trains one seed of ``config`` into ``out_dir`` and returns its ``metrics.json`` content.
 
     ``dataset``: a user's graphs (a list of ``torch_geometric.data.Data`` or a PyG dataset)
@@ -273,12 +273,15 @@ def train(config: Config, out_dir: str | Path, resume: bool = False,
 
     The run holds an exclusive lock on ``out_dir`` throughout (:func:`~.rundir.run_lock`).
     With ``resume``, the checkpoint (``last.ckpt``, else the newest readable one) is read and
-    the config checked against the one it was trained with *before* anything is written.
+    the config checked against the one it was trained with *before* anything is written; once
+    the data are loaded, their fingerprint is compared with the checkpoint's (:mod:`~.binding`;
+    ``allow_data_change`` proceeds anyway and records it in ``metrics.json``).
 
     Raises:
         RunError: when ``out_dir`` holds a run and ``resume`` is false, ``resume`` is set and
             there is nothing to resume or the config changes the model or data
-            (:func:`~.rundir.check_resume_compatible`), or another run holds ``out_dir``.
+            (:func:`~.rundir.check_resume_compatible`), the data differ from the checkpoint's
+            (without ``allow_data_change``), or another run holds ``out_dir``.
         CheckpointError: no readable checkpoint to resume, or one cannot be written.
         TrainingError: the training loss became non-finite.
         RunTerminated: the process received SIGTERM (its message says how to resume).
@@ -288,18 +291,29 @@ def train(config: Config, out_dir: str | Path, resume: bool = False,
     config = _for_dataset(config, dataset)
     with run_lock(out):
         return _train_locked(config, out, resume, check_resume_compatible, resume_checkpoint,
-                             dataset)
+                             dataset, allow_data_change)
 
 
 def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatible,
-                  resume_checkpoint, dataset=None) -> dict[str, Any]:
+                  resume_checkpoint, dataset=None, allow_data_change: bool = False
+                  ) -> dict[str, Any]:
     """The body of :func:`train` under the run lock: the run directory, data and model,
     Lightning's fit, then the evaluation of the best checkpoint (:func:`finish_run`)."""
-    resume_from = _open_run_dir(config, out, resume, check_resume_compatible, resume_checkpoint)
+    from .binding import check_same_data, data_fingerprint
+    resume_from, stored = _open_run_dir(config, out, resume, check_resume_compatible,
+                                        resume_checkpoint)
     L.seed_everything(config.seed, workers=True, verbose=False)
     configure_for_training(config.trainer.accelerator)  # glibc setting: CPU on Linux only
     spec, splits = resolve_data(config, dataset)
     check_splits(splits, config)
+    fingerprint = data_fingerprint(splits)
+    data_changed = check_same_data(stored.get("data"), fingerprint,
+                                   f"checkpoint {resume_from}", allow_data_change) \
+        if resume_from is not None else []
+    if data_changed:
+        log.warning("--allow-data-change: the %s split(s) differ from those the checkpoint was "
+                    "trained on; recorded in metrics.json (data_changed)", ", ".join(data_changed))
+    _write_run_files(config, out, stored["run_id"])
     if not trains_on_cpu(config.trainer.accelerator):  # per batch, value checks run on CPU only
         for s, ds in splits.items():
             validate_dataset(ds, f"{spec.name} {s} split")
@@ -316,7 +330,8 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
         compile_model(model)
     module = GraphTaskModule(model, spec, config.optim, task=task)
 
-    callbacks, best_ckpt, stop_rule = _callbacks(config, spec, out, loaders)
+    callbacks, best_ckpt, stop_rule = _callbacks(config, spec, out, loaders, stored["run_id"],
+                                                 fingerprint)
     deadline = next((c for c in callbacks if isinstance(c, SliceDeadline)), None)
     trainer, fit_time = _fit(config, module, loaders, callbacks, out, resume_from)
     if not trainer.is_global_zero:
@@ -339,24 +354,30 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
     return finish_run(config, spec, module.model, splits, out, best,
                       epochs=trainer.current_epoch, wall_time_s=elapsed,
                       num_params=num_params, provenance=provenance, last_checkpoint=last,
-                      stopped_by=stopped_by)
+                      stopped_by=stopped_by,
+                      binding={"run_id": stored["run_id"], "data_fingerprint": fingerprint,
+                               **({"data_changed": data_changed} if data_changed else {})})
 
 
 def _open_run_dir(config: Config, out: Path, resume: bool, check_resume_compatible,
-                  resume_checkpoint) -> Path | None:
+                  resume_checkpoint) -> tuple[Path | None, dict[str, Any]]:
     """Checks ``out`` for the run (with ``resume``: the checkpoint to continue and that the
-    config still fits it; without: that ``out`` holds no run), creates it and writes
-    ``config.yaml`` (rank 0). Returns the checkpoint to resume from, or ``None``.
+    config still fits it; without: that ``out`` holds no run); writes nothing
+    (:func:`_write_run_files` does, after the data check). Returns the checkpoint to resume from (or
+    ``None``) and what binds the run (:func:`~.binding.stored_binding`: the checkpoint's data
+    fingerprint, and the run id: ``run.json``'s, else the checkpoint's, else a new one).
 
     Raises:
         RunError: ``out`` holds a run and ``resume`` is false; a config that does not fit the
             resumed run (:func:`~.rundir.check_resume_compatible`).
         CheckpointError: ``resume`` and no readable checkpoint.
     """
+    from .binding import new_run_id, read_run_id, stored_binding
     last = out / "checkpoints" / "last.ckpt"
-    resume_from = None
+    resume_from, stored = None, {"run_id": None, "data": None, "config": None}
     if resume:
         resume_from, state = resume_checkpoint(out)
+        stored = stored_binding(state)
         saved = state.get("callbacks", {}).get("RunState", {}).get("config")
         source = f"stored in {resume_from.name}"
         if saved is None and (out / "config.yaml").is_file():
@@ -367,16 +388,27 @@ def _open_run_dir(config: Config, out: Path, resume: bool, check_resume_compatib
     elif last.exists() or (out / "metrics.json").exists():
         raise RunError(f"{out} already holds a run; pass --resume to continue it or choose "
                        "another --out")
+    run_id = (read_run_id(out) if resume else None) or stored["run_id"] or new_run_id()
+    return resume_from, {**stored, "run_id": run_id}
+
+
+def _write_run_files(config: Config, out: Path, run_id: str) -> None:
+    """Creates the run directory and writes ``config.yaml`` and ``run.json`` (rank 0), once every
+    check of :func:`_open_run_dir` and of the data has passed (a refused ``--resume`` changes
+    nothing)."""
+    from .binding import write_run_id
     out.mkdir(parents=True, exist_ok=True)
     if launch_is_rank_zero():  # run files come from rank 0 only
         save_config(config, out / "config.yaml")
-    return resume_from
+        write_run_id(out, run_id)
 
 
-def _callbacks(config: Config, spec: DatasetSpec, out: Path, loaders: dict
+def _callbacks(config: Config, spec: DatasetSpec, out: Path, loaders: dict,
+               run_id: str | None = None, fingerprint: dict | None = None
                ) -> tuple[list[L.Callback], RunCheckpoint, StopAtMinLR | None]:
     """The run's Lightning callbacks (the first is the :class:`~.callbacks.EpochLog`), its
-    best-validation checkpoint and its LR-floor stop rule (``None`` without one)."""
+    best-validation checkpoint and its LR-floor stop rule (``None`` without one); ``run_id`` and
+    the data ``fingerprint`` go into every checkpoint (:class:`~.callbacks.RunState`)."""
     ckpt_dir = out / "checkpoints"
     monitor, mode = _monitor(spec, config)
     best_ckpt = RunCheckpoint(dirpath=ckpt_dir, filename="best", monitor=monitor, mode=mode,
@@ -388,8 +420,8 @@ def _callbacks(config: Config, spec: DatasetSpec, out: Path, loaders: dict
                               auto_insert_metric_name=False, enable_version_counter=False)
     samplers = [b for b in [getattr(loaders["train"], "batch_sampler", None)]
                 if hasattr(b, "load_state_dict")]
-    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"), RunState(config.to_dict(),
-                                                                          samplers),
+    callbacks: list[L.Callback] = [EpochLog(out / "epochs.csv"),
+                                   RunState(config.to_dict(), samplers, run_id, fingerprint),
                                    best_ckpt, last_ckpt, SeedPerRank(config.seed)]
     sched = config.optim.scheduler
     stop_rule = None
@@ -542,7 +574,7 @@ def check_finite_metrics(results: dict[str, dict[str, float]], where: str) -> No
 def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits: dict,
                out: Path, checkpoint: Path, epochs: int, wall_time_s: float, num_params: int,
                provenance: dict, last_checkpoint: Path | None = None,
-               stopped_by: str = "interrupted") -> dict[str, Any]:
+               stopped_by: str = "interrupted", binding: dict | None = None) -> dict[str, Any]:
     """Evaluates every split at ``checkpoint`` (the best-validation epoch) and writes
     ``metrics.json`` (``model``, ``dataset``, ``config``, ``num_params``, ``num_graphs``, ``epochs``,
     ``wall_time_s`` and per-split metric dicts; ``train``/``val``/``test`` are taken
@@ -550,7 +582,8 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
     under ``"last": {"epoch", "train", "val", "test"}``: the GT benchmark reports that one.
     ``stopped_by`` records what ended training: ``min_lr`` or ``max_epochs`` (the schedule ran to
     its end), ``max_time``, ``slice`` (a wall-clock slice ended, ``trainer.slice_minutes``) or
-    ``interrupted`` (it did not)."""
+    ``interrupted`` (it did not). ``binding`` (``run_id``, ``data_fingerprint``, and
+    ``data_changed`` when ``--allow-data-change`` was used) is recorded as given."""
     task = make_task(config, spec, splits["train"])  # counted once for both checkpoints
     last = None
     if last_checkpoint is not None and Path(last_checkpoint).is_file():
@@ -578,6 +611,7 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
         # where the graphs came from (data.source): published files or generated, and why
         "data_source": getattr(next(iter(splits.values())), "data_source", None),
         "metric": spec.metric,
+        **(binding or {}),
         **{s: r for s, r in results.items()},
     }
     if last is not None:
@@ -652,21 +686,25 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
-                resume: bool = False, dataset=None) -> dict[str, Any]:
+                resume: bool = False, dataset=None, allow_data_change: bool = False
+                ) -> dict[str, Any]:
     """Runs ``num_seeds`` seeds (``config.seed``, ``config.seed + 1``, …). One seed trains into
     ``out_dir`` itself; several into ``out_dir/seed_<s>/`` plus ``summary.json``. With
-    ``resume``, finished seeds are read back and unfinished ones continued or started."""
+    ``resume``, finished seeds are read back and unfinished ones continued or started
+    (``allow_data_change``: as :func:`train`)."""
     if num_seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {num_seeds}")
     if num_seeds == 1:
-        return train(config, out_dir, resume=resume, dataset=dataset)
+        return train(config, out_dir, resume=resume, dataset=dataset,
+                     allow_data_change=allow_data_change)
     from .rundir import run_lock
     with run_lock(out_dir):  # summary.json is the root's; each seed also locks its own dir
-        return _train_seeds_locked(config, Path(out_dir), num_seeds, resume, dataset)
+        return _train_seeds_locked(config, Path(out_dir), num_seeds, resume, dataset,
+                                   allow_data_change)
 
 
 def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool,
-                        dataset=None) -> dict[str, Any]:
+                        dataset=None, allow_data_change: bool = False) -> dict[str, Any]:
     runs = []
     for i in range(num_seeds):
         cfg = config.model_copy(update={"seed": config.seed + i})
@@ -677,7 +715,7 @@ def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool,
             continue
         runs.append(train(cfg, seed_dir, resume=resume and (seed_dir / "checkpoints" /
                                                               "last.ckpt").is_file(),
-                          dataset=dataset))
+                          dataset=dataset, allow_data_change=allow_data_change))
     if not launch_is_rank_zero():  # DDP: the other ranks have no results to summarize
         return {}
     summary = summarize(runs)
@@ -686,7 +724,8 @@ def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool,
 
 
 def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: int = 1,
-                resume: bool = False, dataset=None) -> dict[str, Any]:
+                resume: bool = False, dataset=None, allow_data_change: bool = False
+                ) -> dict[str, Any]:
     """Cross-validation: ``num_seeds`` seeds of each fold ``0..num_folds-1`` (``data.fold``), into
     ``out_dir/fold_<k>/`` (seeds as :func:`train_seeds`), and ``summary.json`` with mean ± s.d.
     over every (fold, seed) run, as the CSL and TU benchmarks report.
@@ -701,7 +740,8 @@ def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: 
     for k in range(num_folds):
         cfg = config.model_copy(update={"data": config.data.model_copy(update={"fold": k})})
         fold_dir = out / f"fold_{k}"
-        train_seeds(cfg, fold_dir, num_seeds, resume=resume, dataset=dataset)
+        train_seeds(cfg, fold_dir, num_seeds, resume=resume, dataset=dataset,
+                    allow_data_change=allow_data_change)
         runs += [json.loads(p.read_text()) for p in sorted(fold_dir.rglob("metrics.json"))]
     if not launch_is_rank_zero():  # DDP: rank 0 writes the summary
         return {}
@@ -715,11 +755,25 @@ def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
                        checkpoint: str = "best", dataset=None
                        ) -> tuple[Config, DatasetSpec, torch.nn.Module]:
     """The config, dataset spec and model (weights from ``checkpoints/<checkpoint>.ckpt``, loaded
-    with ``weights_only=True``) of a run directory; the model is in eval mode.
+    with ``weights_only=True``) of a run directory; the model is in eval mode. The checkpoint
+    must belong to the run (its run id) and the run's ``config.yaml`` must still describe the
+    data it was trained on (:mod:`~.binding`).
 
     Raises:
-        RunError: when the run directory has no config or no such checkpoint.
+        RunError: when the run directory has no config or no such checkpoint, or its
+            ``config.yaml`` changes the data keys the checkpoint was trained with.
+        CheckpointError: the checkpoint cannot be read, does not fit, or was written by another
+            run.
     """
+    config, spec, model, _ = _load_checked(run_dir, data_dir, checkpoint, dataset)
+    return config, spec, model
+
+
+def _load_checked(run_dir: str | Path, data_dir: str | None, checkpoint: str, dataset
+                  ) -> tuple[Config, DatasetSpec, torch.nn.Module, dict[str, Any]]:
+    """:func:`load_trained_model`, also returning what the checkpoint stores of its run
+    (:func:`~.binding.stored_binding`)."""
+    from .binding import check_run_id, check_same_split_config, read_run_id, stored_binding
     run = Path(run_dir)
     if not (run / "config.yaml").is_file():
         # seeds (seed_<s>/) and folds (fold_<k>/[seed_<s>/]) keep one run per subdirectory
@@ -738,21 +792,35 @@ def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
     path = run / "checkpoints" / f"{checkpoint}.ckpt"
     if not path.is_file():
         raise RunError(f"{run} has no checkpoint {path.name}")
-    load_model_weights(model, path)
+    stored = stored_binding(load_model_weights(model, path))
+    check_run_id(stored["run_id"], read_run_id(run), path, run)
+    check_same_split_config(stored["config"], config.to_dict(), f"checkpoint {path.name}",
+                            str(run / "config.yaml"))
     model.eval()
-    return config, spec, model
+    return config, spec, model, stored
 
 
 def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
-                 checkpoint: str = "best", dataset=None) -> dict[str, dict[str, float]]:
+                 checkpoint: str = "best", dataset=None, allow_data_change: bool = False
+                 ) -> dict[str, dict[str, float]]:
     """Re-computes the metrics of a finished (or interrupted) run from its checkpoint
-    (``dataset``: the in-memory graphs a ``graph_list`` run trained on).
+    (``dataset``: the in-memory graphs a ``graph_list`` run trained on), on the data it was
+    trained on: their fingerprint must match the checkpoint's (``allow_data_change``: evaluate
+    anyway, with a warning).
 
     Raises:
-        RunError: when the run directory has no config or checkpoint.
+        RunError: when the run directory has no config or checkpoint, or the data differ.
+        CheckpointError: see :func:`load_trained_model`.
+        TrainingError: a metric comes out NaN or infinite.
     """
-    config, spec, model = load_trained_model(run_dir, data_dir, checkpoint, dataset)
+    from .binding import check_same_data, data_fingerprint
+    config, spec, model, stored = _load_checked(run_dir, data_dir, checkpoint, dataset)
     splits = resolve_data(config, dataset)[1]
+    changed = check_same_data(stored["data"], data_fingerprint(splits),
+                              f"checkpoint {checkpoint}.ckpt", allow_data_change)
+    if changed:
+        log.warning("--allow-data-change: evaluating on %s split(s) that differ from those the "
+                    "checkpoint was trained on", ", ".join(changed))
     task = make_task(config, spec, splits["train"])
     results = {s: evaluate(model, spec, _eval_loader(config, ds, s), task=task)
                for s, ds in splits.items()}

@@ -7,7 +7,7 @@ in a small *state folder* that can be committed and carried to the next machine:
 
 ``<state>/``
     ``config.yaml`` (the resolved config; later slices read it, so ``--config`` is only needed
-    for the first), ``epochs.csv`` (every epoch so far), ``metrics.json`` (all splits at the
+    for the first), ``run.json`` (the run id its checkpoints carry), ``epochs.csv`` (every epoch so far), ``metrics.json`` (all splits at the
     best-validation and at the last epoch so far, with ``stopped_by: slice`` until the schedule
     ends), ``curves.png``, and two checkpoints: ``last.ckpt`` (the resume state: weights,
     optimizer, LR schedule, RNG and sampler states, the cumulative clock) and ``best.ckpt`` (the
@@ -36,7 +36,7 @@ from .config import Config, build_config, load_yaml
 log = logging.getLogger(__name__)
 
 #: files of a state folder besides the checkpoints
-STATE_FILES = ("config.yaml", "epochs.csv", "metrics.json", "curves.png")
+STATE_FILES = ("config.yaml", "run.json", "epochs.csv", "metrics.json", "curves.png")
 #: checkpoints of a state folder (``checkpoints/<name>`` in the run directory)
 STATE_CHECKPOINTS = ("last.ckpt", "best.ckpt")
 #: what ends a paper's schedule (the reproduction table's ``COMPLETE``)
@@ -111,7 +111,7 @@ def run_slice(config: Config, state: str | Path, minutes: float,
             for name in STATE_CHECKPOINTS:
                 if (state / name).is_file():
                     _copy(state / name, work / "checkpoints" / name)
-            for name in ("config.yaml", "epochs.csv"):
+            for name in ("config.yaml", "run.json", "epochs.csv"):
                 if (state / name).is_file():
                     _copy(state / name, work / name)
         log.info("slice of %.1f min: %s %s in %s", minutes,

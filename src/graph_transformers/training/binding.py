@@ -1,0 +1,180 @@
+"""What binds a run to its data and its checkpoints (issue 26).
+
+A run directory gets a **run id** when it is created (``run.json``); every checkpoint it writes
+stores that id, the resolved config, and a **data fingerprint**: one sha256 per split over the
+graphs' structure, features and labels (``x``, ``edge_index``, ``edge_attr``, ``y``) and the split's
+membership. Positional encodings are left out on purpose: they are derived from the structure,
+and their last bits depend on the LAPACK build, so a run moved to another machine still
+matches its data.
+
+``--resume``, ``evaluate`` and ``predict`` compare what they are about to use with what the
+checkpoint was trained on, and refuse with one line naming what changed:
+
+- the data (``--resume``, ``evaluate``): a split whose fingerprint differs, e.g. a CSV edited in
+  place. ``--allow-data-change`` proceeds anyway and is recorded in ``metrics.json``
+  (``data_changed``);
+- the config keys that define the data and its split (``evaluate``, ``predict``), e.g.
+  ``data.fold`` edited in the run's ``config.yaml``;
+- the run id (``evaluate``, ``predict``): a checkpoint copied in from another run of the same
+  architecture.
+
+Runs and checkpoints written before this existed carry no id or fingerprint; for them the
+checks are skipped.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..errors import CheckpointError, RunError
+from ..fileio import atomic_write_text
+
+#: the run's identity file in its directory
+RUN_FILE = "run.json"
+#: the graph attributes a data fingerprint covers (derived encodings are left out)
+FINGERPRINT_KEYS = ("x", "edge_index", "edge_attr", "y")
+#: data keys that say where data is read from, not what it is (may differ freely)
+WHERE_KEYS = ("data_dir", "cache_dir", "num_workers", "pin_memory")
+#: data keys that change the batches, not the graphs or the split
+BATCH_KEYS = ("batch_size", "eval_batch_size", "bucket_by_size", "bucket_window",
+              "num_neighbors")
+
+
+def new_run_id() -> str:
+    """A fresh run id (32 hex digits)."""
+    return uuid.uuid4().hex
+
+
+def read_run_id(run_dir: str | Path) -> str | None:
+    """The run id in ``run_dir/run.json``, ``None`` for a run written before run ids existed."""
+    path = Path(run_dir) / RUN_FILE
+    if not path.is_file():
+        return None
+    try:
+        return str(json.loads(path.read_text())["run_id"])
+    except (ValueError, KeyError, TypeError):
+        raise RunError(f"{path}: not a run identity file (expected {{\"run_id\": ...}}); "
+                       "restore it, or remove it to skip the run-id check") from None
+
+
+def write_run_id(run_dir: str | Path, run_id: str) -> None:
+    """Writes ``run_dir/run.json`` atomically."""
+    atomic_write_text(Path(run_dir) / RUN_FILE, json.dumps({"run_id": run_id}) + "\n")
+
+
+def _update(h: "hashlib._Hash", name: str, t: torch.Tensor) -> None:
+    t = t.detach().cpu().contiguous()
+    h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
+    h.update(t.numpy().tobytes() if t.dtype != torch.bfloat16 else t.float().numpy().tobytes())
+
+
+def split_fingerprint(dataset: Any) -> str:
+    """sha256 (16 hex digits) of a split's graphs: :data:`FINGERPRINT_KEYS` of every graph, read
+    from the stored tensors where PyG keeps them (an ``InMemoryDataset``: its collated tensors and
+    the split's indices), else graph by graph."""
+    from torch_geometric.data import InMemoryDataset
+    h = hashlib.sha256()
+    data = getattr(dataset, "_data", None) if isinstance(dataset, InMemoryDataset) else None
+    if data is not None:
+        for key in FINGERPRINT_KEYS:
+            value = getattr(data, key, None)
+            if isinstance(value, torch.Tensor):
+                _update(h, key, value)
+        slices = getattr(dataset, "slices", None) or {}
+        for key in FINGERPRINT_KEYS:
+            if isinstance(slices.get(key), torch.Tensor):
+                _update(h, f"slices.{key}", slices[key])
+        indices = getattr(dataset, "_indices", None)
+        if indices is not None:
+            _update(h, "indices", torch.as_tensor(list(indices) if not isinstance(
+                indices, torch.Tensor) else indices, dtype=torch.long))
+    else:
+        for i, graph in enumerate(dataset):
+            for key in FINGERPRINT_KEYS:
+                value = getattr(graph, key, None)
+                if isinstance(value, torch.Tensor):
+                    _update(h, f"{i}.{key}", value)
+    h.update(f"len:{len(dataset)}".encode())
+    return h.hexdigest()[:16]
+
+
+def data_fingerprint(splits: dict[str, Any]) -> dict[str, str]:
+    """``{split: split_fingerprint}`` of a run's splits."""
+    return {name: split_fingerprint(ds) for name, ds in splits.items()}
+
+
+def changed_splits(stored: dict[str, str] | None, current: dict[str, str]) -> list[str]:
+    """The splits whose fingerprint differs from the stored one (none when nothing is stored)."""
+    if not stored:
+        return []
+    return sorted(s for s in set(stored) | set(current) if stored.get(s) != current.get(s))
+
+
+def check_same_data(stored: dict[str, str] | None, current: dict[str, str], source: str,
+                    allow: bool = False) -> list[str]:
+    """Refuses data that differ from what the checkpoint was trained on.
+
+    Returns:
+        The changed splits (empty when nothing changed, or with ``allow``: proceeding anyway).
+
+    Raises:
+        RunError: naming the changed splits and ``source`` (the checkpoint), unless ``allow``.
+    """
+    changed = changed_splits(stored, current)
+    if changed and not allow:
+        raise RunError(f"the data of the {', '.join(changed)} split(s) differ from those {source} "
+                       "was trained on (labels, graphs or split membership changed, e.g. the "
+                       "file was edited); pass --allow-data-change to use them anyway (recorded "
+                       "in the run)")
+    return changed
+
+
+def _data_section(config: dict) -> dict:
+    data = dict(config.get("data") or {})
+    for key in WHERE_KEYS + BATCH_KEYS:
+        data.pop(key, None)
+    return data
+
+
+def check_same_split_config(stored_config: dict | None, config: dict, source: str,
+                            where: str) -> None:
+    """Refuses a config whose data keys (dataset, fold, seed of the split, files, columns;
+    not where the data are read from, nor batching) differ from the checkpoint's.
+
+    Raises:
+        RunError: listing each differing key with both values.
+    """
+    if not stored_config:
+        return
+    a, b = _data_section(stored_config), _data_section(config)
+    diffs = [f"data.{k}: {a.get(k, '<unset>')!r} in {source}, {b.get(k, '<unset>')!r} in {where}"
+             for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    if diffs:
+        raise RunError(f"{where} does not describe the data {source} was trained on: "
+                       f"{'; '.join(diffs)}; restore it (the split would differ)")
+
+
+def check_run_id(stored: str | None, run_id: str | None, path: str | Path, run_dir: str | Path
+                 ) -> None:
+    """Refuses a checkpoint written by another run.
+
+    Raises:
+        CheckpointError: when both ids are known and differ.
+    """
+    if stored and run_id and stored != run_id:
+        raise CheckpointError(f"checkpoint {path} was written by another run (run id "
+                              f"{stored[:8]}…, this run is {run_id[:8]}…): it does not belong to "
+                              f"{run_dir}")
+
+
+def stored_binding(state: dict) -> dict[str, Any]:
+    """The run id, data fingerprint and config a checkpoint stores (``RunState``), as
+    ``{"run_id", "data", "config"}`` (``None`` where absent)."""
+    saved = (state.get("callbacks") or {}).get("RunState") or {}
+    return {"run_id": saved.get("run_id"), "data": saved.get("data"),
+            "config": saved.get("config")}

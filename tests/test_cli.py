@@ -134,6 +134,16 @@ def test_benchmark_writes_tables(tmp_path):
     # resuming reuses the finished seeds
     assert main(["benchmark", "--config", str(CONFIG), "--seeds", "2", "--out", str(out),
                  "--resume", "--set", "trainer.max_epochs=1", *FAST]) == 0
+    # issue 26, silent result 8: another config into the same --out adds its row, keeping the
+    # first config's (it used to replace table.md); the same config again is refused
+    assert main(["benchmark", "--config", str(CONFIG), "--seeds", "2", "--out", str(out),
+                 "--set", "trainer.max_epochs=1", "name=csl-other", *FAST]) == 0
+    rows = json.loads((out / "table.json").read_text())
+    assert [r["name"] for r in rows] == ["csl-gt-lappe", "csl-other"]
+    assert "csl-gt-lappe" in (out / "table.md").read_text()
+    assert main(["benchmark", "--config", str(CONFIG), "--seeds", "2", "--out", str(out),
+                 "--set", "trainer.max_epochs=1", *FAST]) == 2
+    assert len(json.loads((out / "table.json").read_text())) == 2
 
 
 def test_params_reports_counts_and_budgets(tmp_path, capsys):

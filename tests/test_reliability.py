@@ -411,6 +411,15 @@ def test_empty_graphs_and_inf_inputs_are_clear_errors(name):
         bad.lap_pe[0, 0] = float("-inf")
         with pytest.raises(ValueError, match="lap_pe contains NaN or inf"):
             model(Batch.from_data_list([bad]))
+    # issue 26, silent result 9: finite but huge features gave NaN outputs with no error
+    huge = _graph(3)
+    huge.x = huge.x * 1e30
+    with pytest.raises(ValueError, match=r"node features x reach .* standardize them"):
+        model(Batch.from_data_list([huge]))
+    fine = _graph(3)
+    fine.x = fine.x * 1e6  # large but harmless: no error, finite outputs
+    out = model(Batch.from_data_list([fine]))
+    assert torch.isfinite(out[0] if isinstance(out, tuple) else out).all()
 
 
 # ------------------------------------------------------------- tracebacks → errors

@@ -385,7 +385,8 @@ def _print_result(result: dict, out: Path) -> None:
 def _benchmark(args: argparse.Namespace) -> int:
     from .training.config import build_config, load_yaml
     from .training.runner import summarize, train_folds, train_seeds, write_json
-    from .training.tables import markdown_table, table_row
+    from .errors import RunError
+    from .training.tables import markdown_table, merge_rows, table_row
 
     overrides = list(args.overrides)
     if args.data_dir:
@@ -403,6 +404,14 @@ def _benchmark(args: argparse.Namespace) -> int:
             return 0
         summary = result if (args.seeds > 1 or args.folds is not None) else summarize([result])
         rows.append(table_row(name, summary))
+    # another benchmark into the same --out adds its rows: the table keeps the other configs'
+    previous = args.out / "table.json"
+    if previous.is_file():
+        try:
+            rows = merge_rows(json.loads(previous.read_text()), rows)
+        except (ValueError, TypeError, AttributeError) as err:
+            raise RunError(f"{previous}: not a benchmark table ({err}); move it away to "
+                           "write a new one") from None
     text = markdown_table(rows)
     from .training.config import atomic_write_text
     atomic_write_text(args.out / "table.md", text)

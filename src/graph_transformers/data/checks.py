@@ -66,6 +66,30 @@ def checks_enabled(t: Tensor | None) -> bool:
     return t is not None and t.device.type == "cpu"
 
 
+#: the largest magnitude accepted in float inputs: the layers square their inputs (LayerNorm
+#: and BatchNorm variances, attention scores), which overflows float32 (≈3.4e38) beyond ≈1.8e19;
+#: 1e18 leaves room for the sums over a feature dimension (issue 26: x · 1e30 gave NaN outputs)
+MAX_INPUT_MAGNITUDE = 1e18
+
+
+def _check_values(t: Tensor, what: str, plural: bool = True) -> None:
+    """One host read: ``t`` is finite and within :data:`MAX_INPUT_MAGNITUDE`.
+
+    Raises:
+        ValueError: naming ``what`` (a plural noun, else ``plural=False``).
+    """
+    if t.numel() == 0:
+        return
+    peak = float(t.detach().abs().max())
+    if peak != peak or peak == float("inf"):
+        raise ValueError(f"{what} {'contain' if plural else 'contains'} NaN or inf")
+    if peak > MAX_INPUT_MAGNITUDE:
+        verb = "reach" if plural else "reaches"
+        raise ValueError(f"{what} {verb} {peak:.3g} in magnitude: beyond "
+                         f"{MAX_INPUT_MAGNITUDE:.0e} float32 overflows where the layers square "
+                         "their inputs (normalization, attention scores); standardize them")
+
+
 def check_batch(data: Data, need_edge_attr: bool = False) -> None:
     """Validates a PyG ``Data``/``Batch`` before a forward pass.
 
@@ -73,7 +97,7 @@ def check_batch(data: Data, need_edge_attr: bool = False) -> None:
     (when needed) has one row per edge and the input has at least one node. When
     :func:`checks_enabled` (CPU tensors, or debug mode) it also checks that ``x``, ``edge_attr``
     and the float positional / structural encodings (the registry's float node encodings and
-    ``pos``) are finite, that no graph of a batch is empty (an empty graph has no defined output: its readout
+    ``pos``) are finite and at most :data:`MAX_INPUT_MAGNITUDE` in magnitude, that no graph of a batch is empty (an empty graph has no defined output: its readout
     would divide by zero and dense models would attend over nothing), and that the ids of
     ``edge_index`` lie in ``[0, num_nodes)``. These value checks read tensors back to the host,
     so on an accelerator they run once per dataset (:func:`validate_dataset`) instead.
@@ -86,8 +110,8 @@ def check_batch(data: Data, need_edge_attr: bool = False) -> None:
         raise ValueError("the batch has no node features x")
     num_nodes = x.size(0)
     values = checks_enabled(x)
-    if values and x.is_floating_point() and not bool(torch.isfinite(x).all()):
-        raise ValueError("node features x contain NaN or inf")
+    if values and x.is_floating_point():
+        _check_values(x, "node features x")
     if num_nodes == 0:
         raise ValueError("the input has no nodes (an empty graph has no defined output; drop "
                          "empty graphs from the dataset)")
@@ -115,14 +139,13 @@ def check_batch(data: Data, need_edge_attr: bool = False) -> None:
         if ea.size(0) != ei.size(1):
             raise ValueError(f"edge_attr has {ea.size(0)} rows but edge_index has {ei.size(1)} "
                              "edges")
-        if values and ea.is_floating_point() and not bool(torch.isfinite(ea).all()):
-            raise ValueError("edge features edge_attr contain NaN or inf")
+        if values and ea.is_floating_point():
+            _check_values(ea, "edge features edge_attr")
     if values:
         for name in (*float_encodings(), "pos"):
             pe = getattr(data, name, None)
-            if isinstance(pe, torch.Tensor) and pe.is_floating_point() and \
-                    not bool(torch.isfinite(pe).all()):
-                raise ValueError(f"positional encoding {name} contains NaN or inf")
+            if isinstance(pe, torch.Tensor) and pe.is_floating_point():
+                _check_values(pe, f"positional encoding {name}", plural=False)
 
 
 def float_encodings() -> tuple[str, ...]:
@@ -140,8 +163,8 @@ def _float_fields() -> tuple[str, ...]:
 
 def validate_dataset(dataset, name: str = "dataset") -> None:
     """Validates every graph of a dataset once, on the host (the data-pipeline counterpart of
-    the per-batch value checks, which are off for accelerator tensors): no NaN in features or
-    encodings, ``edge_index`` ids inside each graph. Reads the collated storage of an
+    the per-batch value checks, which are off for accelerator tensors): features and encodings
+    finite and within :data:`MAX_INPUT_MAGNITUDE`, ``edge_index`` ids inside each graph. Reads the collated storage of an
     ``InMemoryDataset`` in one pass when it can (fast), else graph by graph.
 
     Raises:
@@ -157,9 +180,11 @@ def validate_dataset(dataset, name: str = "dataset") -> None:
         where = f"{name}" if i is None else f"{name} graph {i}"
         for field in _float_fields():
             t = getattr(g, field, None)
-            if isinstance(t, Tensor) and t.is_floating_point() and \
-                    not bool(torch.isfinite(t).all()):
-                raise ValueError(f"{where}: {field} contains NaN or inf")
+            if isinstance(t, Tensor) and t.is_floating_point():
+                try:
+                    _check_values(t, field, plural=False)
+                except ValueError as err:
+                    raise ValueError(f"{where}: {err}") from None
         ei = getattr(g, "edge_index", None)
         if i is not None and isinstance(ei, Tensor) and ei.numel():
             n = g.num_nodes

@@ -7,9 +7,10 @@ in a small *state folder* that can be committed and carried to the next machine:
 
 ``<state>/``
     ``config.yaml`` (the resolved config; later slices read it, so ``--config`` is only needed
-    for the first), ``run.json`` (the run id its checkpoints carry), ``epochs.csv`` (every epoch so far), ``metrics.json`` (all splits at the
-    best-validation and at the last epoch so far, with ``stopped_by: slice`` until the schedule
-    ends), ``curves.png``, and two checkpoints: ``last.ckpt`` (the resume state: weights,
+    for the first), ``run.json`` (the run id its checkpoints carry), ``epochs.csv`` (every
+    epoch so far), ``metrics.json`` (all splits at the best-validation and at the last epoch so
+    far, with ``stopped_by: slice`` until the schedule ends), ``curves.png``, and two
+    checkpoints: ``last.ckpt`` (the resume state: weights,
     optimizer, LR schedule, RNG and sampler states, the cumulative clock) and ``best.ckpt`` (the
     best-validation weights, which the paper's protocol reports; ``weights_only`` loadable).
 

@@ -37,7 +37,7 @@ def table_row(name: str, summary: dict[str, Any]) -> dict[str, Any]:
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The rows as a Markdown table with the columns of GT's Table 1: test ± s.d., train ± s.d.,
-    #params, #epochs, epoch time / total time (means over seeds; population s.d.)."""
+    #params, #epochs, epoch time / total time (means over seeds; sample s.d.)."""
     lines = ["| run | dataset | metric | #params | test ± s.d. | train ± s.d. | #epochs | "
              "epoch / total | seeds |",
              "|---|---|---|---:|---:|---:|---:|---:|---|"]
@@ -48,3 +48,11 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             f"{r['epochs']:.2f} | {r['epoch_time_s']:.2f}s/{_hours(r['total_time_s'])} | "
             f"{len(r['seeds'])} |")
     return "\n".join(lines) + "\n"
+
+
+def merge_rows(existing: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of a benchmark table after another ``benchmark`` into the same directory: the
+    rows of ``existing`` whose run is not in ``new`` keep their place, then ``new`` in its order
+    (a config run again, with ``--resume``, replaces its row)."""
+    names = {r["name"] for r in new}
+    return [r for r in existing if r.get("name") not in names] + list(new)

@@ -110,8 +110,9 @@ class EGT(nn.Module):
             default: the authors' code, ``Σ_{k=1..ν} clip((A + I)^k, 0, 1)``, i.e.
             ``ν + 1 − max(d, 1)``: a node and its neighbours share class ``ν``) or ``"spd"``
             (class ``d``, the paper's ``D^(ν)`` read literally). :func:`distance_labels`.
-        node_ffn_multiplier / edge_ffn_multiplier, attn_dropout, dropout, clamp, scale_degree,
-            random_mask_prob: layer options (:class:`~graph_transformers.nn.EGTLayer`).
+        node_ffn_multiplier / edge_ffn_multiplier, attn_dropout, dropout, clamp, scale_degree:
+            layer options (:class:`~graph_transformers.nn.EGTLayer`).
+        random_mask_prob: the official random attention masking in training (layer option).
         mlp_layers: hidden layers of the heads; widths ``round(d_h/2), round(d_h/4)`` from the
             node width ``d_h`` whatever the head's input (Table 4 and the official ``mlp_out``,
             also for the distance head and the virtual-node readout).

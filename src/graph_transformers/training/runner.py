@@ -326,6 +326,7 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
     log.info("%s on %s: %d parameters; graphs train/val/test = %s", config.model.name,
              spec.name, num_params, {s: len(d) for s, d in splits.items()})
     task = make_task(config, spec, splits["train"])
+    _watch_in_debug_mode(model)
     if config.model.compile:
         compile_model(model)
     module = GraphTaskModule(model, spec, config.optim, task=task)
@@ -390,6 +391,16 @@ def _open_run_dir(config: Config, out: Path, resume: bool, check_resume_compatib
                        "another --out")
     run_id = (read_run_id(out) if resume else None) or stored["run_id"] or new_run_id()
     return resume_from, {**stored, "run_id": run_id}
+
+
+def _watch_in_debug_mode(model: torch.nn.Module) -> None:
+    """In debug mode (``GRAPH_TRANSFORMERS_DEBUG=1``), every sub-module's output is checked and
+    the first non-finite one is named (:func:`~.numerics.watch_nonfinite`)."""
+    from ..data.checks import is_debug_enabled
+    if is_debug_enabled():
+        from .numerics import watch_nonfinite
+        watch_nonfinite(model)
+        log.info("debug mode: the first layer producing a non-finite value will be named")
 
 
 def _write_run_files(config: Config, out: Path, run_id: str) -> None:
@@ -793,6 +804,7 @@ def _load_checked(run_dir: str | Path, data_dir: str | None, checkpoint: str, da
     if not path.is_file():
         raise RunError(f"{run} has no checkpoint {path.name}")
     stored = stored_binding(load_model_weights(model, path))
+    _watch_in_debug_mode(model)
     check_run_id(stored["run_id"], read_run_id(run), path, run)
     check_same_split_config(stored["config"], config.to_dict(), f"checkpoint {path.name}",
                             str(run / "config.yaml"))

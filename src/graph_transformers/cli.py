@@ -559,6 +559,14 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"graph-transformers: error: {_one_line(err)}", file=sys.stderr)
         return 2 if isinstance(err, input_errors) else 1
+    except RuntimeError as err:  # torch.save of a dataset cache on a full disk, say
+        from .fileio import is_torch_write_failure
+        if args.verbose or not is_torch_write_failure(err):
+            raise
+        print("graph-transformers: error: a file could not be written (a full disk or a "
+              f"file-size limit; torch: {str(err).splitlines()[0][-60:].strip()})",
+              file=sys.stderr)
+        return 1
 
 
 def _one_line(err: BaseException) -> str:

@@ -48,3 +48,16 @@ def atomic_save(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> 
     (e.g. ``atomic_save(p, lambda f: torch.save(obj, f))``)."""
     with atomic_writer(path, "wb") as f:
         write(f)
+
+
+#: what torch's zip writer says when the file system stops a write (full disk, file size limit):
+#: it raises ``RuntimeError``, not ``OSError`` (e.g. "[enforce fail at inline_container.cc:672] .
+#: unexpected pos 704 vs 598", "PytorchStreamWriter failed writing file data/0: file write failed")
+_TORCH_WRITE_FAILURES = ("unexpected pos", "inline_container", "failed writing", "file write")
+
+
+def is_torch_write_failure(err: BaseException) -> bool:
+    """Whether ``err`` is ``torch.save``'s report of a failed write (see
+    :data:`_TORCH_WRITE_FAILURES`), which a full disk or a file-size limit causes."""
+    text = str(err).lower()
+    return isinstance(err, RuntimeError) and any(k in text for k in _TORCH_WRITE_FAILURES)

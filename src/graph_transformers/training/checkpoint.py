@@ -13,7 +13,7 @@ import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from ..errors import CheckpointError, CheckpointWriteError
-from ..fileio import atomic_save
+from ..fileio import atomic_save, is_torch_write_failure
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -43,11 +43,12 @@ def save_checkpoint(checkpoint: dict[str, Any], path: str | os.PathLike) -> None
         raise CheckpointWriteError(f"cannot write checkpoint {path}: {why}; the previous "
                                    "checkpoint there is untouched") from None
     except RuntimeError as err:  # torch wraps write failures of its zip writer
-        if "write" not in str(err).lower() and "file" not in str(err).lower():
+        if not is_torch_write_failure(err):
             raise
-        raise CheckpointWriteError(f"cannot write checkpoint {path}: "
-                                   f"{str(err).splitlines()[0]}; the previous checkpoint there "
-                                   "is untouched") from None
+        raise CheckpointWriteError(f"cannot write checkpoint {path}: the write failed (a full "
+                                   "disk or a file-size limit; torch: "
+                                   f"{str(err).splitlines()[0][-60:].strip()}); the previous "
+                                   "checkpoint there is untouched") from None
 
 
 _GLOBAL = re.compile(r"GLOBAL ([\w.]+)")

@@ -120,6 +120,35 @@ def _probe(name: str, tmp: Path, trained: Path, monkeypatch) -> int:
         return _train(tmp, f"data.path={tmp / 'absent.csv'}", *CSV_SETS)
     if name == "existing-run":
         return _train(tmp, "trainer.max_epochs=1", out=_copy(trained, tmp))
+    if name == "resume-below-epochs":
+        out = tmp / "two"
+        assert _train(tmp, "trainer.max_epochs=2", out=out) == 0
+        return _train(tmp, "trainer.max_epochs=1", resume=True, out=out)
+    if name == "hidden-dim-huge":
+        return _train(tmp, "model.hidden_dim=1000000000", "model.num_heads=1")
+    if name == "seed-negative":
+        return _train(tmp, "seed=-5")
+    if name == "out-is-a-file":
+        (tmp / "afile").write_text("x")
+        return _train(tmp, out=tmp / "afile")
+    if name == "base-not-a-path":
+        bad.write_text("base: 5\n")
+        return _train(tmp, config=bad)
+    if name == "config-empty":
+        bad.write_text("")
+        return _train(tmp, config=bad)
+    if name == "csv-gz-truncated":
+        import gzip
+        path = tmp / "m.csv.gz"
+        rows = b"".join(f"{'C' * (i % 9 + 1)}O{'N' * (i % 4)},{i}.5\n".encode()
+                        for i in range(400))
+        packed = gzip.compress(b"smiles,y\n" + rows)
+        path.write_bytes(packed[:len(packed) // 2])
+        return _train(tmp, f"data.path={path}", *CSV_SETS)
+    if name == "batch-one-atom":
+        rows = [("C", "1.0")] + [(s, "2.0") for s in ("CC", "CCC", "CCO", "CCN", "CCCC",
+                                                      "c1ccccc1", "C1CCCCC1", "c1ccncc1")]
+        return _train(tmp, f"data.path={_csv(tmp, rows)}", *CSV_SETS, "data.batch_size=1")
     if name == "resume-nothing":
         return _train(tmp, resume=True, out=tmp / "empty")
     if name == "resume-incompatible":
@@ -195,8 +224,11 @@ def _probe(name: str, tmp: Path, trained: Path, monkeypatch) -> int:
 
 PROBES = {"yaml-syntax", "yaml-duplicate-key", "yaml-not-utf8", "yaml-not-mapping",
           "unknown-key", "bad-override", "lr-inf", "lr-zero", "epochs-zero", "csv-1-row",
-          "csv-3-rows", "csv-inf-label", "csv-blank-labels", "csv-huge-label", "csv-text-label", "csv-missing-column",
-          "csv-missing-file", "existing-run", "resume-nothing", "resume-incompatible",
+          "csv-3-rows", "csv-inf-label", "csv-blank-labels", "csv-huge-label", "csv-text-label",
+          "csv-missing-column", "csv-missing-file", "csv-gz-truncated", "batch-one-atom",
+          "existing-run", "resume-below-epochs", "hidden-dim-huge", "seed-negative",
+          "out-is-a-file", "base-not-a-path", "config-empty", "resume-nothing",
+          "resume-incompatible",
           "resume-unreadable", "evaluate-truncated", "evaluate-empty", "evaluate-unsafe-pickle",
           "evaluate-not-a-run", "predict-not-molecular", "predict-unsafe-pickle",
           "predict-no-column", "predict-no-checkpoint", "analyze-truncated", "out-permission",

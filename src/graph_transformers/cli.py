@@ -295,7 +295,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from .training.config import build_config, load_yaml
+    from .training.config import load_config
     from .training.runner import train_folds, train_seeds
 
     overrides = list(args.overrides)
@@ -303,7 +303,7 @@ def _train(args: argparse.Namespace) -> int:
         overrides.append(f"data.data_dir={args.data_dir}")
     if args.config is None:
         return _train_default(args, overrides)
-    config = build_config(load_yaml(args.config), overrides)
+    config = load_config(args.config, overrides)
     name = config.name or args.config.stem
     out = args.out or Path("runs") / name
     allow = args.allow_data_change
@@ -317,13 +317,13 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _slice(args: argparse.Namespace) -> int:
-    from .training.config import build_config, load_yaml
+    from .training.config import load_config
     from .training.slices import run_slice, state_config
 
     overrides = list(args.overrides)
     if args.data_dir:
         overrides.append(f"data.data_dir={args.data_dir}")
-    config = (build_config(load_yaml(args.config), overrides) if args.config is not None
+    config = (load_config(args.config, overrides) if args.config is not None
               else state_config(args.state, overrides=overrides))
     result = run_slice(config, args.state, args.minutes, args.work)
     if not result:
@@ -383,7 +383,7 @@ def _print_result(result: dict, out: Path) -> None:
 
 
 def _benchmark(args: argparse.Namespace) -> int:
-    from .training.config import build_config, load_yaml
+    from .training.config import load_config
     from .training.runner import summarize, train_folds, train_seeds, write_json
     from .errors import RunError
     from .training.tables import markdown_table, merge_rows, table_row
@@ -393,7 +393,7 @@ def _benchmark(args: argparse.Namespace) -> int:
         overrides.append(f"data.data_dir={args.data_dir}")
     rows = []
     for path in args.configs:
-        config = build_config(load_yaml(path), overrides)
+        config = load_config(path, overrides)
         name = config.name or path.stem
         if args.folds is not None:
             result = train_folds(config, args.out / name, args.folds, args.seeds,
@@ -453,12 +453,12 @@ def _table(args: argparse.Namespace) -> int:
 def _params(args: argparse.Namespace) -> int:
     from .data.registry import resolve_spec
     from .models import count_parameters
-    from .training.config import ConfigError, build_config, load_yaml
+    from .training.config import ConfigError, load_config
     from .training.runner import check_param_budget, make_model
 
     status = 0
     for path in args.configs:
-        config = build_config(load_yaml(path), args.overrides)
+        config = load_config(path, args.overrides)
         n = count_parameters(make_model(config, resolve_spec(config.data)))
         budget = config.param_budget
         try:

@@ -23,6 +23,7 @@ Splits are the deterministic scaffold split of :func:`scaffold_split` (the rule 
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import hashlib
@@ -30,6 +31,7 @@ import json
 import logging
 import math
 import os
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -424,8 +426,23 @@ def _open_text(path: Path):
     return open(path, encoding="utf-8-sig", newline="")
 
 
+@contextlib.contextmanager
+def _reading(path: Path):
+    """Turns what a damaged file raises while it is read (a truncated or corrupt gzip stream,
+    bytes that are not UTF-8, a malformed CSV line) into one :class:`DataError` naming it."""
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
+        raise DataError(f"{path}: cannot read it: truncated or corrupt gzip file ({err})") from None
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: not UTF-8 text (byte {err.object[err.start]:#04x} at offset "
+                        f"{err.start}); save it as UTF-8") from None
+    except csv.Error as err:
+        raise DataError(f"{path}: not a readable CSV file ({err})") from None
+
+
 def _read_header(path: Path) -> list[str]:
-    with _open_text(path) as f:
+    with _reading(path), _open_text(path) as f:
         header = next(csv.reader(f), None)
     if not header:
         raise ValueError(f"{path}: empty file (expected a CSV header line)")
@@ -673,7 +690,7 @@ class MoleculeCSV(FileBackedDataset):
 
     def _read_rows(self):
         """Yield ``(row, line, smiles, labels)`` for the data rows (up to ``max_rows``)."""
-        with _open_text(self.path) as f:
+        with _reading(self.path), _open_text(self.path) as f:
             reader = csv.reader(f)
             header = [h.strip() for h in next(reader)]
             s_col = header.index(self.smiles_column)

@@ -573,7 +573,8 @@ class Config(_Section):
     encodings: Any = Field(default_factory=lambda: encodings_config()())
     optim: OptimConfig = Field(default_factory=OptimConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
-    seed: int = 0
+    #: seeds torch, numpy (which takes 0 … 2³² − 1) and Python
+    seed: Annotated[int, Field(ge=0, le=2**32 - 1)] = 0
     #: the papers' parameter budget (e.g. 100000 or 500000); runs refuse a model outside ±10%
     param_budget: PositiveInt | None = None
     #: evaluation details of the paper's code (see :class:`ProtocolConfig`)
@@ -751,9 +752,9 @@ def load_yaml(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict:
     what differs. The base's ``reference`` is not inherited: a variant is a different paper row.
 
     Raises:
-        ConfigError: for a missing file, a file that is not UTF-8 text, a YAML syntax error or a
-            key given twice in one mapping (the message names file and line), a file that is not
-            a mapping, or a ``base`` cycle.
+        ConfigError: for a missing or empty file, a file that is not UTF-8 text, a YAML syntax
+            error or a key given twice in one mapping (the message names file and line), a file
+            that is not a mapping, a ``base`` that is not a path, or a ``base`` cycle.
     """
     path = Path(path).resolve()
     if not path.is_file():
@@ -761,10 +762,16 @@ def load_yaml(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict:
     if path in _seen:
         raise ConfigError(f"config base cycle: {' -> '.join(map(str, _seen + (path,)))}")
     raw = _parse_yaml_file(path)
+    if raw is None or raw == {}:
+        raise ConfigError(f"{path}: the config is empty; a config needs at least a model and a "
+                          "data section (see configs/)")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a config must be a YAML mapping, got {type(raw).__name__}")
     base = raw.pop("base", None)
     if base is not None:
+        if not isinstance(base, str) or not base.strip():
+            raise ConfigError(f"{path}: base must be the path of a YAML config (relative to "
+                              f"this file), got {type(base).__name__} {base!r}")
         inherited = load_yaml(path.parent / base, _seen + (path,))
         inherited.pop("reference", None)
         raw = deep_merge(inherited, raw)
@@ -785,8 +792,19 @@ def build_config(raw: dict, overrides: list[str] | None = None) -> Config:
 
 
 def load_config(path: str | os.PathLike, overrides: list[str] | None = None) -> Config:
-    """:func:`load_yaml` then :func:`build_config`."""
-    return build_config(load_yaml(path), overrides)
+    """:func:`load_yaml` then :func:`build_config`; a warning about the file's content (an old
+    key name, say) names the file.
+
+    Raises:
+        ConfigError: as :func:`load_yaml` and :func:`build_config`.
+    """
+    raw = load_yaml(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        config = build_config(raw, overrides)
+    for w in caught:
+        warnings.warn(f"{path}: {w.message}", w.category, stacklevel=2)
+    return config
 
 
 def save_config(config: Config, path: str | os.PathLike) -> None:

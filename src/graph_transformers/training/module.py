@@ -65,8 +65,21 @@ class GraphTaskModule(L.LightningModule):
             TrainingError: the loss is NaN or infinite (diverged training, a too large learning
                 rate, non-finite inputs); the run stops before the bad step is applied, and its
                 last checkpoint is the previous epoch's.
+            ValueError: a batch too small for BatchNorm in training (one node), naming it.
         """
-        loss = self._step(batch, "train", self.train_metrics)
+        try:
+            loss = self._step(batch, "train", self.train_metrics)
+        except ValueError as err:
+            if "more than 1 value per channel" not in str(err):
+                raise
+            # BatchNorm in training needs two values per channel: a batch of one node (a
+            # one-atom molecule alone in its batch) or, for graph-level norms, of one graph
+            graphs = int(getattr(batch, "num_graphs", 1) or 1)
+            raise ValueError(
+                f"training batch {batch_idx + 1} of epoch {self.current_epoch + 1} has "
+                f"{batch.num_nodes} node(s) in {graphs} graph(s): BatchNorm needs at least two "
+                "values per channel in training; raise data.batch_size (a one-atom molecule "
+                "alone in a batch has one node), or use a model without BatchNorm") from None
         if not bool(torch.isfinite(loss)):
             from ..errors import TrainingError
             raise TrainingError(f"the training loss is {float(loss)} at epoch "

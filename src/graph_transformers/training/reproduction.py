@@ -36,7 +36,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .config import ConfigError, atomic_write_text, build_config, load_yaml
+from .config import ConfigError, atomic_write_text, build_config, load_config
 from .stats import RULES, mean_std, parity_verdict, within_paper
 from .tables import PERCENT_METRICS
 
@@ -71,7 +71,7 @@ def config_references(config_dir: str | Path
     """
     found: dict[str, tuple[Path, dict[str, Any] | None, dict[str, Any]]] = {}
     for path in sorted(Path(config_dir).rglob("*.yaml")):
-        config = build_config(load_yaml(path))
+        config = load_config(path)
         name = config.name or path.stem
         if name in found:
             raise ConfigError(f"configs {found[name][0]} and {path} share the name {name!r}")

@@ -41,12 +41,17 @@ def run_lock(run_dir: str | os.PathLike) -> Iterator[None]:
 
     Raises:
         RunLockedError: another live process holds the lock; the message names it.
-        RunError: ``run_dir`` cannot be created or written (e.g. no permission).
+        RunError: ``run_dir`` cannot be created or written (e.g. no permission), or it or a
+            folder above it is a file.
     """
     run = Path(run_dir)
     if not _is_main_process():
         yield
         return
+    blocking = next((p for p in (run, *run.parents) if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        raise RunError(f"cannot use {run} as a run directory: {blocking} is a file; choose "
+                       "another --out")
     try:
         run.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(run / LOCK_NAME), timeout=0)

@@ -3,9 +3,11 @@ checkpoint, and the run directory (``config.yaml``, ``epochs.csv``, ``checkpoint
 ``metrics.json``)."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
+import os
 import logging
 import platform
 import sys
@@ -33,8 +35,8 @@ from .callbacks import (EpochLog, EpochSummary, RunCheckpoint, RunState, SliceDe
                         StopAtMinLR)
 from .checkpoint import AtomicCheckpointIO, load_checkpoint, load_model_weights
 from .stats import mean_std
-from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, build_config,
-                     load_yaml, save_config)
+from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, load_config,
+                     save_config)
 from .curves import write_curves
 from .device import compile_model, loader_options, trains_on_cpu
 from .distributed import SeedPerRank, launch_is_rank_zero
@@ -79,10 +81,57 @@ def make_model(config: Config, spec: DatasetSpec, train_set=None) -> torch.nn.Mo
     kw = model_kwargs(config, spec)
     name = kw.pop("name")
     from ..models import MODELS
+    check_model_memory(name, kw)
     needs = getattr(MODELS.get(name), "needs_degree_histogram", None)
     if train_set is not None and needs is not None and needs(**kw):
         kw["deg"] = degree_histogram(train_set)
     return build_model(name, **kw)
+
+
+#: bytes per parameter while training in float32: weights, gradients and Adam's two moments
+TRAIN_BYTES_PER_PARAM = 16
+
+
+def physical_memory_bytes() -> int | None:
+    """This machine's physical memory, or ``None`` where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_model_memory(name: str, kwargs: dict, limit: int | None = None) -> None:
+    """Refuses, before anything is allocated, a model whose parameters alone would not fit in
+    memory while training (:data:`TRAIN_BYTES_PER_PARAM` each): it is first built on PyTorch's
+    ``meta`` device, which allocates nothing (a model that cannot be built there is not checked).
+
+    Args:
+        name, kwargs: what :func:`~graph_transformers.models.build_model` takes.
+        limit: bytes available (default: the physical memory).
+
+    Raises:
+        ConfigError: naming the parameter count, the memory it needs and the memory there is.
+    """
+    limit = physical_memory_bytes() if limit is None else limit
+    if limit is None:
+        return
+    try:
+        with torch.device("meta"):
+            count = count_parameters(build_model(name, **kwargs))
+    except RuntimeError as err:
+        if "overflow" in str(err).lower():  # a tensor too large for its size to be computed
+            raise ConfigError(f"the model's parameter tensors are too large to allocate "
+                              f"({str(err).splitlines()[0][:120]}); reduce model.hidden_dim or "
+                              "model.num_layers") from None
+        return  # the real build reports its own errors
+    except Exception:  # noqa: BLE001 - the real build reports its own errors
+        return
+    need = count * TRAIN_BYTES_PER_PARAM
+    if need > limit:
+        raise ConfigError(f"the model has {count:,} parameters: training it needs ≈"
+                          f"{need / 2**30:,.1f} GiB for weights, gradients and optimizer state, "
+                          f"more than the {limit / 2**30:,.1f} GiB of memory here; reduce "
+                          "model.hidden_dim or model.num_layers")
 
 
 #: tolerance of the papers' "≈100k / ≈500k parameters" budgets
@@ -352,12 +401,36 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
         stopped_by = "slice"
     else:
         stopped_by = "max_time"
-    return finish_run(config, spec, module.model, splits, out, best,
-                      epochs=trainer.current_epoch, wall_time_s=elapsed,
-                      num_params=num_params, provenance=provenance, last_checkpoint=last,
-                      stopped_by=stopped_by,
-                      binding={"run_id": stored["run_id"], "data_fingerprint": fingerprint,
-                               **({"data_changed": data_changed} if data_changed else {})})
+    with _sigterm_raises(f"terminated by SIGTERM during the final evaluation; training ended "
+                         f"({stopped_by}) and its checkpoints are complete: graph-transformers "
+                         f"evaluate {out} --write writes metrics.json"):
+        return finish_run(config, spec, module.model, splits, out, best,
+                          epochs=trainer.current_epoch, wall_time_s=elapsed,
+                          num_params=num_params, provenance=provenance, last_checkpoint=last,
+                          stopped_by=stopped_by,
+                          binding={"run_id": stored["run_id"], "data_fingerprint": fingerprint,
+                                   **({"data_changed": data_changed} if data_changed else {})})
+
+
+@contextlib.contextmanager
+def _sigterm_raises(message: str):
+    """While the block runs (outside Lightning's fit, which has its own handler), SIGTERM raises
+    :class:`~graph_transformers.errors.RunTerminated` with ``message`` instead of ending the
+    process silently. Main thread only; elsewhere the block runs unchanged."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise RunTerminated(message)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _open_run_dir(config: Config, out: Path, resume: bool, check_resume_compatible,
@@ -382,9 +455,15 @@ def _open_run_dir(config: Config, out: Path, resume: bool, check_resume_compatib
         saved = state.get("callbacks", {}).get("RunState", {}).get("config")
         source = f"stored in {resume_from.name}"
         if saved is None and (out / "config.yaml").is_file():
-            saved, source = build_config(load_yaml(out / "config.yaml")).to_dict(), \
+            saved, source = load_config(out / "config.yaml").to_dict(), \
                 str(out / "config.yaml")
         check_resume_compatible(saved, config.to_dict(), source)
+        done = int(state.get("epoch", -1)) + 1
+        if config.trainer.max_epochs < done:
+            raise RunError(f"--resume: {resume_from.name} has {done} epochs, more than "
+                           f"trainer.max_epochs={config.trainer.max_epochs}; set "
+                           f"trainer.max_epochs to at least {done} to continue (or evaluate the "
+                           f"run as it is: graph-transformers evaluate {out})")
         del state
     elif last.exists() or (out / "metrics.json").exists():
         raise RunError(f"{out} already holds a run; pass --resume to continue it or choose "
@@ -646,7 +725,7 @@ def finalize_interrupted(run_dir: str | Path, dataset=None) -> dict[str, Any]:
     best = run / "checkpoints" / "best.ckpt"
     if not (run / "config.yaml").is_file() or not best.is_file() or not log_path.is_file():
         raise RunError(f"{run}: needs config.yaml, checkpoints/best.ckpt and epochs.csv")
-    config = build_config(load_yaml(run / "config.yaml"))
+    config = load_config(run / "config.yaml")
     spec, splits = resolve_data(config, dataset)
     with open(log_path) as f:
         rows = list(csv.DictReader(f))
@@ -794,7 +873,7 @@ def _load_checked(run_dir: str | Path, data_dir: str | None, checkpoint: str, da
         hint = f"; it holds the runs {', '.join(inner[:3])}{more}: pass one of them" \
             if inner else ""
         raise RunError(f"{run} is not a run directory (no config.yaml){hint}")
-    config = build_config(load_yaml(run / "config.yaml"))
+    config = load_config(run / "config.yaml")
     if data_dir is not None:
         config.data.data_dir = data_dir
     spec = graph_list_spec_of(config, dataset) if dataset is not None else \

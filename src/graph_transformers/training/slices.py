@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunError
-from .config import Config, build_config, load_yaml
+from .config import Config, build_config, load_config
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def state_config(state: str | Path, config: Config | None = None,
         return config
     if not path.is_file():
         raise RunError(f"{state} holds no config.yaml: give --config for the first slice")
-    return build_config(load_yaml(path), overrides or [])
+    return load_config(path, overrides or [])
 
 
 def run_slice(config: Config, state: str | Path, minutes: float,

@@ -1,0 +1,62 @@
+"""Tracebacks and unclear errors of the second probe round (issue 26) that the bad-input table
+cannot express: a model refused before allocation, SIGTERM during the final evaluation, and a
+renamed key reported with the file that holds it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pytest
+
+from graph_transformers.training.config import ConfigError, load_config
+from graph_transformers.training.runner import check_model_memory, physical_memory_bytes
+
+from test_reliability import CONFIG, FAST, _env
+
+
+def test_model_memory_is_checked_before_allocation():
+    kw = dict(hidden_dim=64, num_layers=2, num_heads=4, out_dim=1, num_node_types=5, pe=None)
+    check_model_memory("gt", kw, limit=10**9)  # ≈0.1M parameters: fits
+    with pytest.raises(ConfigError, match=r"parameters: training it needs .* more than the"):
+        check_model_memory("gt", kw, limit=10_000)
+    assert physical_memory_bytes() is None or physical_memory_bytes() > 2**28
+
+
+SIGTERM_IN_EVALUATION = textwrap.dedent("""
+    import os, signal, sys
+    from graph_transformers.training import runner
+    real = runner.finish_run
+    def finish_run(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # as a scheduler's preemption would
+        return real(*args, **kwargs)
+    runner.finish_run = finish_run
+    from graph_transformers.cli import main
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+def test_sigterm_during_the_final_evaluation_says_what_to_do(tmp_path):
+    """It used to exit 143 with no message and no metrics.json."""
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-c", SIGTERM_IN_EVALUATION, "train", "--config",
+                           str(CONFIG), "--out", str(out), "--set", *FAST,
+                           "trainer.max_epochs=1"], env=_env(), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 143, proc.stderr[-2000:]
+    errors = [x for x in proc.stderr.splitlines() if x.startswith("graph-transformers: error:")]
+    assert len(errors) == 1 and "during the final evaluation" in errors[0], proc.stderr[-2000:]
+    assert f"evaluate {out} --write" in errors[0]
+    assert (out / "checkpoints" / "best.ckpt").is_file() and not (out / "metrics.json").exists()
+
+
+def test_a_renamed_key_is_reported_with_its_file(tmp_path):
+    """An old run's config.yaml with a renamed key warned without naming the file."""
+    old = tmp_path / "config.yaml"
+    old.write_text("model:\n  name: egt\n  clip: 5.0\ndata:\n  name: zinc\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert load_config(old).model.clamp == 5.0
+    renamed = [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
+    assert renamed and renamed[0].startswith(f"{old}: config key model.clip is renamed"), renamed

@@ -44,6 +44,10 @@ def test_slices_equal_an_uninterrupted_run(tmp_path, capsys):
     first = json.loads((state / "metrics.json").read_text())
     assert first["stopped_by"] == "slice" and first["epochs"] == 1
     assert torch.load(state / "last.ckpt", weights_only=True)["epoch"] == 0
+    # the best weights travel without the optimizer state (a third of the size)
+    best = torch.load(state / "best.ckpt", weights_only=True)
+    assert "optimizer_states" not in best and "state_dict" in best
+    assert (state / "best.ckpt").stat().st_size < 0.6 * (state / "last.ckpt").stat().st_size
     # the state alone is enough to continue, from another scratch directory (a moved run)
     carried = tmp_path / "carried"
     shutil.copytree(state, carried)

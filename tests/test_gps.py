@@ -382,3 +382,20 @@ def test_gt_attention_maps_scatter_sparse_weights():
     # each node of a path graph has incoming edges: rows of real nodes sum to 1
     torch.testing.assert_close(maps[1][0, :5].sum(-1), torch.ones(5))
     assert torch.all(maps[1][0, 5:] == 0)
+
+
+def test_gps_on_graphs_without_edge_features_names_the_fix():
+    """Issue 25: GPS (GINE) on a graph set without edge features said to enable edge features,
+    and turning them off was refused in turn; both messages now point to model.mpnn=gin."""
+    from graph_transformers.data.registry import resolve_spec
+    from graph_transformers.training.config import ConfigError, build_config
+    from graph_transformers.training.runner import model_kwargs
+    config = build_config({"model": {"name": "gps", "mpnn": "gine", "use_edge_features": True,
+                                     "pe": None},
+                           "data": {"name": "csl", "source": "generated"}})
+    with pytest.raises(ValueError, match=r"use_edge_features=false and model\.mpnn=gin"):
+        model_kwargs(config, resolve_spec(config.data))
+    with pytest.raises(ConfigError, match=r"model\.mpnn=gin \(or gcn\)"):
+        build_config({"model": {"name": "gps", "mpnn": "gine", "use_edge_features": False,
+                                "pe": None},
+                      "data": {"name": "csl", "source": "generated"}})

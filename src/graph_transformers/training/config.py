@@ -231,7 +231,8 @@ class GPSModelConfig(_ModelSection):
                              "model.use_edge_features=false")
         if self.mpnn in ("gine", "gatedgcn") and not self.use_edge_features:
             raise ValueError(f"model.mpnn={self.mpnn!r} needs edge features: set "
-                             "model.use_edge_features=true")
+                             "model.use_edge_features=true, or, for graphs without edge "
+                             "features, model.mpnn=gin (or gcn)")
         return self
 
 

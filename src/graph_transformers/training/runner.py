@@ -56,8 +56,14 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
               num_node_features=spec.node_dim)
     if kw.get("use_edge_features"):
         if spec.edge_types is None and spec.edge_dim is None:
+            mpnn = kw.get("mpnn") if name == "gps" else (name if name in ("gine", "gatedgcn")
+                                                          else None)
+            key = "model.mpnn" if name == "gps" else "model.name"
+            fix = (f"set model.use_edge_features=false and {key}=gin (or gcn): {mpnn} needs "
+                   "edge features" if mpnn in ("gine", "gatedgcn")
+                   else "set model.use_edge_features=false")
             raise ValueError(f"model.use_edge_features is set but dataset {spec.name!r} has no "
-                             "edge features")
+                             f"edge features; {fix}")
         kw.update(num_edge_types=spec.edge_types, num_edge_features=spec.edge_dim)
     if kw.get("pe") is not None:  # the width the registry gives the encoding's section
         kw["pe_dim"] = pe_dim(kw["pe"], config.encodings)

@@ -251,8 +251,13 @@ def test_runs_write_curves_and_compare_reports_them(tmp_path, capsys):
     out = tmp_path / "cmp" / "overlay.png"
     assert main(["compare", str(a), str(b), "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "| csl-gt-lappe | gt | csl | accuracy |" in text and "| csl-other |" in text
+    # issue 25: runs are labelled by their directory (two runs of one config stay apart)
+    assert "| a | csl-gt-lappe | gt | csl | accuracy |" in text and "| b | csl-other |" in text
     rows = json.loads(out.with_suffix(".json").read_text())
     assert [r["runs"] for r in rows] == [1, 2] and len(rows[1]["val_curves"]) == 2
     assert len(rows[0]["val_curves"][0]) == 2 and out.stat().st_size > 1000
+    assert main(["compare", str(a), str(b), "--labels", "GT", "GT seeds", "--out", str(out)]) == 0
+    assert [r["label"] for r in json.loads(out.with_suffix(".json").read_text())] == \
+        ["GT", "GT seeds"]
+    assert main(["compare", str(a), str(b), "--labels", "GT"]) == 2
     assert main(["compare", str(tmp_path / "nothing")]) == 2

@@ -237,6 +237,8 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     """``compare``: runs side by side, with their validation curves."""
     cp = _command(sub, "compare")
     cp.add_argument("run_dirs", type=Path, nargs="+")
+    cp.add_argument("--labels", nargs="+", default=None,
+                    help="one label per run directory (default: the directories' names)")
     cp.add_argument("--out", type=Path, default=Path("compare.png"),
                     help="overlay plot (default compare.png; a .json with the rows beside it)")
 
@@ -424,7 +426,7 @@ def _compare(args: argparse.Namespace) -> int:
     from ._optional import MissingDependencyError
     from .training.curves import compare_runs, compare_table, plot_compare
     from .training.runner import write_json
-    rows = compare_runs(args.run_dirs)
+    rows = compare_runs(args.run_dirs, args.labels)
     print(compare_table(rows))
     write_json(args.out.with_suffix(".json"), rows)
     try:

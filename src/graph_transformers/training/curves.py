@@ -75,20 +75,32 @@ def write_curves(run_dir: str | Path, metric: str) -> Path | None:
     return out
 
 
-def compare_runs(run_dirs: list[str | Path]) -> list[dict[str, Any]]:
-    """One row per run (seeds and folds of a run pooled): name, model, dataset, metric, test and
-    val mean ± s.d. at the best-validation epoch, parameters, epochs, wall time, and each seed's
-    validation curve.
+def compare_runs(run_dirs: list[str | Path], labels: list[str] | None = None
+                 ) -> list[dict[str, Any]]:
+    """One row per run (seeds and folds of a run pooled): its label, config name, model, dataset,
+    metric, test and val mean ± s.d. at the best-validation epoch, parameters, epochs, wall time,
+    and each seed's validation curve.
+
+    A run is labelled by ``labels`` (one per directory) or else by its directory's name, so two
+    runs of one config (GT and GPS with the same ``name``, say) can be told apart; a directory
+    holding several runs labels each ``<label>/<path below it>``.
 
     Raises:
         FileNotFoundError: when a directory holds no ``metrics.json``.
+        ValueError: when ``labels`` does not give one label per directory.
     """
+    if labels is not None and len(labels) != len(run_dirs):
+        raise ValueError(f"--labels gives {len(labels)} label(s) for {len(run_dirs)} run "
+                         "directories: give one per directory")
     rows = []
-    for d in run_dirs:
+    for k, d in enumerate(run_dirs):
         groups = find_runs(d)
         if not groups:
             raise FileNotFoundError(f"{d}: no metrics.json (not a finished run)")
+        base = labels[k] if labels is not None else Path(d).resolve().name
         for run, seeds in groups.items():
+            below = Path(run).resolve().relative_to(Path(d).resolve())
+            label = base if len(groups) == 1 or str(below) == "." else f"{base}/{below}"
             metric = seeds[0]["metric"]
             scale = 100.0 if metric in PERCENT_METRICS else 1.0
 
@@ -103,7 +115,8 @@ def compare_runs(run_dirs: list[str | Path]) -> list[dict[str, Any]]:
                     epochs = read_epochs(log_path)
                     curves.append([(r["epoch"], r.get(f"val/{metric}", math.nan) * scale)
                                    for r in epochs])
-            rows.append({"name": seeds[0].get("name") or Path(run).name, "run": str(run),
+            rows.append({"label": label, "name": seeds[0].get("name") or Path(run).name,
+                         "run": str(run),
                          "model": seeds[0]["model"], "dataset": seeds[0]["dataset"],
                          "metric": metric, "runs": len(seeds), "test": stat("test"),
                          "val": stat("val"), "num_params": seeds[0].get("num_params"),
@@ -116,12 +129,12 @@ def compare_runs(run_dirs: list[str | Path]) -> list[dict[str, Any]]:
 
 def compare_table(rows: list[dict[str, Any]]) -> str:
     """The rows of :func:`compare_runs` as a Markdown table."""
-    lines = ["| run | model | dataset | metric | test ± s.d. | val ± s.d. | runs | #params | "
-             "epochs | time |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| run | config | model | dataset | metric | test ± s.d. | val ± s.d. | runs | "
+             "#params | epochs | time |", "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         params = f"{r['num_params']:,}" if r["num_params"] is not None else "–"
         lines.append(
-            f"| {r['name']} | {r['model']} | {r['dataset']} | {r['metric']} | "
+            f"| {r['label']} | {r['name']} | {r['model']} | {r['dataset']} | {r['metric']} | "
             f"{format_mean_std(r['test']['mean'], r['test']['std'], 4)} | "
             f"{format_mean_std(r['val']['mean'], r['val']['std'], 4)} | {r['runs']} | {params} | "
             f"{r['epochs']:.1f} | {r['wall_time_s'] / 60:.1f} min |")
@@ -144,7 +157,7 @@ def plot_compare(rows: list[dict[str, Any]], path: str | Path) -> Path:
             if curve:
                 xs, ys = zip(*curve)
                 ax.plot(xs, ys, color=color, alpha=0.85,
-                        label=r["name"] if i == 0 else None)
+                        label=r["label"] if i == 0 else None)
     metrics = sorted({r["metric"] for r in rows})
     ax.set_xlabel("epoch")
     ax.set_ylabel("validation " + " / ".join(metrics))

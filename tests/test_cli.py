@@ -261,3 +261,24 @@ def test_runs_write_curves_and_compare_reports_them(tmp_path, capsys):
         ["GT", "GT seeds"]
     assert main(["compare", str(a), str(b), "--labels", "GT"]) == 2
     assert main(["compare", str(tmp_path / "nothing")]) == 2
+
+
+def test_trainer_threads_sets_the_runs_threads(tmp_path, monkeypatch):
+    """Issue 25: trainer.threads sets torch's CPU threads for the run (recorded in the device
+    column) and gives the caller its own setting back."""
+    import torch
+    before = torch.get_num_threads()
+    seen = []
+    from graph_transformers.training import runner
+    real = runner._train_locked
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_train_locked", spy)
+    assert main(["train", "--config", str(CONFIG), "--out", str(tmp_path / "r"), "--set",
+                 "trainer.max_epochs=1", "trainer.threads=1", *FAST]) == 0
+    assert seen == [1] and torch.get_num_threads() == before
+    metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
+    assert metrics["device"].endswith("1 threads)") or "CPU" not in metrics["device"]

@@ -502,6 +502,11 @@ class TrainerConfig(_Section):
     #: would not finish within this many minutes of the fit's start; ``--resume`` (or
     #: ``graph-transformers slice``) continues the run. Not a Lightning argument.
     slice_minutes: Annotated[float, Field(gt=0)] | None = None
+    #: torch's CPU threads for the run (``torch.set_num_threads``); ``None``: torch's default, the
+    #: cores this process may use. On a machine busy with other work, fewer threads can be much
+    #: faster. Results are reproducible for a fixed thread count, not across thread counts.
+    #: Not a Lightning argument.
+    threads: PositiveInt | None = None
 
     @model_validator(mode="after")
     def _trainer_arguments(self) -> "TrainerConfig":
@@ -520,7 +525,7 @@ class TrainerConfig(_Section):
         """Keyword arguments for ``lightning.Trainer`` (``None`` values and ``logger`` left
         out: the run builds its loggers from the names)."""
         return {k: v for k, v in self.model_dump().items()
-                if v is not None and k not in ("logger", "slice_minutes")}
+                if v is not None and k not in ("logger", "slice_minutes", "threads")}
 
 
 class ProtocolConfig(_Section):

@@ -344,9 +344,15 @@ def train(config: Config, out_dir: str | Path, resume: bool = False,
     from .rundir import check_resume_compatible, resume_checkpoint, run_lock
     out = Path(out_dir)
     config = _for_dataset(config, dataset)
-    with run_lock(out):
-        return _train_locked(config, out, resume, check_resume_compatible, resume_checkpoint,
-                             dataset, allow_data_change)
+    threads = torch.get_num_threads()
+    if config.trainer.threads is not None:
+        torch.set_num_threads(config.trainer.threads)
+    try:
+        with run_lock(out):
+            return _train_locked(config, out, resume, check_resume_compatible,
+                                 resume_checkpoint, dataset, allow_data_change)
+    finally:
+        torch.set_num_threads(threads)  # a Python caller keeps its own setting
 
 
 def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatible,

@@ -282,3 +282,15 @@ def test_trainer_threads_sets_the_runs_threads(tmp_path, monkeypatch):
     assert seen == [1] and torch.get_num_threads() == before
     metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
     assert metrics["device"].endswith("1 threads)") or "CPU" not in metrics["device"]
+
+
+def test_default_run_directory_follows_a_changed_dataset(tmp_path, monkeypatch):
+    """Issue 25: a config pointed at another dataset by --set ran into runs/<config name>, so a
+    second such run was refused as "already holds a run"; it now gets <dataset>-<model>."""
+    from graph_transformers.cli import _default_run_name
+    from graph_transformers.training.config import load_config
+    repo = Path(__file__).resolve().parents[1]
+    mutag = repo / "configs/tu/gt_mutag.yaml"
+    assert _default_run_name(mutag, load_config(mutag)) == load_config(mutag).name
+    other = load_config(mutag, ["data.name=tu:PROTEINS"])
+    assert _default_run_name(mutag, other) == "tu-PROTEINS-gt"

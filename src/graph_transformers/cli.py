@@ -306,8 +306,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.config is None:
         return _train_default(args, overrides)
     config = load_config(args.config, overrides)
-    name = config.name or args.config.stem
-    out = args.out or Path("runs") / name
+    out = args.out or Path("runs") / _default_run_name(args.config, config)
     allow = args.allow_data_change
     if args.folds is not None:
         result = train_folds(config, out, args.folds, args.seeds, resume=args.resume,
@@ -336,6 +335,21 @@ def _slice(args: argparse.Namespace) -> int:
           f"{result['stopped_by']}; test {result['metric']} at the best validation epoch "
           f"({result['best_epoch']}): {result['test'][result['metric']]:.4f}")
     return 0
+
+
+def _default_run_name(path: Path, config) -> str:
+    """The run directory name under ``runs/``: the config's name, or, when ``--set`` points the
+    config at another dataset or model (``data.name=tu:PROTEINS``), ``<dataset>-<model>``, so
+    that a second such run is not refused as the first one's directory."""
+    import re
+
+    from .training.config import load_yaml
+    raw = load_yaml(path)
+    same = ((raw.get("data") or {}).get("name", config.data.name) == config.data.name and
+            (raw.get("model") or {}).get("name", config.model.name) == config.model.name)
+    if same:
+        return config.name or path.stem
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{config.data.name}-{config.model.name}").strip("-")
 
 
 def _train_default(args: argparse.Namespace, overrides: list[str]) -> int:

@@ -319,6 +319,7 @@ def test_predictions_to_csv_leaves_invalid_cells_empty(tmp_path):
     assert rows == [{"index": "0", "status": "ok", "class": "1", "prob_0": "0.25",
                      "prob_1": "0.75"},
                     {"index": "1", "status": "bad", "class": "", "prob_0": "", "prob_1": ""}]
+    assert b"\r" not in (tmp_path / "p.csv").read_bytes()  # \n line endings (issue 25)
 
 
 def test_import_stays_cheap_and_load_run_is_exported():

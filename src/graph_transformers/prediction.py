@@ -97,8 +97,9 @@ class Predictions:
         return out
 
     def to_csv(self, path: str | Path) -> Path:
-        """Writes :meth:`rows` to a CSV file atomically (a crash never leaves half a file); an
-        invalid input's prediction cells are empty. Values are written with float32 precision.
+        """Writes :meth:`rows` to a CSV file atomically (a crash never leaves half a file), lines
+        ending in ``\n``; an invalid input's prediction cells are empty. Values are written with
+        float32 precision.
 
         Raises:
             OSError: the file cannot be written (nothing is left behind).
@@ -107,7 +108,7 @@ class Predictions:
         rows = self.rows()
         header = list(rows[0]) if rows else ["index", "status", *self.columns]
         with atomic_writer(path, "w", encoding="utf-8", newline="") as f:
-            w = csv.writer(f)
+            w = csv.writer(f, lineterminator="\n")  # csv's default is \r\n (issue 25)
             w.writerow(header)
             for row in rows:
                 w.writerow(["" if v is None else _cell(v) for v in row.values()])

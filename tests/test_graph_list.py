@@ -193,3 +193,13 @@ def test_graph_file_cache_follows_the_file(tmp_path):
     torch.save(_graphs(30, seed=1), path)
     b = GraphFile(tmp_path / "c", "test", path=path)
     assert len(a) == 2 and len(b) == 3
+
+
+def test_one_graph_saved_by_in_memory_dataset_loads(tmp_path):
+    """Issue 25: ``InMemoryDataset.save([graph], path)`` stores ``slices=None`` for one graph,
+    which was refused as "holds a tuple, not graphs"."""
+    graph = _graphs(1)[0]
+    path = tmp_path / "one.pt"
+    InMemoryDataset.save([graph], str(path))
+    (loaded,) = load_graph_file(path)
+    assert torch.equal(loaded.x, graph.x) and torch.equal(loaded.edge_index, graph.edge_index)

@@ -116,7 +116,10 @@ def load_graph_file(path: str | os.PathLike) -> list[Data]:
                             allow=(GlobalStorage, DataEdgeAttr, DataTensorAttr),
                             allowed="tensors, plain containers and torch_geometric Data",
                             hint="; save a dataset as torch.save(list(dataset), path)")
-    if isinstance(obj, tuple) and len(obj) in (2, 3) and isinstance(obj[1], dict) and \
+    if isinstance(obj, tuple) and len(obj) in (2, 3) and obj[1] is None and \
+            isinstance(obj[0], (dict, Data)):  # InMemoryDataset.save of ONE graph: no slices
+        graphs = [Data.from_dict(obj[0]) if isinstance(obj[0], dict) else obj[0]]
+    elif isinstance(obj, tuple) and len(obj) in (2, 3) and isinstance(obj[1], dict) and \
             isinstance(obj[0], (dict, Data)):  # InMemoryDataset.save: (data, slices[, cls])
         data = Data.from_dict(obj[0]) if isinstance(obj[0], dict) else obj[0]
         slices = obj[1]

@@ -32,6 +32,12 @@ def _train(out: Path, *sets: str, resume: bool = False) -> int:
                  *(["--resume"] if resume else []), "--set", *FAST, *sets])
 
 
+def _errors(capsys) -> list[str]:
+    """The CLI's error lines (log lines aside)."""
+    return [line for line in capsys.readouterr().err.splitlines()
+            if line.startswith("graph-transformers: error:")]
+
+
 def _rows(path: Path) -> list[dict]:
     with open(path) as f:
         return list(csv.DictReader(f))

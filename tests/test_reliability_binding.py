@@ -12,12 +12,7 @@ import yaml
 
 from graph_transformers.cli import main
 
-from test_reliability import CONFIG, CSV_SETS, FAST, _molecule_csv, _train
-
-
-def _errors(capsys) -> list[str]:
-    return [line for line in capsys.readouterr().err.splitlines()
-            if line.startswith("graph-transformers: error:")]
+from test_reliability import CONFIG, CSV_SETS, FAST, _errors, _molecule_csv, _train
 
 
 def _files(run: Path) -> dict[str, bytes]:

@@ -13,13 +13,7 @@ import pytest
 
 from graph_transformers.cli import main
 
-from test_reliability import CSV_SETS, _molecule_csv, _train
-
-
-def _errors(capsys) -> list[str]:
-    """The CLI's error lines (log lines aside)."""
-    return [line for line in capsys.readouterr().err.splitlines()
-            if line.startswith("graph-transformers: error:")]
+from test_reliability import CSV_SETS, _errors, _molecule_csv, _train
 
 
 def test_all_blank_regression_labels_are_refused_before_training(tmp_path, capsys):

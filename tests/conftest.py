@@ -35,3 +35,17 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     downloads are disabled (tests of the download code unset it and replace the transport)."""
     monkeypatch.setenv("GRAPH_TRANSFORMERS_CACHE", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.setenv("GRAPH_TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def _no_cli_log_handler_left_behind():
+    """A CLI test attaches the CLI's stderr handler to the package logger (bound to that test's
+    captured stderr) and turns propagation off; restore the logger afterwards, so that later
+    tests neither write to a closed stream ("Logging error") nor miss records in ``caplog``."""
+    import logging
+    ours = logging.getLogger("graph_transformers")
+    handlers, propagate, level = list(ours.handlers), ours.propagate, ours.level
+    yield
+    for h in [h for h in ours.handlers if h not in handlers]:
+        ours.removeHandler(h)
+    ours.propagate, ours.level = propagate, level

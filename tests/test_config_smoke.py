@@ -127,6 +127,8 @@ def _small_splits(monkeypatch, graphs: int) -> None:
 def _user_files(config: str, tmp_path: Path, data_dir: Path | None) -> list[str]:
     """Overrides pointing a config that trains on the user's own file at a small one."""
     raw = load_yaml(REPO / config)
+    if raw.get("data", {}).get("name") == "node_table":  # an edge list and a node table
+        return _node_table_files(tmp_path)
     path = raw.get("data", {}).get("path")
     if path is None:
         return []
@@ -154,6 +156,16 @@ def _user_files(config: str, tmp_path: Path, data_dir: Path | None) -> list[str]
     cols = raw["data"]
     assert cols.get("smiles_column", "smiles") == "smiles" and cols["target_columns"] == ["target"]
     return [f"data.path={target}"]
+
+
+def _node_table_files(tmp_path: Path) -> list[str]:
+    """The three keys of the node-table template, pointed at a 40-node ring of two classes."""
+    n = 40
+    (tmp_path / "edges.csv").write_text("".join(f"n{i},n{(i + 1) % n}\n" for i in range(n)))
+    (tmp_path / "nodes.csv").write_text("id,label,f\n" + "".join(
+        f"n{i},{'ab'[i % 2]},{i % 2 + 0.1 * (i % 3)}\n" for i in range(n)))
+    return [f"data.edges={tmp_path / 'edges.csv'}", f"data.nodes={tmp_path / 'nodes.csv'}",
+            "data.split=random:0.6,0.2,0.2"]
 
 
 def _idx(path: Path, array, kind: int) -> None:

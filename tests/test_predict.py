@@ -228,13 +228,32 @@ def test_cli_writes_one_row_per_input(csv_run, tmp_path, capsys):
     assert capsys.readouterr().out.strip() == (f"2 of 4 inputs predicted, 2 invalid (reason in "
                                                f"the status column): {out}")
     rows = _read(out)
-    assert list(rows[0]) == ["index", "smiles", "status", "y", "z"]
-    assert [(r["index"], r["smiles"], r["status"] == "ok") for r in rows] == [
-        ("0", "CCO", True), ("1", "xyz", False), ("2", "c1ccccc1", True), ("3", "", False)]
+    # the input's other columns (an ID) are carried through, row for row
+    assert list(rows[0]) == ["index", "id", "smiles", "status", "y", "z"]
+    assert [(r["index"], r["id"], r["smiles"], r["status"] == "ok") for r in rows] == [
+        ("0", "a", "CCO", True), ("1", "b", "xyz", False), ("2", "c", "c1ccccc1", True),
+        ("3", "d", "", False)]
     assert rows[3]["status"] == "empty SMILES" and rows[1]["y"] == rows[1]["z"] == ""
     expected = load_run(csv_run).predict(["CCO"]).values[0]
     assert [float(rows[0][c]) for c in ("y", "z")] == pytest.approx(expected.tolist(), rel=1e-6)
     assert sorted(p.name for p in out.parent.iterdir()) == ["preds.csv"]
+
+
+def test_cli_keeps_the_input_columns_asked_for(csv_run, tmp_path, capsys):
+    data = tmp_path / "new.csv"
+    data.write_text("name,smiles,y,batch\nethanol,CCO,0.5,7\n\nbenzene,c1ccccc1,2.0,8\n")
+    out = tmp_path / "preds.csv"
+    run = ["predict", str(csv_run), "--data", str(data), "--out", str(out)]
+    assert main(run) == 0
+    rows = _read(out)  # a measured y beside the predicted one: input_y
+    assert list(rows[0]) == ["index", "name", "input_y", "batch", "smiles", "status", "y", "z"]
+    assert [(r["name"], r["input_y"]) for r in rows] == [("ethanol", "0.5"), ("benzene", "2.0")]
+    assert main(run + ["--keep-columns", "name"]) == 0
+    assert list(_read(out)[0]) == ["index", "name", "smiles", "status", "y", "z"]
+    assert main(run + ["--keep-columns", "none"]) == 0
+    assert list(_read(out)[0]) == ["index", "smiles", "status", "y", "z"]
+    assert main(run + ["--keep-columns", "name,nope"]) == 2  # an input error
+    assert "column(s) ['nope'] not in the header" in capsys.readouterr().err
 
 
 def test_cli_output_is_written_atomically(csv_run, tmp_path, monkeypatch, capsys):

@@ -8,9 +8,9 @@ from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-__all__ = ["train", "load_run", "TrainedRun", "Predictions"]
+__all__ = ["train", "load_run", "TrainedRun", "Predictions", "NodePredictions"]
 
 _LAZY = {"train": "api", "load_run": "prediction", "TrainedRun": "prediction",
-         "Predictions": "prediction"}
+         "Predictions": "prediction", "NodePredictions": "prediction"}
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -8,7 +8,8 @@ from typing import Any
 
 def train(config: Any, dataset: Any = None, out_dir: str | os.PathLike | None = None, *,
           seeds: int = 1, folds: int | None = None, resume: bool = False,
-          overrides: list[str] | None = None) -> dict[str, Any]:
+          overrides: list[str] | None = None,
+          init_from: str | os.PathLike | None = None) -> dict[str, Any]:
     """Trains a config as ``graph-transformers train`` does and returns the run's metrics (one
     seed: ``metrics.json``; several seeds or folds: the ``summary.json`` mean ± s.d.).
 
@@ -26,6 +27,10 @@ def train(config: Any, dataset: Any = None, out_dir: str | os.PathLike | None = 
         folds: cross-validation: folds ``0..folds-1`` (``data.fold``) × ``seeds``.
         resume: continue an interrupted run in ``out_dir`` (pass the same ``dataset``).
         overrides: ``KEY=VALUE`` strings as ``--set`` takes them.
+        init_from: fine-tuning: a trained run's directory; every weight of matching name and
+            shape is loaded, the task head re-initialized when the task differs, and what was
+            loaded is logged and stored in ``init_from.json``
+            (:mod:`graph_transformers.training.finetune`).
 
     Returns:
         dict: the run's metrics (``test``, ``val``, ``train`` keyed by metric name, …).
@@ -60,5 +65,6 @@ def train(config: Any, dataset: Any = None, out_dir: str | os.PathLike | None = 
     out = Path(out_dir) if out_dir is not None else \
         Path("runs") / (cfg.name or f"{cfg.model.name}-{cfg.data.name}")
     if folds is not None:
-        return train_folds(cfg, out, folds, seeds, resume=resume, dataset=dataset)
-    return train_seeds(cfg, out, seeds, resume=resume, dataset=dataset)
+        return train_folds(cfg, out, folds, seeds, resume=resume, dataset=dataset,
+                           init_from=init_from)
+    return train_seeds(cfg, out, seeds, resume=resume, dataset=dataset, init_from=init_from)

@@ -96,9 +96,13 @@ _TEXTS: dict[str, dict[str, str]] = {
                     "encodings are computed, and one row per input is written to --out: index, "
                     "smiles, status ('ok' or why the input could not be used) and the predictions "
                     "(regression: one column per target; classification: class and prob_<k>; "
-                    "binary tasks: the probability of each task).",
+                    "binary tasks: the probability of each task). A node-level run on one graph "
+                    "(data.name: node_table, a one-graph .pt file, cora) predicts the nodes of "
+                    "its own graph without --data: one row per node with node_id, prediction, "
+                    "p_<class> and split (train, val, test or none).",
         epilog="Examples:\n"
                "  graph-transformers predict runs/esol-gt --data molecules.csv --out preds.csv\n"
+               "  graph-transformers predict runs/my-nodes --out nodes.csv   # a node_table run\n"
                "  graph-transformers predict runs/my-csv --data new.csv.gz --smiles-column SMILES\n"
                "  graph-transformers predict runs/csl-gt --data graphs.pt --checkpoint last\n"
                "  (graphs.pt: torch.save(list_of_Data, 'graphs.pt'), with the dataset's features)"),
@@ -157,6 +161,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--allow-data-change", action="store_true",
                    help="with --resume: continue although the data differ from those the "
                         "checkpoint was trained on (recorded in metrics.json)")
+    t.add_argument("--init-from", type=Path, metavar="RUN_DIR",
+                   help="fine-tune: start from a trained run's weights (every tensor of "
+                        "matching name and shape; the task head is re-initialized when the task "
+                        "differs); what was loaded is logged and kept in init_from.json")
     t.add_argument("--seeds", type=int, default=1,
                    help="number of seeds; reports mean ± std over them (default 1)")
     t.add_argument("--folds", type=int, default=None,
@@ -221,10 +229,16 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
     """``predict``: a trained run on new molecules or graphs."""
     pr = _command(sub, "predict")
     pr.add_argument("run_dir", type=Path)
-    pr.add_argument("--data", type=Path, required=True, metavar="FILE",
-                    help="a CSV (.csv, .csv.gz) with a SMILES column, or a .pt file of graphs")
+    pr.add_argument("--data", type=Path, default=None, metavar="FILE",
+                    help="a CSV (.csv, .csv.gz) with a SMILES column, or a .pt file of graphs "
+                         "(graph-level runs; leave it out for a node-level run on one graph)")
     pr.add_argument("--smiles-column", default=None,
                     help="SMILES column of a CSV (default: the run's data.smiles_column, smiles)")
+    pr.add_argument("--keep-columns", default="all", metavar="COLS",
+                    help="columns of an input CSV copied into the output, after index: all "
+                         "(default: every column but the SMILES one), none, or a comma-separated "
+                         "list such as id,name; a name that is also an output column gets the "
+                         "prefix input_")
     pr.add_argument("--out", type=Path, default=Path("predictions.csv"),
                     help="output CSV, written atomically (default predictions.csv)")
     _add_checkpoint(pr)
@@ -310,9 +324,10 @@ def _train(args: argparse.Namespace) -> int:
     allow = args.allow_data_change
     if args.folds is not None:
         result = train_folds(config, out, args.folds, args.seeds, resume=args.resume,
-                             allow_data_change=allow)
+                             allow_data_change=allow, init_from=args.init_from)
     else:
-        result = train_seeds(config, out, args.seeds, resume=args.resume, allow_data_change=allow)
+        result = train_seeds(config, out, args.seeds, resume=args.resume, allow_data_change=allow,
+                             init_from=args.init_from)
     _print_result(result, out)
     return 0
 
@@ -507,9 +522,30 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from .prediction import load_run, read_inputs
     run = load_run(args.run_dir, checkpoint=args.checkpoint, data_dir=args.data_dir)
-    inputs = read_inputs(args.data, args.smiles_column or run.config.data.smiles_column)
+    if args.data is None:
+        if run.spec.level != "node":
+            raise ValueError(f"predict: --data FILE is required for a {run.spec.level}-level run "
+                             "(the molecules or graphs to predict); only a node-level run "
+                             "predicts the nodes of its own graph without it")
+        nodes = run.predict_nodes()
+        nodes.to_csv(args.out)
+        counts = {s: nodes.split.count(s) for s in ("train", "val", "test", "none")}
+        print(f"{len(nodes)} nodes predicted ("
+              + ", ".join(f"{n} {s}" for s, n in counts.items()) + f"): {args.out}")
+        return 0
+    if run.spec.level == "node":
+        raise ValueError(f"predict: {args.run_dir} is a node-level run; leave out --data to "
+                         "predict the nodes of its graph (new graphs go to graph-level runs)")
+    smiles_column = args.smiles_column or run.config.data.smiles_column
+    inputs = read_inputs(args.data, smiles_column)
+    keep = None
+    if args.data.name.lower().endswith((".csv", ".csv.gz")) and args.keep_columns != "none":
+        from .prediction import read_csv_columns
+        names = None if args.keep_columns == "all" else \
+            [c.strip() for c in args.keep_columns.split(",") if c.strip()]
+        keep = read_csv_columns(args.data, names, exclude=[smiles_column])
     preds = run.predict(inputs, batch_size=args.batch_size)
-    preds.to_csv(args.out)
+    preds.to_csv(args.out, keep)
     n, bad = len(preds), preds.num_invalid
     print(f"{n - bad} of {n} inputs predicted, {bad} invalid (reason in the status column): "
           f"{args.out}")

@@ -10,6 +10,11 @@ whose features do not fit the model) keeps its row, with the reason in ``status`
 
 The command line form is ``graph-transformers predict RUN_DIR --data FILE --out predictions.csv``;
 :func:`read_inputs` reads its ``FILE`` (a SMILES CSV or a ``.pt`` file of graphs).
+
+A node-level run on one graph (a node table, a one-graph ``.pt`` file, Cora) predicts the nodes of
+that graph instead: :meth:`~TrainedRun.predict_nodes` gives :class:`NodePredictions`, one row per
+node with the user's node id, the prediction, the class probabilities and the node's split
+(``graph-transformers predict RUN_DIR --out nodes.csv``, without ``--data``).
 """
 from __future__ import annotations
 
@@ -33,8 +38,8 @@ from .fileio import atomic_writer
 from .models.encoders import check_features
 from .training.config import Config
 
-__all__ = ["Predictions", "TrainedRun", "load_run", "read_inputs", "load_graphs",
-           "read_smiles_csv"]
+__all__ = ["Predictions", "NodePredictions", "TrainedRun", "load_run", "read_inputs",
+           "load_graphs", "read_csv_columns", "read_smiles_csv"]
 
 #: ``status`` of an input that was predicted
 OK = "ok"
@@ -79,13 +84,27 @@ class Predictions:
     def num_invalid(self) -> int:
         return sum(s != OK for s in self.status)
 
-    def rows(self) -> list[dict[str, Any]]:
-        """One dict per input: ``index``, ``smiles`` (SMILES inputs only), ``status``, ``class``
-        (classification only) and one key per column (``None`` for an invalid input)."""
+    def rows(self, keep: dict[str, Sequence[Any]] | None = None) -> list[dict[str, Any]]:
+        """One dict per input: ``index``, the input's own columns ``keep`` (e.g. an ID column of
+        the input CSV, :func:`read_csv_columns`; one value per input, named ``input_<name>``
+        where the name is also an output column), ``smiles`` (SMILES inputs only), ``status``,
+        ``class`` (classification only) and one key per column (``None`` for an invalid input).
+
+        Raises:
+            ValueError: a ``keep`` column whose length is not the number of inputs.
+        """
+        keep = dict(keep or {})
+        taken = {*_FIXED, *self.columns}
+        for name, values in keep.items():
+            if len(values) != len(self):
+                raise ValueError(f"column {name!r} has {len(values)} values for {len(self)} "
+                                 "inputs")
+        keep = {(f"input_{k}" if k in taken else k): v for k, v in keep.items()}
         out = []
         values = self.values.tolist()
         for i, status in enumerate(self.status):
             row: dict[str, Any] = {"index": i}
+            row.update((k, v[i]) for k, v in keep.items())
             if self.inputs is not None:
                 row["smiles"] = self.inputs[i]
             row["status"] = status
@@ -96,22 +115,86 @@ class Predictions:
             out.append(row)
         return out
 
-    def to_csv(self, path: str | Path) -> Path:
-        """Writes :meth:`rows` to a CSV file atomically (a crash never leaves half a file), lines
-        ending in ``\n``; an invalid input's prediction cells are empty. Values are written with
-        float32 precision.
+    def to_csv(self, path: str | Path, keep: dict[str, Sequence[Any]] | None = None) -> Path:
+        """Writes :meth:`rows` (with the input columns ``keep``) to a CSV file atomically (a crash
+        never leaves half a file), lines ending in ``\n``; an invalid input's prediction cells
+        are empty. Values are written with float32 precision.
 
         Raises:
             OSError: the file cannot be written (nothing is left behind).
+            ValueError: see :meth:`rows`.
         """
         path = Path(path)
-        rows = self.rows()
+        rows = self.rows(keep)
         header = list(rows[0]) if rows else ["index", "status", *self.columns]
         with atomic_writer(path, "w", encoding="utf-8", newline="") as f:
             w = csv.writer(f, lineterminator="\n")  # csv's default is \r\n (issue 25)
             w.writerow(header)
             for row in rows:
                 w.writerow(["" if v is None else _cell(v) for v in row.values()])
+        return path
+
+
+@dataclass(frozen=True, eq=False)
+class NodePredictions:
+    """What a run on one graph predicts for every node of that graph, in node order
+    (:meth:`TrainedRun.predict_nodes`).
+
+    Attributes:
+        task: the run's task: ``"classification"``, ``"regression"`` or ``"binary"``.
+        node_ids: the user's node ids (a node table's id column), else ``"0" … "N-1"``.
+        split: per node, the split it was in: ``"train"``, ``"val"``, ``"test"`` or ``"none"``.
+        columns: names of the columns of ``values``: ``p_<class>`` per class (classification),
+            ``prediction`` (one regression target; ``prediction_<target>`` for several) or
+            ``p_<task>`` per binary task.
+        values: ``FloatTensor [N, len(columns)]`` on the CPU: class probabilities (softmax; each
+            row sums to 1), predicted values, or the probability that each task is 1.
+        classes: ``LongTensor [N]``, the predicted class id (classification), else ``None``.
+        class_names: the name of each class id (a node table's labels; else ``"0" … "C-1"``),
+            classification only.
+    """
+
+    task: str
+    node_ids: tuple[str, ...]
+    split: tuple[str, ...]
+    columns: tuple[str, ...]
+    values: Tensor
+    classes: Tensor | None = None
+    class_names: tuple[str, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.node_ids)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per node: ``node_id``, ``prediction`` (the class name, classification only;
+        a regression run's ``prediction`` is its value column), one key per column, ``split``."""
+        values = self.values.tolist()
+        out = []
+        for i, node in enumerate(self.node_ids):
+            row: dict[str, Any] = {"node_id": node}
+            if self.classes is not None:
+                k = int(self.classes[i])
+                row["prediction"] = self.class_names[k] if self.class_names else k
+            row.update(zip(self.columns, values[i]))
+            row["split"] = self.split[i]
+            out.append(row)
+        return out
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Writes :meth:`rows` to a CSV file atomically, lines ending in ``\n``, values with
+        float32 precision.
+
+        Raises:
+            OSError: the file cannot be written (nothing is left behind).
+        """
+        path = Path(path)
+        head = ["node_id"] + (["prediction"] if self.classes is not None else []) + \
+            list(self.columns) + ["split"]
+        with atomic_writer(path, "w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(head)
+            for row in self.rows():
+                w.writerow([_cell(v) for v in row.values()])
         return path
 
 
@@ -142,7 +225,11 @@ class TrainedRun:
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.checkpoint = checkpoint
         self.pre_transform = build_pre_transform(config.encodings)
-        self._edge_features = bool(getattr(config.model, "use_edge_features", False))
+        #: the in-memory graphs of a ``graph_list`` run (:func:`load_run`'s ``dataset``)
+        self._dataset: Any = None
+        from .training.runner import resolve_edge_features
+        # ``auto`` resolved as the model was built (``bool("auto")`` would be true)
+        self._edge_features = resolve_edge_features(config.model, spec)
 
     def __repr__(self) -> str:
         where = f"{self.run_dir}, {self.checkpoint}" if self.run_dir else "not from a run"
@@ -251,9 +338,11 @@ class TrainedRun:
             (torch.Size([3, 1]), "invalid SMILES 'not a molecule': SMILES syntax error")
         """
         if self.spec.level != "graph":
+            hint = "predict_nodes() (CLI: predict without --data) predicts the nodes of its " \
+                "graph" if self.spec.level == "node" else "use graph-transformers evaluate " \
+                "for its splits"
             raise ValueError(f"predict takes graph-level runs; {self._source()} is a "
-                             f"{self.spec.level}-level task on {self.spec.name!r} (use "
-                             "graph-transformers evaluate for its splits)")
+                             f"{self.spec.level}-level task on {self.spec.name!r} ({hint})")
         items = _as_list(inputs)
         if any(isinstance(x, str) for x in items):
             self._require_featurizer()
@@ -277,6 +366,74 @@ class TrainedRun:
             for i, out in zip(where, self._forward(graphs, where, status)):
                 outputs[i] = out
         return self._collect(outputs, status, items)
+
+    @torch.no_grad()
+    def predict_nodes(self, dataset: Any = None) -> NodePredictions:
+        """Predicts every node of the graph a single-graph node-level run trained on (a node
+        table, a one-graph ``.pt`` file, Cora, CiteSeer, ...): the run's data is loaded again as
+        in training (with its encodings) and the whole graph goes through the model in one
+        forward pass, in eval mode.
+
+        Args:
+            dataset: the in-memory graph(s) a ``graph_transformers.train(config,
+                dataset=[graph])`` run trained on (default: those given to :func:`load_run`);
+                ``None`` for data named by the config.
+
+        Returns:
+            :class:`NodePredictions`: one row per node (``values`` ``[N, out_dim]``) with the
+            user's node ids, class names (a node table's labels) and each node's split.
+
+        Raises:
+            ValueError: a graph- or edge-level run, a run on several graphs (PATTERN, CLUSTER),
+                or an in-memory run without ``dataset``.
+            DataNotFoundError, DataError: the run's data files are gone or unreadable.
+
+        Example::
+
+            >>> run = load_run("runs/my-nodes")  # doctest: +SKIP
+            >>> run.predict_nodes().to_csv("nodes.csv")  # doctest: +SKIP
+        """
+        if self.spec.level != "node":
+            raise ValueError(f"predict_nodes takes node-level runs; {self._source()} is a "
+                             f"{self.spec.level}-level task on {self.spec.name!r} (use "
+                             "predict(inputs) for graph-level runs)")
+        from .training.module import split_output
+        from .training.runner import resolve_data
+        _, splits = resolve_data(self.config, dataset if dataset is not None else self._dataset)
+        first = next(iter(splits.values()))
+        if len(first) != 1:
+            raise ValueError(f"predict_nodes takes a run on one graph; {self._source()} trained "
+                             f"on {self.spec.name!r}, {len(first)} graphs in a split (use "
+                             "graph-transformers evaluate for its splits)")
+        graph = copy.copy(first[0])
+        n = int(graph.num_nodes)
+        where = ["none"] * n
+        for name, ds in splits.items():
+            mask = getattr(ds[0], "node_mask", None)
+            if mask is not None:
+                for i in torch.nonzero(mask).view(-1).tolist():
+                    where[i] = name
+        for key in ("y", "node_mask"):
+            if key in graph:
+                del graph[key]
+        ids = getattr(first, "node_ids", None) or tuple(str(i) for i in range(n))
+        self.model.eval()
+        device = next((p.device for p in self.model.parameters()), torch.device("cpu"))
+        out = split_output(self.model(Batch.from_data_list([graph]).to(device)))[0]
+        out = out.to(torch.promote_types(out.dtype, torch.float32)).reshape(n, -1).cpu()
+        task, dim = self.spec.task, self.spec.out_dim
+        if task == "classification":
+            names = tuple(getattr(first, "classes", None) or (str(k) for k in range(dim)))
+            return NodePredictions(task, tuple(ids), tuple(where),
+                                   tuple(f"p_{c}" for c in names), torch.softmax(out, dim=-1),
+                                   out.argmax(-1), names)
+        targets = self.spec.targets if self.spec.targets and len(self.spec.targets) == dim \
+            else tuple(str(k) for k in range(dim))
+        if task == "binary":
+            return NodePredictions(task, tuple(ids), tuple(where),
+                                   tuple(f"p_{t}" for t in targets), torch.sigmoid(out))
+        columns = ("prediction",) if dim == 1 else tuple(f"prediction_{t}" for t in targets)
+        return NodePredictions(task, tuple(ids), tuple(where), columns, out)
 
     def _forward(self, graphs: list[Data], where: list[int], status: list[str]
                  ) -> list[Tensor | None]:
@@ -357,7 +514,8 @@ def load_run(run_dir: str | Path, checkpoint: str = "best", data_dir: str | None
             (``tu:<NAME>``); molecule and registered datasets need none.
         dataset: the in-memory graphs a run of ``graph_transformers.train(config,
             dataset=graphs)`` trained on (``data.name: graph_list``), from which its task and
-            feature vocabularies are read again.
+            feature vocabularies are read again (and, for a run on one graph, whose nodes
+            :meth:`TrainedRun.predict_nodes` predicts).
 
     Raises:
         RunError: ``run_dir`` is not a run directory or has no such checkpoint.
@@ -372,7 +530,9 @@ def load_run(run_dir: str | Path, checkpoint: str = "best", data_dir: str | None
     """
     from .training.runner import load_trained_model
     config, spec, model = load_trained_model(run_dir, data_dir, checkpoint, dataset)
-    return TrainedRun(config, spec, model, run_dir=run_dir, checkpoint=checkpoint)
+    run = TrainedRun(config, spec, model, run_dir=run_dir, checkpoint=checkpoint)
+    run._dataset = dataset
+    return run
 
 
 # ------------------------------------------------------------------------------------ input files
@@ -424,6 +584,41 @@ def read_smiles_csv(path: str | Path, smiles_column: str = "smiles") -> list[str
     if not smiles:
         raise DataError(f"{path}: no data rows below the header")
     return smiles
+
+
+def read_csv_columns(path: str | Path, columns: Sequence[str] | None = None,
+                     exclude: Sequence[str] = ()) -> dict[str, list[str]]:
+    """Columns of a CSV with a header line, one value per data row in file order, the rows
+    aligned with :func:`read_smiles_csv` (blank lines skipped): what ``predict`` carries from
+    its input into its output (ID columns, names).
+
+    Args:
+        path: a ``.csv`` or ``.csv.gz`` file.
+        columns: the columns to read (``None``: all of them but ``exclude``).
+        exclude: columns left out when ``columns`` is ``None`` (the SMILES column).
+
+    Raises:
+        DataError: a named column not in the header (the message lists the columns), or a file
+            that is not CSV text.
+    """
+    from .data.molecules import _open_text
+    path = Path(path)
+    try:
+        with _open_text(path) as f:
+            reader = csv.reader(f)
+            header = [h.strip() for h in next(reader, [])]
+            names = [h for h in header if h not in exclude and h] if columns is None \
+                else list(columns)
+            missing = [c for c in names if c not in header]
+            if missing:
+                raise DataError(f"{path}: column(s) {missing} not in the header; columns: "
+                                f"{header}")
+            where = [header.index(c) for c in names]
+            records = [rec for rec in reader if rec and any(c.strip() for c in rec)]
+    except (UnicodeDecodeError, gzip.BadGzipFile, csv.Error, EOFError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({_reason(err)})") from None
+    return {c: [(rec[j] if j < len(rec) else "") for rec in records]
+            for c, j in zip(names, where)}
 
 
 load_graphs = load_graph_file  # one reader for graph files: data.graph_list

@@ -4,11 +4,11 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from torch_geometric.data import Dataset
-from torch_geometric.transforms import BaseTransform, Compose, Constant
+from torch_geometric.transforms import BaseTransform, Compose
 
 from .._optional import MissingDependencyError, require
 from .cache import DataNotFoundError, cache_lock, resolve_cache_dir, resolve_data_dir
@@ -109,38 +109,100 @@ def _load_cluster(split, data_dir, cache_dir, pre_transform, options):
                    pre_transform=pre_transform, **sizes)
 
 
-def _load_tu(name: str, constant_x: bool = False) -> Callable[..., Dataset]:
+def _load_tu(name: str, constant_x: bool = False, node_features: str = "auto",
+             max_degree: int | None = None) -> Callable[..., Dataset]:
+    """The loader of a TU set. ``constant_x``: the set has no node features of its own;
+    ``node_features`` / ``max_degree``: ``data.node_features`` and its cap (resolved by
+    :func:`resolve_spec`), applied as a pre-transform before the encodings (their own cache)."""
     def load(split, data_dir, cache_dir, pre_transform, options):
-        from .tu import TU
+        from torch_geometric.transforms import Constant
+
+        from .tu import DEFAULT_MAX_DEGREE, TU, node_feature_transform
+        cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
+        # auto on a featureless set: the constant is added as each graph is read (a transform,
+        # as before data.node_features existed, so earlier caches and fingerprints still hold)
+        auto_constant = node_features == "auto" and constant_x
+        features = None if auto_constant else node_feature_transform(node_features, constant_x,
+                                                                     cap)
         root = resolve_cache_dir(cache_dir) / "TU"
-        # a TU set without node labels or attributes gets one constant feature per node
-        transform = Constant(value=1.0) if constant_x else None
+        if split == "train":
+            _log_tu_features(name, constant_x, node_features, cap)
+        pre = features if pre_transform is None else (
+            pre_transform if features is None else Compose([features, pre_transform]))
         # the benchmark split is fixed: the data seed does not reshuffle folds
         return TU(name, root=str(root), split=split, fold=options.get("fold", 0),
-                  data_dir=data_dir, pre_transform=pre_transform, transform=transform)
+                  data_dir=data_dir, pre_transform=pre,
+                  transform=Constant(value=1.0) if auto_constant else None)
     return load
 
 
+def _log_tu_features(name: str, featureless: bool, mode: str, cap: int) -> None:
+    """One INFO line on the node features a TU run uses (``data.node_features``)."""
+    if mode == "degree":
+        log.info("TU %s: node features = one-hot node degree, %d columns (degree >= %d in the "
+                 "last; data.options.max_degree)%s", name, cap + 1, cap,
+                 "" if featureless else ", appended after the set's own node features")
+    elif mode == "constant":
+        log.info("TU %s: node features = one constant 1 per node (data.node_features: "
+                 "constant)%s", name, "" if featureless else "; the set's own node features "
+                 "are not used")
+    elif featureless:
+        log.info("TU %s has no node labels or attributes: each node gets one constant feature 1 "
+                 "(data.node_features: auto); data.node_features=degree gives the one-hot node "
+                 "degree instead (capped at data.options.max_degree, default %d), the usual "
+                 "choice for such sets", name, cap)
+
+
 @functools.lru_cache(maxsize=32)
-def tu_spec(name: str, data_dir: Any = None, cache_dir: Any = None) -> DatasetSpec:
+def tu_spec(name: str, data_dir: Any = None, cache_dir: Any = None, node_features: str = "auto",
+            max_degree: int | None = None) -> DatasetSpec:
     """The spec of any TU dataset by its TU name (``data.name: tu:<NAME>``, e.g. ``tu:DD``),
     read once from the data: classes, node feature width (one-hot node labels, plus the node
-    attributes where present; a constant 1 for sets with neither) and edge feature width (one-hot
-    edge labels, or none). Raw files come from ``DATA_DIR/TU/<NAME>.zip`` or TUDataset's
-    download; splits are the 10 stratified folds of :mod:`graph_transformers.data.tu`. The spec
-    is read once per (name, data_dir, cache_dir) in a process (a run resolves it several times).
+    attributes where present; a constant 1 for sets with neither; changed by ``node_features``,
+    see :func:`~.tu.node_feature_dim`) and edge feature width (one-hot edge labels, or none).
+    Raw files come from ``DATA_DIR/TU/<NAME>.zip`` or TUDataset's download; splits are the
+    set's own index files in ``DATA_DIR/TU/`` where present, else the 10 stratified folds of
+    :mod:`graph_transformers.data.tu`. The spec is read once per (name, data_dir, cache_dir,
+    node_features, max_degree) in a process (a run resolves it several times).
 
     Raises:
         DataNotFoundError: when the raw files are neither local nor downloadable.
+        ValueError: an unknown ``node_features``, a bad ``max_degree``, or malformed index
+            files.
     """
-    from .tu import TU
+    from .tu import DEFAULT_MAX_DEGREE, TU, node_feature_dim
     full = TU(name, root=str(resolve_cache_dir(cache_dir) / "TU"), split="train", fold=0,
               data_dir=data_dir)
-    node_dim = int(full.num_features)
+    own = int(full.num_features)
+    cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
     edge_dim = int(full.num_edge_features) or None
     return DatasetSpec(f"tu:{full.name}", "graph", "classification", int(full.num_classes),
-                       "accuracy", _load_tu(full.name, constant_x=node_dim == 0),
-                       node_dim=node_dim or 1, edge_dim=edge_dim)
+                       "accuracy", _load_tu(full.name, constant_x=own == 0,
+                                            node_features=node_features, max_degree=cap),
+                       node_dim=node_feature_dim(node_features, own, cap), edge_dim=edge_dim)
+
+
+#: the registered TU datasets: config name → TU name
+_TU_REGISTERED = {"mutag": "MUTAG", "enzymes": "ENZYMES", "nci1": "NCI1"}
+
+
+@functools.lru_cache(maxsize=32)
+def _registered_tu_spec(name: str, node_features: str, max_degree: int | None) -> DatasetSpec:
+    """A registered TU spec (all have node features) with ``data.node_features`` other than
+    ``auto``: the same spec with the feature pre-transform and its ``node_dim``."""
+    from .tu import DEFAULT_MAX_DEGREE, node_feature_dim
+    spec = DATASETS[name]
+    cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
+    return replace(spec, load=_load_tu(_TU_REGISTERED[name], node_features=node_features,
+                                       max_degree=cap),
+                   node_dim=node_feature_dim(node_features, int(spec.node_dim), cap))
+
+
+def _node_features(data_cfg: Any) -> tuple[str, int | None]:
+    """``data.node_features`` and ``data.options.max_degree`` of a config's data section."""
+    mode = getattr(data_cfg, "node_features", "auto") or "auto"
+    options = getattr(data_cfg, "options", None) or {}
+    return str(mode), options.get("max_degree")
 
 
 class NodeSplitMask(BaseTransform):
@@ -334,6 +396,12 @@ def _load_graph_file(split, data_dir, cache_dir, pre_transform, options):
                      pre_transform=pre_transform)
 
 
+def _load_node_table(split, data_dir, cache_dir, pre_transform, options):
+    from .node_table import NodeTable
+    return NodeTable(root=resolve_cache_dir(cache_dir) / "NodeTable", split=split,
+                     pre_transform=pre_transform, **options)
+
+
 def graph_list_spec(info: Any, name: str = "graph_file",
                     load: Callable[..., Dataset] = _load_graph_file) -> DatasetSpec:
     """The spec of a user's graphs from what :func:`~.graph_list.infer_info` read off them."""
@@ -355,6 +423,33 @@ def molecule_csv_spec(task: str, target_columns: Sequence[str]) -> DatasetSpec:
                        _load_molecule_csv, targets=targets, source="user", **_MOL_TYPES)
 
 
+#: the metrics each task can report (``data.metric``); the first of a task is its default
+#: where the dataset names none
+TASK_METRICS: dict[str, tuple[str, ...]] = {
+    "regression": ("mae", "rmse"),
+    "classification": ("accuracy", "weighted_accuracy", "f1"),
+    "binary": ("roc_auc",),
+}
+
+
+def choose_metric(spec: DatasetSpec, metric: str | None) -> DatasetSpec:
+    """``spec`` reporting ``metric`` (``data.metric``) instead of its own; ``None`` keeps it.
+    The loss is unchanged (``spec.loss``).
+
+    Raises:
+        ValueError: a metric the task cannot report (``f1`` needs two classes), naming the ones
+            it can.
+    """
+    if metric is None or metric == spec.metric:
+        return spec
+    allowed = TASK_METRICS.get(spec.task, ())
+    if metric not in allowed or (metric == "f1" and spec.out_dim != 2):
+        can = [m for m in allowed if m != "f1" or spec.out_dim == 2]
+        raise ValueError(f"data.metric={metric!r} does not apply to dataset {spec.name!r} (a "
+                         f"{spec.task} task with {spec.out_dim} outputs); choose one of {can}")
+    return replace(spec, metric=metric)
+
+
 def csv_task(task: str | None) -> str:
     """``data.task`` of a molecule CSV → :class:`~.molecules.MoleculeCSV`'s task: label columns
     of 0 / 1 are binary tasks (``classification`` or ``binary``), the default is regression."""
@@ -363,7 +458,23 @@ def csv_task(task: str | None) -> str:
 
 def resolve_spec(data_cfg: Any) -> DatasetSpec:
     """The spec for a config's ``data`` section: a user's molecule CSV when ``data.path`` is set,
-    else the registered ``data.name``."""
+    else the registered ``data.name`` (``node_table``: read off the files,
+    :func:`~.node_table.node_table_spec`). For a TU set, ``data.node_features`` (and
+    ``data.options.max_degree``) choose the node features and so ``node_dim``.
+
+    Raises:
+        ValueError: an unknown name; ``data.node_features`` other than ``auto`` for a dataset
+            that is not a TU set; a bad ``data.options.max_degree``.
+    """
+    mode, max_degree = _node_features(data_cfg)
+    name = str(getattr(data_cfg, "name", ""))
+    is_tu = name.lower().startswith("tu:") or name in _TU_REGISTERED
+    if mode != "auto" and (getattr(data_cfg, "path", None) or not is_tu):
+        raise ValueError(f"data.node_features={mode!r} applies to the TU sets (mutag, enzymes, "
+                         f"nci1, tu:<NAME>) only; set data.node_features=auto for this dataset")
+    if is_tu and max_degree is not None:
+        from .tu import CappedOneHotDegree
+        CappedOneHotDegree(max_degree)  # ValueError naming the key
     path = getattr(data_cfg, "path", None)
     if path and is_graph_file(path):
         from .graph_list import graph_file_info
@@ -371,12 +482,17 @@ def resolve_spec(data_cfg: Any) -> DatasetSpec:
     if path:
         return molecule_csv_spec(csv_task(data_cfg.task), data_cfg.target_columns)
     name = str(data_cfg.name)
+    if name == "node_table":  # a node-level graph from plain files, read off the files
+        from .node_table import node_table_spec
+        return node_table_spec(data_cfg)
     if name == "graph_list":
         raise ValueError("this run trained on in-memory graphs: pass them again "
                          "(dataset=...) to evaluate or resume it")
     if name.lower().startswith("tu:"):
         return tu_spec(name[3:], getattr(data_cfg, "data_dir", None),
-                       getattr(data_cfg, "cache_dir", None))
+                       getattr(data_cfg, "cache_dir", None), mode, max_degree)
+    if mode != "auto":
+        return _registered_tu_spec(name, mode, max_degree)
     return get_spec(name)
 
 
@@ -388,7 +504,8 @@ def get_spec(name: str) -> DatasetSpec:
     """
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; known datasets: {sorted(DATASETS)}, any TU "
-                         "dataset as 'tu:<NAME>' (e.g. tu:PROTEINS), or set data.path to a "
+                         "dataset as 'tu:<NAME>' (e.g. tu:PROTEINS), node_table (a node-level "
+                         "graph from an edge list and a node table), or set data.path to a "
                          "molecule CSV")
     return DATASETS[name]
 
@@ -416,7 +533,8 @@ def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
     uses the generator. Every split then carries ``data_source`` (the record ``metrics.json``
     stores: what was asked for, what was used, the loader and files, why the published files
     were not used) and a per-split ``provenance`` (``"exact"`` for published graphs, else the
-    dataset's own record, or ``spec.source``).
+    dataset's own record, or ``spec.source``). A dataset's own ``split_rule`` (the TU sets':
+    index files or seeded folds; ``metrics.json`` ``split``) is logged once at INFO.
 
     Raises:
         ValueError: an unknown ``data.source``; ``generated`` for a dataset that has no generator
@@ -431,6 +549,11 @@ def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
     if getattr(data_cfg, "path", None) and is_graph_file(data_cfg.path):
         options.update(path=data_cfg.path, level=data_cfg.level, task=data_cfg.task,
                        split_files=data_cfg.split_files)
+    elif str(data_cfg.name) == "node_table":
+        from .node_table import node_table_settings
+        settings = node_table_settings(data_cfg)
+        settings["split_rule"] = settings.pop("split")
+        options.update({k: v for k, v in settings.items() if k != "id_base"})
     elif getattr(data_cfg, "path", None):
         options.update(path=data_cfg.path, smiles_column=data_cfg.smiles_column,
                        target_columns=list(data_cfg.target_columns),
@@ -449,7 +572,26 @@ def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
         if not prov:  # a dataset that keeps no record of its own
             kind = record["source"]
             ds.provenance = {split: "exact" if kind == "canonical" else kind}
+    # a dataset's own split rule (TU: index files or seeded folds), metrics.json ``split``
+    _log_split_rule(spec.name, getattr(next(iter(splits.values())), "split_rule", None))
     return splits
+
+
+def _log_split_rule(name: str, rule: dict | None) -> None:
+    """One INFO line on the split rule a dataset records (``split_rule``, e.g. the TU sets';
+    ``metrics.json`` keeps it under ``split``)."""
+    if not rule:
+        return
+    if rule.get("rule") == "index_files":
+        files = ", ".join(str(f).rsplit("/", 1)[-1] for f in rule.get("files", ()))
+        log.info("%s split: fold %s of %s from the index files %s (recorded in metrics.json, "
+                 "split)", name, rule.get("fold"), rule.get("num_folds"), files)
+    elif rule.get("rule") == "stratified_folds":
+        log.info("%s split: fold %s of %s seeded stratified folds (seed %s; recorded in "
+                 "metrics.json, split)", name, rule.get("fold"), rule.get("num_folds"),
+                 rule.get("seed"))
+    else:
+        log.info("%s split: %s", name, rule)
 
 
 def _load_by_source(spec: DatasetSpec, data_cfg: Any, pre: BaseTransform | None,

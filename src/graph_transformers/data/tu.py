@@ -17,21 +17,29 @@ Where the raw files come from (``docs/datasets.md``, "Raw files"):
   (:attr:`TUDataset.url`, ``https://www.chrsmrrs.com/graphkerneldatasets/<NAME>.zip``), unless
   ``download=False`` or ``$GRAPH_TRANSFORMERS_OFFLINE`` is set.
 
-Splits (``TU(..., split=, fold=)``; 10 folds, each fold's train/val/test are disjoint and cover
-all graphs):
+Splits (``TU(..., split=, fold=)``; each fold's train/val/test are disjoint):
 
-* **ENZYMES**: the benchmark's own split files ``ENZYMES_{train,val,test}.index``
-  (graphdeeplearning/benchmarking-gnns ``data/TUs/``): line ``k`` of each file is fold ``k``
-  (480 / 60 / 60 comma-separated graph ids, 0-based positions in the TU file order). They are read
-  from the data directory next to the zip (sha256 checked), else from ``<root>/splits/``, else
-  downloaded there from the benchmarking-gnns repository (:data:`BENCHMARK_INDEX_URL`).
-* **MUTAG, NCI1** (no split files were available): the same protocol, generated with a fixed seed
-  by :func:`stratified_kfold` (numpy; scikit-learn is not a dependency of this package): the
-  graphs are cut into 10 stratified folds; fold ``k`` uses fold ``k`` as test, fold
-  ``(k + 1) % 10`` as val and the other 8 folds as train (about 80 / 10 / 10 %). The benchmark's
-  recipe takes val as a stratified 11.1 % (≈ 1/9) of the non-test part, so the proportions agree;
-  the graph ids are not the benchmark's (its MUTAG/NCI1 split files were not available), so
-  fold-level numbers are not directly comparable, only the mean over folds is.
+* **index files, any TU name**: ``<NAME>_train.index``, ``<NAME>_val.index``,
+  ``<NAME>_test.index`` in the data directory's ``TU/`` (or in ``<root>/splits/``) are used when
+  present, in the format benchmarking-gnns ships for ENZYMES (``data/TUs/``): line ``k`` of each
+  file is fold ``k``, a comma-separated list of 0-based graph ids (positions in the TU file
+  order). For ENZYMES the three files are required (480 / 60 / 60 ids a line, 10 lines); they
+  are read from the data directory, else from ``<root>/splits/``, else downloaded there from the
+  benchmarking-gnns repository (:data:`BENCHMARK_INDEX_URL`), and their sha256 is checked. For
+  any other name no checksum is known: the files are validated instead (all three present, the
+  same number of lines, ids integers in range, no id twice in a line, train/val/test of a line
+  disjoint) and their sha256 is recorded; ``data.fold`` must then be below the number of lines.
+* **otherwise** (MUTAG and NCI1 in the shared data): 10 folds generated with a fixed seed by
+  :func:`stratified_kfold` (numpy; scikit-learn is not a dependency of this package): the graphs
+  are cut into 10 stratified folds; fold ``k`` uses fold ``k`` as test, fold ``(k + 1) % 10`` as
+  val and the other 8 folds as train (about 80 / 10 / 10 %). The benchmark's recipe takes val as
+  a stratified 11.1 % (≈ 1/9) of the non-test part, so the proportions agree; the graph ids are
+  not the benchmark's (its MUTAG/NCI1 split files were not available), so fold-level numbers are
+  not directly comparable, only the mean over folds is.
+
+Each split carries :attr:`TU.split_rule`, the record of the rule used (``metrics.json``
+``split``): ``{"rule": "index_files", "files": [...], "sha256": {...}, "num_folds": L,
+"fold": k}`` or ``{"rule": "stratified_folds", "seed": s, "num_folds": 10, "fold": k}``.
 
 Features (PyG conventions, kept as PyG builds them):
 
@@ -45,6 +53,20 @@ Features (PyG conventions, kept as PyG builds them):
 * ``edge_index``: ``LongTensor [2, num_edges]``, both directions, self-loops removed, coalesced;
 * ``y``: ``LongTensor [1]``, class id ``0..C-1`` (the raw labels mapped in sorted order, e.g.
   MUTAG ``-1 → 0``, ``1 → 1``; ENZYMES ``1..6 → 0..5``).
+
+Node features of the runs (``data.node_features``, :func:`node_feature_transform`; ``constant``
+and ``degree`` are applied as a pre-transform, so each has its own processed cache):
+
+* ``auto`` (default): the set's own ``x``; a set with neither node labels nor attributes (the
+  social sets: IMDB-BINARY, REDDIT-BINARY, COLLAB, ...) gets one constant feature ``1`` per node
+  (``x`` ``[N, 1]``), with an INFO line suggesting ``degree``. That constant is added as each
+  graph is read (a transform, not cached), as before the option existed;
+* ``constant``: ``x`` replaced by one constant ``1`` per node (``[N, 1]``), the set's own
+  features dropped (a structure-only baseline);
+* ``degree``: the one-hot node degree :class:`CappedOneHotDegree` (``max_degree + 1`` columns,
+  ``data.options.max_degree``, default :data:`DEFAULT_MAX_DEGREE`; a degree ``>= max_degree``
+  goes into the last column), as Xu et al. (GIN, 2019) did for the social sets. It replaces
+  ``x`` where the set has no node features and is appended after them where it has.
 """
 from __future__ import annotations
 
@@ -59,6 +81,9 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch_geometric.datasets import TUDataset
+from torch_geometric.transforms import BaseTransform, Constant
+from torch_geometric.utils import degree as node_degree
+from torch_geometric.utils import one_hot
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +103,13 @@ __all__ = [
     "stratified_kfold",
     "stratified_fold_split",
     "read_benchmark_index",
+    "check_index_folds",
     "extract_tu_zip",
+    "NODE_FEATURES",
+    "DEFAULT_MAX_DEGREE",
+    "CappedOneHotDegree",
+    "node_feature_transform",
+    "node_feature_dim",
 ]
 
 #: The TU datasets this module knows (case as in the TU file names).
@@ -112,8 +143,13 @@ _SHA256 = {
     "ENZYMES_val.index": "9301b77fb3d7238cd863a4ac954bad997f8c40927d5fc77ec6deaab4dd25d2c7",
     "ENZYMES_test.index": "1f7cff482f173ecc8940c56b8dce70a4766ddd90bf69cc16506fdca8b3aa292f",
 }
-# Datasets whose split comes from the benchmark's index files.
+# Datasets whose benchmark split files are required (and downloaded when missing); any other
+# name uses its index files when they are present, else the generated folds.
 _INDEX_SPLIT_NAMES = ("ENZYMES",)
+#: values of ``data.node_features`` (see the module docstring)
+NODE_FEATURES: tuple[str, ...] = ("auto", "constant", "degree")
+#: default cap of the one-hot degree features (``data.options.max_degree``)
+DEFAULT_MAX_DEGREE = 64
 
 
 
@@ -212,13 +248,162 @@ def _check_fold(fold, n_splits: int = TU_NUM_FOLDS) -> int:
 
 def read_benchmark_index(path: str | os.PathLike) -> list[list[int]]:
     """Parse a benchmarking-gnns ``<NAME>_<split>.index`` file: one line per fold, each a
-    comma-separated list of 0-based graph ids.
+    comma-separated list of 0-based graph ids (blank lines are skipped).
 
     Returns:
         list (one per fold, in file order) of lists of graph ids.
+
+    Raises:
+        ValueError: a token that is not an integer (the message names the file and the line).
     """
-    text = Path(path).read_text()
-    return [[int(tok) for tok in line.split(",")] for line in text.splitlines() if line.strip()]
+    folds = []
+    for lineno, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            folds.append([int(tok) for tok in line.split(",")])
+        except ValueError:
+            bad = next(t for t in line.split(",") if not t.strip().lstrip("-").isdigit())
+            raise ValueError(f"TU: {path} line {lineno} holds {bad.strip()!r}, not a graph id; "
+                             "each line must be a comma-separated list of 0-based graph ids"
+                             ) from None
+    return folds
+
+
+def check_index_folds(folds: dict[str, list[list[int]]], paths: dict[str, Path],
+                      num_graphs: int) -> None:
+    """Validates the folds of a set of index files (any TU name; no checksum is known for them).
+
+    Args:
+        folds: ``{"train", "val", "test"}`` → the file's lines (:func:`read_benchmark_index`),
+            line ``k`` = fold ``k``.
+        paths: the same keys → the files, for the messages.
+        num_graphs: graphs in the dataset (ids must be in ``0..num_graphs-1``).
+
+    Raises:
+        ValueError: (one line, naming the file) the files have different numbers of lines or
+            none; a line holds an id out of range or an id twice; a graph is in two splits of
+            the same fold.
+    """
+    lines = {s: len(folds[s]) for s in SPLITS}
+    if len(set(lines.values())) != 1 or not lines["train"]:
+        counts = ", ".join(f"{paths[s].name}: {n}" for s, n in lines.items())
+        raise ValueError(f"TU: the index files in {paths['train'].parent} have different numbers "
+                         f"of lines ({counts}) or none; line k of each file is fold k, so the "
+                         "three files need the same number of non-empty lines")
+    for k in range(lines["train"]):
+        seen: dict[int, str] = {}
+        for s in SPLITS:
+            ids = folds[s][k]
+            bad = next((i for i in ids if not 0 <= i < num_graphs), None)
+            if bad is not None:
+                raise ValueError(f"TU: {paths[s]} fold {k} (line {k + 1}) holds graph id {bad}, "
+                                 f"outside 0..{num_graphs - 1} (the dataset has {num_graphs} "
+                                 "graphs; ids are 0-based positions in the TU file order)")
+            if len(set(ids)) != len(ids):
+                twice = next(i for i in ids if ids.count(i) > 1)
+                raise ValueError(f"TU: {paths[s]} fold {k} (line {k + 1}) holds graph id "
+                                 f"{twice} twice; each id may appear once per line")
+            for i in ids:
+                if i in seen:
+                    raise ValueError(f"TU: graph {i} is in both {paths[seen[i]].name} and "
+                                     f"{paths[s].name} in fold {k} (line {k + 1}); the "
+                                     "train/val/test ids of a fold must be disjoint")
+                seen[i] = s
+
+
+# --------------------------------------------------------------------------------------------
+# Node features (data.node_features)
+# --------------------------------------------------------------------------------------------
+class CappedOneHotDegree(BaseTransform):
+    """One-hot node degree with a cap: node ``i`` gets ``one_hot(min(deg(i), max_degree))``,
+    ``max_degree + 1`` columns (degree ``0 .. max_degree - 1``, then ``>= max_degree`` in the
+    last column). Unlike PyG's :class:`~torch_geometric.transforms.OneHotDegree`, a degree above
+    the cap is not an error. The degree counts ``edge_index[0]`` (TU graphs store both
+    directions, so it is the undirected degree). Appended after ``x`` when the graph has one,
+    else it becomes ``x``.
+
+    Input: ``data.edge_index`` ``LongTensor [2, E]``, ``data.x`` ``[N, F]`` or ``None``.
+    Output: ``data.x`` ``FloatTensor [N, F + max_degree + 1]`` (``F = 0`` without ``x``).
+
+    Args:
+        max_degree (int): the cap (``>= 1``).
+
+    Raises:
+        ValueError: ``max_degree`` not a positive integer.
+    """
+
+    def __init__(self, max_degree: int = DEFAULT_MAX_DEGREE) -> None:
+        if isinstance(max_degree, bool) or not isinstance(max_degree, (int, np.integer)) \
+                or max_degree < 1:
+            raise ValueError(f"data.options.max_degree must be a positive integer, got "
+                             f"{max_degree!r}")
+        self.max_degree = int(max_degree)
+
+    def forward(self, data):
+        """Adds the capped one-hot degree to ``data.x`` (see the class docstring)."""
+        deg = node_degree(data.edge_index[0], data.num_nodes, dtype=torch.long)
+        onehot = one_hot(deg.clamp(max=self.max_degree), self.max_degree + 1)
+        x = data.x
+        if x is None:
+            data.x = onehot
+        else:
+            x = x.view(-1, 1) if x.dim() == 1 else x
+            data.x = torch.cat([x, onehot.to(x.dtype)], dim=-1)
+        return data
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}(max_degree={self.max_degree})"
+
+
+def _check_mode(mode: str) -> str:
+    if mode not in NODE_FEATURES:
+        raise ValueError(f"data.node_features must be one of {NODE_FEATURES}, got {mode!r}")
+    return mode
+
+
+def node_feature_transform(mode: str, featureless: bool,
+                           max_degree: int = DEFAULT_MAX_DEGREE) -> BaseTransform | None:
+    """The pre-transform of ``data.node_features`` for a TU set (module docstring).
+
+    Args:
+        mode: ``"auto"``, ``"constant"`` or ``"degree"``.
+        featureless: the set has neither node labels nor node attributes (``x`` is ``None``).
+        max_degree: the cap of ``degree``.
+
+    Returns:
+        ``None`` (``auto`` on a set with features: ``x`` as read), a
+        :class:`~torch_geometric.transforms.Constant` (``x = 1``, ``[N, 1]``, replacing any
+        ``x``) or a :class:`CappedOneHotDegree`.
+
+    Raises:
+        ValueError: an unknown ``mode`` or a bad ``max_degree``.
+    """
+    mode = _check_mode(mode)
+    if mode == "degree":
+        return CappedOneHotDegree(max_degree)
+    if mode == "constant" or featureless:
+        return Constant(value=1.0, cat=False)
+    return None
+
+
+def node_feature_dim(mode: str, num_features: int, max_degree: int = DEFAULT_MAX_DEGREE) -> int:
+    """Width of ``x`` after :func:`node_feature_transform` (the spec's ``node_dim``).
+
+    Args:
+        mode: ``"auto"``, ``"constant"`` or ``"degree"``.
+        num_features: the set's own node feature width (0 for a featureless set).
+        max_degree: the cap of ``degree``.
+
+    Raises:
+        ValueError: an unknown ``mode``.
+    """
+    mode = _check_mode(mode)
+    if mode == "degree":
+        return int(num_features) + int(max_degree) + 1
+    if mode == "constant":
+        return 1
+    return int(num_features) or 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -310,10 +495,12 @@ class TU(TUDataset):
 
     Args:
         name (str): ``"MUTAG"``, ``"ENZYMES"`` or ``"NCI1"`` (case-insensitive); another TU name
-            works with a generated split, downloaded by TUDataset.
+            works too (from ``DATA_DIR/TU/<NAME>.zip`` or TUDataset's download), split by its
+            own index files in ``DATA_DIR/TU/`` where present, else by the generated folds.
         root (str or PathLike, optional): cache directory.
         split (str): ``"train"``, ``"val"`` or ``"test"``.
-        fold (int): cross-validation fold ``0..9``.
+        fold (int): cross-validation fold ``0..9`` (``0..L-1`` with another name's own index
+            files of ``L`` lines).
         data_dir (str or PathLike, optional): data directory holding ``TU/`` (default
             ``$GRAPH_TRANSFORMERS_DATA``; ``None`` → download).
         transform, pre_transform (callable, optional): as in PyG.
@@ -331,11 +518,17 @@ class TU(TUDataset):
         metric (str): ``"accuracy"``. level (str): ``"graph"``.
         split_indices (dict): ``{"train", "val", "test"}`` → graph ids of this fold.
         indices_in_full (list[int]): the ids of this split (= ``split_indices[split]``).
-        split_source (str): ``"benchmark index files"`` or ``"stratified_kfold(seed=...)"``.
+        split_source (str): ``"benchmark index files"`` (ENZYMES), ``"index files"`` (another
+            name's own files) or ``"stratified_kfold(seed=...)"``.
+        split_rule (dict): the record of the split rule (``metrics.json`` ``split``):
+            ``{"rule": "index_files", "files", "sha256", "num_folds", "fold"}`` or
+            ``{"rule": "stratified_folds", "seed", "num_folds", "fold"}``.
 
     Raises:
-        ValueError: unknown ``split``, ``fold`` outside ``0..9``, a raw file or split file whose
-            sha256 is not the pinned one, or a malformed split file.
+        ValueError: unknown ``split``, ``fold`` outside ``0..9`` (or outside the index files'
+            lines), a raw file or split file whose sha256 is not the pinned one, a malformed
+            split file (:func:`check_index_folds`), or one or two of a name's three index files
+            without the others.
         DataNotFoundError: the raw files (or the ENZYMES split files) are neither local nor
             downloadable; the message lists where it looked and how to get them.
     """
@@ -361,10 +554,8 @@ class TU(TUDataset):
         download: bool = True,
     ) -> None:
         check_split("TU", split)
-        fold = _check_fold(fold)
         name = _canonical_name(str(name))
         self.split = split
-        self.fold = fold
         self.split_seed = int(split_seed)
         self.allow_download = bool(download) and not offline()
         data = resolve_data_dir(data_dir)
@@ -374,8 +565,18 @@ class TU(TUDataset):
         # attributes, TUDataset's slicing is a no-op either way.
         keep_attr = True if use_node_attr is None else bool(use_node_attr)
         # Locate the split files before any extraction/processing, so a missing one fails fast.
-        self._index_paths = ({s: self._index_file(name, s, root) for s in SPLITS}
-                             if name in _INDEX_SPLIT_NAMES else None)
+        # Another name's own index files set the number of folds (checked once they are read).
+        if name in _INDEX_SPLIT_NAMES:
+            self.fold = _check_fold(fold)
+            self._index_paths = {s: self._index_file(name, s, root) for s in SPLITS}
+        else:
+            self._index_paths = self._optional_index_files(name)
+            if self._index_paths is None:
+                self.fold = _check_fold(fold)
+            elif isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or fold < 0:
+                raise ValueError(f"TU fold must be a non-negative integer, got {fold!r}")
+            else:
+                self.fold = int(fold)  # checked against the files' lines once they are read
         super().__init__(str(root), name, transform, pre_transform,
                          force_reload=force_reload, use_node_attr=keep_attr,
                          use_edge_attr=use_edge_attr)
@@ -466,27 +667,52 @@ class TU(TUDataset):
             raise
         return path
 
+    def _optional_index_files(self, name: str) -> dict[str, Path] | None:
+        """``<NAME>_{train,val,test}.index`` in the data directory's ``TU/`` when all three are
+        there, ``None`` when none is (the generated folds are used).
+
+        Raises:
+            ValueError: only one or two of the three files are there.
+        """
+        if self._tu_dir is None:
+            return None
+        found = {s: self._tu_dir / f"{name}_{s}.index" for s in SPLITS}
+        present = [s for s in SPLITS if found[s].is_file()]
+        if present and len(present) < len(SPLITS):
+            missing = [found[s].name for s in SPLITS if s not in present]
+            raise ValueError(
+                f"TU {name}: {self._tu_dir} holds {', '.join(found[s].name for s in present)} "
+                f"but not {', '.join(missing)}; put all three index files there (line k = fold "
+                "k) or remove them to use the seeded stratified folds")
+        return found if present else None
+
     def _split_indices(self, labels: torch.Tensor) -> dict[str, list[int]]:
         n = int(labels.numel())
-        if self.name not in _INDEX_SPLIT_NAMES:
+        if self._index_paths is None:
             self.split_source = f"stratified_kfold(n_splits={TU_NUM_FOLDS}, seed={self.split_seed})"
+            self.split_rule = {"rule": "stratified_folds", "seed": self.split_seed,
+                               "num_folds": TU_NUM_FOLDS, "fold": self.fold}
             return stratified_fold_split(labels, self.fold, TU_NUM_FOLDS, self.split_seed)
-        self.split_source = "benchmark index files"
-        out = {}
-        for split in SPLITS:
-            path = self._index_paths[split]
-            _check_sha(path)
-            folds = read_benchmark_index(path)
-            if len(folds) != TU_NUM_FOLDS:
-                raise ValueError(f"TU: {path} has {len(folds)} lines, expected {TU_NUM_FOLDS}")
-            ids = folds[self.fold]
-            if len(set(ids)) != len(ids) or min(ids) < 0 or max(ids) >= n:
-                raise ValueError(f"TU: {path} line {self.fold} has repeated or out-of-range "
-                                 f"graph ids (dataset has {n} graphs)")
-            out[split] = ids
-        if sum(len(v) for v in out.values()) != len(set().union(*map(set, out.values()))):
-            raise ValueError(f"TU {self.name}: fold {self.fold} train/val/test overlap")
-        return out
+        paths = self._index_paths
+        known = self.name in _INDEX_SPLIT_NAMES
+        self.split_source = "benchmark index files" if known else "index files"
+        if known:
+            for path in paths.values():
+                _check_sha(path)
+        folds = {s: read_benchmark_index(paths[s]) for s in SPLITS}
+        if known and len(folds["train"]) != TU_NUM_FOLDS:
+            raise ValueError(f"TU: {paths['train']} has {len(folds['train'])} lines, expected "
+                             f"{TU_NUM_FOLDS}")
+        check_index_folds(folds, paths, n)
+        num_folds = len(folds["train"])
+        if self.fold >= num_folds:
+            raise ValueError(f"TU {self.name}: fold {self.fold} asked for, but the index files "
+                             f"in {paths['train'].parent} have {num_folds} lines (folds 0.."
+                             f"{num_folds - 1}); set data.fold in that range")
+        self.split_rule = {"rule": "index_files", "files": [str(paths[s]) for s in SPLITS],
+                           "sha256": {paths[s].name: sha256_of(paths[s]) for s in SPLITS},
+                           "num_folds": num_folds, "fold": self.fold}
+        return {s: list(folds[s][self.fold]) for s in SPLITS}
 
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}({self.name}, {len(self)}, split={self.split!r}, "

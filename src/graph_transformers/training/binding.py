@@ -76,7 +76,8 @@ def _update(h: "hashlib._Hash", name: str, t: torch.Tensor) -> None:
 def split_fingerprint(dataset: Any) -> str:
     """sha256 (16 hex digits) of a split's graphs: :data:`FINGERPRINT_KEYS` of every graph, read
     from the stored tensors where PyG keeps them (an ``InMemoryDataset``: its collated tensors and
-    the split's indices), else graph by graph."""
+    the split's indices), else graph by graph, plus the tensors of the dataset's
+    ``fingerprint_extra`` dict where it has one (a node table: the split's node ids)."""
     from torch_geometric.data import InMemoryDataset
     h = hashlib.sha256()
     data = getattr(dataset, "_data", None) if isinstance(dataset, InMemoryDataset) else None
@@ -99,6 +100,11 @@ def split_fingerprint(dataset: Any) -> str:
                 value = getattr(graph, key, None)
                 if isinstance(value, torch.Tensor):
                     _update(h, f"{i}.{key}", value)
+    # a dataset may name more tensors its split depends on (a node table: the split's node ids,
+    # which the single graph's tensors do not show); datasets without them hash as before
+    for key, value in sorted((getattr(dataset, "fingerprint_extra", None) or {}).items()):
+        if isinstance(value, torch.Tensor):
+            _update(h, f"extra.{key}", value)
     h.update(f"len:{len(dataset)}".encode())
     return h.hexdigest()[:16]
 
@@ -151,6 +157,11 @@ def check_same_split_config(stored_config: dict | None, config: dict, source: st
     """
     if not stored_config:
         return
+    from .config import ConfigError, build_config
+    try:  # keys added to the schema since the checkpoint was written compare as their defaults
+        stored_config = build_config(stored_config).to_dict()
+    except ConfigError:
+        pass  # a config of an older schema: compare what it holds
     a, b = _data_section(stored_config), _data_section(config)
     diffs = [f"data.{k}: {a.get(k, '<unset>')!r} in {source}, {b.get(k, '<unset>')!r} in {where}"
              for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]

@@ -147,6 +147,8 @@ def load_model_weights(model: torch.nn.Module, path: str | os.PathLike) -> dict[
     if not isinstance(weights, dict):
         raise CheckpointError(f"cannot use checkpoint {path}: it holds no state_dict (not a "
                               "checkpoint written by graph-transformers)")
+    from .targets import match_weights
+    match_weights(model, weights, prefix="model.")  # whether the run standardized its targets
     try:
         model.load_state_dict({k.removeprefix("model."): v for k, v in weights.items()
                                if k.startswith("model.")})

@@ -30,6 +30,11 @@ def _registered_pe(pe: str) -> str:
     return pe
 
 
+#: ``model.use_edge_features``: ``true``, ``false`` or ``auto`` (on exactly where the dataset has
+#: edge features and the model can read them; resolved by ``runner.model_kwargs``, which logs
+#: the value). The schema defaults stay booleans, so existing configs resolve as before.
+EdgeFeatures = Union[bool, Literal["auto"]]
+
 #: ``model.pe``: the ``pe`` name of a registered node encoding
 #: (:data:`~graph_transformers.encodings.registry.ENCODINGS`: ``lap``, ``wl``, ``svd``, ``rwse``)
 PEName = Annotated[str, AfterValidator(_registered_pe)]
@@ -74,7 +79,7 @@ class _PairModelSection(_ModelSection):
     num_layers: PositiveInt = 12
     num_heads: PositiveInt = 8
     ffn_dim: PositiveInt | None = None
-    use_edge_features: bool = True
+    use_edge_features: EdgeFeatures = True
     dropout: Probability = 0.1
     attn_dropout: Probability = 0.1
 
@@ -86,7 +91,7 @@ class GTModelConfig(_ModelSection):
     hidden_dim: PositiveInt = 64
     num_layers: PositiveInt = 10
     num_heads: PositiveInt = 8
-    use_edge_features: bool = False
+    use_edge_features: EdgeFeatures = False
     pe: PEName | None = "lap"
     sign_flip: Literal["batch", "graph", "none"] = "batch"
     full_graph: bool = False
@@ -100,7 +105,7 @@ class GTModelConfig(_ModelSection):
 
     @model_validator(mode="after")
     def _check(self) -> "GTModelConfig":
-        if self.full_graph and self.use_edge_features:
+        if self.full_graph and self.use_edge_features is True:
             raise ValueError("model.full_graph discards edge features (GT paper, Table 1): set "
                              "model.use_edge_features=false")
         return self
@@ -116,7 +121,7 @@ class EGTModelConfig(_ModelSection):
     num_layers: PositiveInt = 4
     num_heads: PositiveInt = 8
     variant: Literal["egt", "simple", "constrained", "ungated"] = "egt"
-    use_edge_features: bool = True
+    use_edge_features: EdgeFeatures = True
     structure: Literal["adjacency", "distance"] = "adjacency"
     max_hops: PositiveInt = 16
     #: a feature encoding (``svd``, ``lap``, ``rwse``; not the categorical ``wl``)
@@ -197,7 +202,7 @@ class GPSModelConfig(_ModelSection):
     num_heads: PositiveInt = 4
     mpnn: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"] | None = "gine"
     attention: Literal["full", "performer", "none"] = "full"
-    use_edge_features: bool = True
+    use_edge_features: EdgeFeatures = True
     pe: PEName | None = "rwse"
     pe_embed_dim: PositiveInt = 28
     sign_flip: Literal["batch", "graph", "none"] = "batch"
@@ -226,10 +231,10 @@ class GPSModelConfig(_ModelSection):
         if self.pe is not None and self.pe_embed_dim >= self.hidden_dim:
             raise ValueError(f"model.pe_embed_dim={self.pe_embed_dim} must be smaller than "
                              f"model.hidden_dim={self.hidden_dim}")
-        if self.mpnn in ("gcn", "gin") and self.use_edge_features:
+        if self.mpnn in ("gcn", "gin") and self.use_edge_features is True:
             raise ValueError(f"model.mpnn={self.mpnn!r} takes no edge features: set "
                              "model.use_edge_features=false")
-        if self.mpnn in ("gine", "gatedgcn") and not self.use_edge_features:
+        if self.mpnn in ("gine", "gatedgcn") and self.use_edge_features is False:
             raise ValueError(f"model.mpnn={self.mpnn!r} needs edge features: set "
                              "model.use_edge_features=true, or, for graphs without edge "
                              "features, model.mpnn=gin (or gcn)")
@@ -244,7 +249,7 @@ class MPNNModelConfig(_ModelSection):
     name: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"]
     hidden_dim: PositiveInt = 64
     num_layers: PositiveInt = 4
-    use_edge_features: bool = False
+    use_edge_features: EdgeFeatures = False
     #: GAT heads (``hidden_dim / num_heads`` channels each)
     num_heads: PositiveInt = 8
     pe: PEName | None = None
@@ -276,10 +281,10 @@ class MPNNModelConfig(_ModelSection):
         if self.name == "pna" and self.hidden_dim % self.pna_towers:
             raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
                              f"model.pna_towers={self.pna_towers} (PNA)")
-        if self.name in ("gcn", "gin") and self.use_edge_features:
+        if self.name in ("gcn", "gin") and self.use_edge_features is True:
             raise ValueError(f"{self.name} takes no edge features: set "
                              "model.use_edge_features=false")
-        if self.name == "gine" and not self.use_edge_features:
+        if self.name == "gine" and self.use_edge_features is False:
             raise ValueError("gine needs edge features: set model.use_edge_features=true (or "
                              "use gin)")
         return self
@@ -349,6 +354,12 @@ class DataConfig(_Section):
     #: extra keyword arguments of the dataset class (e.g. ``max_images`` for superpixels,
     #: ``max_rows`` for MoleculeNet, ``num_graphs`` for generated sets)
     options: dict[str, Any] = Field(default_factory=dict)
+    #: node features of a TU set (``graph_transformers.data.tu``): ``auto`` = the set's own,
+    #: one constant 1 per node where it has none (logged); ``constant`` = one constant 1 per
+    #: node, the set's own dropped; ``degree`` = one-hot node degree capped at
+    #: ``options.max_degree`` (default 64; higher degrees share the last column): the features
+    #: of a set that has none, appended after the set's own where it has them
+    node_features: Literal["auto", "constant", "degree"] = "auto"
     #: batch graphs of similar size together (less padding for dense models; measured in
     #: ``benchmarks/egt_speed.py``); batches are still drawn in random order (under DDP dealt
     #: to the ranks, ``docs/scaling.md``)
@@ -365,13 +376,42 @@ class DataConfig(_Section):
     #: a CSV's label columns are ``classification`` / ``binary`` (0/1 tasks, ROC-AUC) or
     #: ``regression`` (the default; RMSE). A graph file's task is read off ``y`` unless given:
     #: ``regression`` (MAE), ``classification`` (one class id per item, accuracy) or ``binary``
-    #: (0/1/NaN columns, ROC-AUC)
+    #: (0/1/NaN columns, ROC-AUC). A node table's (``name: node_table``) is read off its label
+    #: column unless given: ``classification`` or ``regression``
     task: Literal["classification", "regression", "binary"] | None = None
+    #: regression: train on targets standardized with the training split's mean and s.d. per
+    #: column, report in the original units (``training.targets``); ``auto``: for a user's data
+    #: (CSV, graph file, in-memory graphs, node table), not for the papers' benchmarks
+    standardize_targets: bool | Literal["auto"] = "auto"
+    #: the metric reported and used to keep the best epoch, instead of the dataset's own:
+    #: ``mae`` / ``rmse`` (regression), ``accuracy`` / ``weighted_accuracy`` (classification),
+    #: ``f1`` (two classes), ``roc_auc`` (binary tasks)
+    metric: Literal["mae", "rmse", "accuracy", "weighted_accuracy", "f1", "roc_auc"] | None = None
     #: a graph file's prediction level, read off ``y``'s rows unless given
     level: Literal["graph", "node", "edge"] | None = None
     #: a graph file's split: ``{train, val, test}`` → text files of 0-based graph ids (node or
     #: edge ids for one graph); without it, the graph's masks or 10 seeded folds (``fold``)
     split_files: dict[Literal["train", "val", "test"], str] | None = None
+    #: ``name: node_table`` (``graph_transformers.data.node_table``): the edge list (CSV / TSV,
+    #: two id columns, header optional) or a ``.graphml`` / ``.gml`` / ``.edgelist`` file
+    edges: str | None = None
+    #: ``node_table``: the node table (CSV / TSV with a header: id, label, features, masks);
+    #: optional for a graph file whose nodes carry the attributes
+    nodes: str | None = None
+    #: ``node_table``: the id column (without it, nodes are the rows and the edge list holds
+    #: 0- or 1-based row numbers; ``options.id_base`` fixes the base)
+    id_column: str = "id"
+    #: ``node_table``: the label column (empty cells: unlabelled nodes, in no split)
+    label_column: str = "label"
+    #: ``node_table``: feature columns (a number or a comma-separated vector per cell); default:
+    #: every column but id, label and the masks
+    feature_columns: list[str] | None = None
+    #: ``node_table``: add the reverse of every edge (duplicates are dropped either way)
+    undirected: bool = True
+    #: ``node_table``: ``random:TRAIN,VAL,TEST`` (seeded by ``seed``, stratified by class),
+    #: ``columns`` (the table's train_mask / val_mask / test_mask) or an ``.npz`` of the three
+    #: masks in node-table order; default: ``columns`` when present, else ``random:0.6,0.2,0.2``
+    split: str | None = None
     #: neighbour sampling for node tasks on one large graph (PyG ``NeighborLoader``): neighbours
     #: sampled per hop, e.g. ``[10, 10]``; ``batch_size`` is then the number of seed nodes
     num_neighbors: list[Annotated[int, Field(ge=-1)]] | None = None
@@ -386,6 +426,18 @@ class DataConfig(_Section):
                 and self.name != "graph_list":
             raise ValueError("data.level and data.split_files apply to a graph file "
                              "(data.path: <file>.pt) or in-memory graphs")
+        return self
+
+    @model_validator(mode="after")
+    def _node_table(self) -> "DataConfig":
+        keys = [k for k in ("edges", "nodes", "split", "feature_columns")
+                if getattr(self, k) is not None]
+        if keys and self.name != "node_table":
+            raise ValueError(f"data.{', data.'.join(keys)} apply to data.name: node_table (a "
+                             "node-level graph from an edge list and a node table); set it")
+        if self.name == "node_table" and self.path is not None:
+            raise ValueError("data.path and data.name: node_table exclude each other: give the "
+                             "files as data.edges and data.nodes")
         return self
 
 

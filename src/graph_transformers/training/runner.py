@@ -24,7 +24,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch_geometric.loader import DataLoader
 
 from ..data.checks import validate_dataset
-from ..data.registry import DatasetSpec, load_splits, resolve_spec
+from ..data.registry import DatasetSpec, choose_metric, load_splits, resolve_spec
 from ..data.sampler import (DistributedBatchSampler, DistributedSizeBucketBatchSampler,
                             EpochShuffleSampler, graph_sizes)
 from ..encodings.registry import pe_dim
@@ -42,28 +42,81 @@ from .device import compile_model, loader_options, trains_on_cpu
 from .distributed import SeedPerRank, launch_is_rank_zero
 from .module import GraphTaskModule, evaluate
 from .tasks import Task
+from . import targets
+from .finetune import summary as finetune_summary
 
 log = logging.getLogger(__name__)
 
 
+def resolve_edge_features(model: Any, spec: DatasetSpec) -> bool:
+    """``model.use_edge_features`` as the model is built: ``true`` / ``false`` as given;
+    ``auto`` → on exactly where the dataset has edge features (``spec.edge_types`` or
+    ``spec.edge_dim``) and the model reads them (not GCN / GIN, GPS without an MPNN, GT with
+    ``full_graph``; GRPE / Graphormer only categorical ones, ``spec.edge_types``).
+
+    Args:
+        model: the model section (a model config or its ``model_dump()`` dict).
+        spec: the dataset spec.
+
+    Returns:
+        bool: whether the model uses edge features (an explicit ``true`` is checked against the
+        dataset by :func:`model_kwargs`, not here).
+    """
+    kw = model if isinstance(model, dict) else model.model_dump()
+    value = kw.get("use_edge_features", False)
+    if value != "auto":
+        return bool(value)
+    name = kw.get("name")
+    conv = kw.get("mpnn") if name == "gps" else name
+    if (name == "gt" and kw.get("full_graph")) or (name == "gps" and conv is None) \
+            or conv in ("gcn", "gin"):
+        return False
+    if name in ("grpe", "graphormer"):
+        return spec.edge_types is not None
+    return spec.edge_types is not None or spec.edge_dim is not None
+
+
+def _no_edge_features_error(name: str, kw: dict, spec: DatasetSpec, how: str) -> ValueError:
+    mpnn = kw.get("mpnn") if name == "gps" else (name if name in ("gine", "gatedgcn") else None)
+    key = "model.mpnn" if name == "gps" else "model.name"
+    fix = (f"set model.use_edge_features=false and {key}=gin (or gcn): {mpnn} needs "
+           "edge features" if mpnn in ("gine", "gatedgcn")
+           else "set model.use_edge_features=false")
+    return ValueError(f"model.use_edge_features is {how} but dataset {spec.name!r} has no edge "
+                      f"features; {fix}")
+
+
 def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
     """Constructor arguments of the configured model, completed from the dataset spec and the
-    encodings (feature vocabularies, output size, PE dimensions)."""
+    encodings (feature vocabularies, output size, PE dimensions). ``model.use_edge_features:
+    auto`` is resolved here (:func:`resolve_edge_features`) and the value logged at INFO.
+
+    Raises:
+        ValueError: ``model.use_edge_features`` is ``true`` (or ``auto`` with a model that
+            needs edge features: GPS with GINE / GatedGCN, GINE) and the dataset has none; the
+            message names the fix.
+    """
     kw = config.model.model_dump()
     name = kw.pop("name")
     kw.pop("compile", None)  # a training option, not a constructor argument
     kw.update(out_dim=spec.out_dim, level=spec.level, num_node_types=spec.node_types,
               num_node_features=spec.node_dim)
+    if kw.get("use_edge_features") == "auto":
+        kw["use_edge_features"] = resolve_edge_features({"name": name, **kw}, spec)
+        has = spec.edge_types is not None or spec.edge_dim is not None
+        needs = (kw.get("mpnn") if name == "gps" else name) in (
+            ("gine", "gatedgcn") if name == "gps" else ("gine",))
+        if needs and not has:
+            raise _no_edge_features_error(name, kw, spec, "auto")
+        log.info("model.use_edge_features: auto -> %s (dataset %s %s)",
+                 str(kw["use_edge_features"]).lower(), spec.name,
+                 "has no edge features" if not has else
+                 f"has edge features, {spec.edge_types or spec.edge_dim} "
+                 f"{'types' if spec.edge_types is not None else 'columns'}"
+                 + ("" if kw["use_edge_features"] else f"; {name} does not read them"))
     if kw.get("use_edge_features"):
         if spec.edge_types is None and spec.edge_dim is None:
-            mpnn = kw.get("mpnn") if name == "gps" else (name if name in ("gine", "gatedgcn")
-                                                          else None)
-            key = "model.mpnn" if name == "gps" else "model.name"
-            fix = (f"set model.use_edge_features=false and {key}=gin (or gcn): {mpnn} needs "
-                   "edge features" if mpnn in ("gine", "gatedgcn")
-                   else "set model.use_edge_features=false")
-            raise ValueError(f"model.use_edge_features is set but dataset {spec.name!r} has no "
-                             f"edge features; {fix}")
+            raise _no_edge_features_error(name, kw, spec, "set")
         kw.update(num_edge_types=spec.edge_types, num_edge_features=spec.edge_dim)
     if kw.get("pe") is not None:  # the width the registry gives the encoding's section
         kw["pe_dim"] = pe_dim(kw["pe"], config.encodings)
@@ -83,7 +136,11 @@ def make_model(config: Config, spec: DatasetSpec, train_set=None) -> torch.nn.Mo
     """Builds the configured model. A model class whose ``needs_degree_histogram(**kwargs)`` is
     true (PNA, GPS with a PNA) gets ``deg``, the in-degree histogram of ``train_set`` (the train
     split). Without ``train_set`` (counting parameters, loading a checkpoint, which restores the
-    degree statistics) it is built without it, and refuses to run until a checkpoint is loaded."""
+    degree statistics) it is built without it, and refuses to run until a checkpoint is loaded.
+
+    Regression targets standardized (``data.standardize_targets``, :mod:`~.targets`): the model
+    carries the training split's mean and s.d. per target (counted on ``train_set``; without
+    it, placeholders a checkpoint fills in) and predicts in the original units."""
     kw = model_kwargs(config, spec)
     name = kw.pop("name")
     from ..models import MODELS
@@ -91,7 +148,18 @@ def make_model(config: Config, spec: DatasetSpec, train_set=None) -> torch.nn.Mo
     needs = getattr(MODELS.get(name), "needs_degree_histogram", None)
     if train_set is not None and needs is not None and needs(**kw):
         kw["deg"] = degree_histogram(train_set)
-    return build_model(name, **kw)
+    model = build_model(name, **kw)
+    if targets.standardizes(config.data, spec):
+        if train_set is not None:
+            mean, std = targets.target_statistics(train_set, spec)
+            log.info("regression targets standardized with the training split's mean %s and "
+                     "s.d. %s (data.standardize_targets); loss on standardized values, metrics "
+                     "and predictions in the original units",
+                     [round(float(v), 4) for v in mean], [round(float(v), 4) for v in std])
+        else:  # filled in from a checkpoint
+            mean, std = torch.zeros(spec.out_dim), torch.ones(spec.out_dim)
+        targets.attach(model, mean, std)
+    return model
 
 
 #: bytes per parameter while training in float32: weights, gradients and Adam's two moments
@@ -255,18 +323,21 @@ def _monitor(spec: DatasetSpec, config: Config) -> tuple[str, str]:
     return f"val/{spec.metric}", ("max" if spec.higher_is_better else "min")
 
 
-def make_task(config: Config, spec: DatasetSpec, train_set) -> Task:
+def make_task(config: Config, spec: DatasetSpec, train_set, model=None) -> Task:
     """The :class:`Task` of a run: the dataset's loss and metric with the config's protocol
-    (global class weights counted on ``train_set``, split-level weighted accuracy), and OGB's
-    evaluator when ``train_set`` was read from OGB's files (``ogb_evaluator``)."""
+    (global class weights counted on ``train_set``, split-level weighted accuracy), OGB's
+    evaluator when ``train_set`` was read from OGB's files (``ogb_evaluator``), and the loss on
+    standardized targets when ``model`` standardizes them (:mod:`~.targets`)."""
     counts = None
     if config.protocol.class_weights == "global" and spec.loss == "weighted_ce":
         labels = torch.cat([d.y.view(-1) for d in train_set])
         counts = torch.bincount(labels.long(), minlength=spec.out_dim)
         log.info("class weights from the training split's class sizes %s", counts.tolist())
     # a dataset read from OGB's files is scored by OGB's Evaluator
+    std = model.target_std.detach().cpu() if model is not None and targets.is_attached(model) \
+        else None
     return Task(spec, class_counts=counts, weighted_accuracy=config.protocol.weighted_accuracy,
-                evaluator=getattr(train_set, "ogb_evaluator", None))
+                evaluator=getattr(train_set, "ogb_evaluator", None), target_std=std)
 
 
 def graph_list_splits(config: Config, dataset) -> tuple[DatasetSpec, dict]:
@@ -286,7 +357,7 @@ def graph_list_splits(config: Config, dataset) -> tuple[DatasetSpec, dict]:
     pre = build_pre_transform(config.encodings)
     splits = {s: GraphList(graphs, s, fold=d.fold, seed=d.seed, split_files=d.split_files,
                            pre_transform=pre, info=info) for s in ("train", "val", "test")}
-    return graph_list_spec(info, "graph_list"), splits
+    return choose_metric(graph_list_spec(info, "graph_list"), d.metric), splits
 
 
 def graph_list_spec_of(config: Config, dataset) -> DatasetSpec:
@@ -294,8 +365,9 @@ def graph_list_spec_of(config: Config, dataset) -> DatasetSpec:
     without splitting them or computing encodings)."""
     from ..data.graph_list import infer_info
     from ..data.registry import graph_list_spec
-    return graph_list_spec(infer_info(list(dataset), config.data.level, config.data.task),
-                           "graph_list")
+    return choose_metric(graph_list_spec(infer_info(list(dataset), config.data.level,
+                                                    config.data.task), "graph_list"),
+                         config.data.metric)
 
 
 def resolve_data(config: Config, dataset=None) -> tuple[DatasetSpec, dict]:
@@ -303,7 +375,13 @@ def resolve_data(config: Config, dataset=None) -> tuple[DatasetSpec, dict]:
     given, else the dataset ``config.data`` names (:func:`~..data.registry.load_splits`)."""
     if dataset is not None:
         return graph_list_splits(config, dataset)
-    return resolve_spec(config.data), load_splits(config.data, config.encodings)
+    return run_spec(config), load_splits(config.data, config.encodings)
+
+
+def run_spec(config: Config) -> DatasetSpec:
+    """The spec of the dataset ``config.data`` names, reporting ``data.metric`` where set
+    (:func:`~..data.registry.choose_metric`)."""
+    return choose_metric(resolve_spec(config.data), config.data.metric)
 
 
 def _for_dataset(config: Config, dataset) -> Config:
@@ -318,13 +396,18 @@ def _for_dataset(config: Config, dataset) -> Config:
 
 
 def train(config: Config, out_dir: str | Path, resume: bool = False,
-          dataset=None, allow_data_change: bool = False) -> dict[str, Any]:
+          dataset=None, allow_data_change: bool = False,
+          init_from: str | Path | None = None) -> dict[str, Any]:
     """Trains one seed of ``config`` into ``out_dir`` and returns its ``metrics.json`` content.
 
     ``dataset``: a user's graphs (a list of ``torch_geometric.data.Data`` or a PyG dataset)
     instead of the dataset ``config.data`` names; the task is read off the graphs
     (:mod:`graph_transformers.data.graph_list`) and the saved config gets
     ``data.name: graph_list``.
+
+    ``init_from``: a trained run's directory whose matching weights the new model starts from
+    (fine-tuning, :mod:`~.finetune`; the task head is re-initialized when the task differs);
+    recorded in ``init_from.json`` and ``metrics.json``. Ignored on ``resume``.
 
     The run holds an exclusive lock on ``out_dir`` throughout (:func:`~.rundir.run_lock`).
     With ``resume``, the checkpoint (``last.ckpt``, else the newest readable one) is read and
@@ -350,14 +433,14 @@ def train(config: Config, out_dir: str | Path, resume: bool = False,
     try:
         with run_lock(out):
             return _train_locked(config, out, resume, check_resume_compatible,
-                                 resume_checkpoint, dataset, allow_data_change)
+                                 resume_checkpoint, dataset, allow_data_change, init_from)
     finally:
         torch.set_num_threads(threads)  # a Python caller keeps its own setting
 
 
 def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatible,
-                  resume_checkpoint, dataset=None, allow_data_change: bool = False
-                  ) -> dict[str, Any]:
+                  resume_checkpoint, dataset=None, allow_data_change: bool = False,
+                  init_from: str | Path | None = None) -> dict[str, Any]:
     """The body of :func:`train` under the run lock: the run directory, data and model,
     Lightning's fit, then the evaluation of the best checkpoint (:func:`finish_run`)."""
     from .binding import check_same_data, data_fingerprint
@@ -382,11 +465,19 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
     _log_provenance(spec.name, provenance)
     loaders = make_loaders(config, splits)
     model = make_model(config, spec, splits["train"])
+    if resume_from is not None:  # the checkpoint decides whether its model standardized
+        targets.match_weights(model, stored["target_scaling"])
+    if init_from is not None and resume_from is None:
+        from .finetune import init_from as load_init, write_record
+        write_record(out, load_init(model, init_from, config.to_dict(), fingerprint))
+    elif init_from is not None:
+        log.info("--resume: the weights come from %s; --init-from %s is not applied again",
+                 resume_from.name, init_from)
     num_params = count_parameters(model)
     check_param_budget(num_params, config.param_budget)
     log.info("%s on %s: %d parameters; graphs train/val/test = %s", config.model.name,
              spec.name, num_params, {s: len(d) for s, d in splits.items()})
-    task = make_task(config, spec, splits["train"])
+    task = make_task(config, spec, splits["train"], model)
     _watch_in_debug_mode(model)
     if config.model.compile:
         compile_model(model)
@@ -464,6 +555,9 @@ def _open_run_dir(config: Config, out: Path, resume: bool, check_resume_compatib
     if resume:
         resume_from, state = resume_checkpoint(out)
         stored = stored_binding(state)
+        stored["target_scaling"] = {k.removeprefix("model."): v for k, v in
+                                    (state.get("state_dict") or {}).items()
+                                    if k.removeprefix("model.") in targets.BUFFERS}
         saved = state.get("callbacks", {}).get("RunState", {}).get("config")
         source = f"stored in {resume_from.name}"
         if saved is None and (out / "config.yaml").is_file():
@@ -679,14 +773,15 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
                stopped_by: str = "interrupted", binding: dict | None = None) -> dict[str, Any]:
     """Evaluates every split at ``checkpoint`` (the best-validation epoch) and writes
     ``metrics.json`` (``model``, ``dataset``, ``config``, ``num_params``, ``num_graphs``, ``epochs``,
-    ``wall_time_s`` and per-split metric dicts; ``train``/``val``/``test`` are taken
+    ``wall_time_s``, ``data_source``, ``split`` (the dataset's ``split_rule`` record, or
+    ``None``) and per-split metric dicts; ``train``/``val``/``test`` are taken
     at that epoch). With ``last_checkpoint``, the splits are also evaluated at the final epoch
     under ``"last": {"epoch", "train", "val", "test"}``: the GT benchmark reports that one.
     ``stopped_by`` records what ended training: ``min_lr`` or ``max_epochs`` (the schedule ran to
     its end), ``max_time``, ``slice`` (a wall-clock slice ended, ``trainer.slice_minutes``) or
     ``interrupted`` (it did not). ``binding`` (``run_id``, ``data_fingerprint``, and
     ``data_changed`` when ``--allow-data-change`` was used) is recorded as given."""
-    task = make_task(config, spec, splits["train"])  # counted once for both checkpoints
+    task = make_task(config, spec, splits["train"], model)  # counted once for both checkpoints
     last = None
     if last_checkpoint is not None and Path(last_checkpoint).is_file():
         last_epoch, last_results = _evaluate_checkpoint(config, spec, model, splits,
@@ -712,7 +807,11 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
         "provenance": provenance,
         # where the graphs came from (data.source): published files or generated, and why
         "data_source": getattr(next(iter(splits.values())), "data_source", None),
+        # the split rule where the dataset records one (TU: index files or seeded folds)
+        "split": getattr(next(iter(splits.values())), "split_rule", None),
         "metric": spec.metric,
+        "target_standardization": targets.record(model),
+        "init_from": finetune_summary(out),
         **(binding or {}),
         **{s: r for s, r in results.items()},
     }
@@ -788,25 +887,27 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
-                resume: bool = False, dataset=None, allow_data_change: bool = False
-                ) -> dict[str, Any]:
+                resume: bool = False, dataset=None, allow_data_change: bool = False,
+                init_from: str | Path | None = None) -> dict[str, Any]:
     """Runs ``num_seeds`` seeds (``config.seed``, ``config.seed + 1``, …). One seed trains into
     ``out_dir`` itself; several into ``out_dir/seed_<s>/`` plus ``summary.json``. With
     ``resume``, finished seeds are read back and unfinished ones continued or started
-    (``allow_data_change``: as :func:`train`)."""
+    (``allow_data_change``, ``init_from``: as :func:`train`; every seed starts from the same
+    trained weights)."""
     if num_seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {num_seeds}")
     if num_seeds == 1:
         return train(config, out_dir, resume=resume, dataset=dataset,
-                     allow_data_change=allow_data_change)
+                     allow_data_change=allow_data_change, init_from=init_from)
     from .rundir import run_lock
     with run_lock(out_dir):  # summary.json is the root's; each seed also locks its own dir
         return _train_seeds_locked(config, Path(out_dir), num_seeds, resume, dataset,
-                                   allow_data_change)
+                                   allow_data_change, init_from)
 
 
 def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool,
-                        dataset=None, allow_data_change: bool = False) -> dict[str, Any]:
+                        dataset=None, allow_data_change: bool = False,
+                        init_from: str | Path | None = None) -> dict[str, Any]:
     runs = []
     for i in range(num_seeds):
         cfg = config.model_copy(update={"seed": config.seed + i})
@@ -817,7 +918,8 @@ def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool,
             continue
         runs.append(train(cfg, seed_dir, resume=resume and (seed_dir / "checkpoints" /
                                                               "last.ckpt").is_file(),
-                          dataset=dataset, allow_data_change=allow_data_change))
+                          dataset=dataset, allow_data_change=allow_data_change,
+                          init_from=init_from))
     if not launch_is_rank_zero():  # DDP: the other ranks have no results to summarize
         return {}
     summary = summarize(runs)
@@ -826,8 +928,8 @@ def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool,
 
 
 def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: int = 1,
-                resume: bool = False, dataset=None, allow_data_change: bool = False
-                ) -> dict[str, Any]:
+                resume: bool = False, dataset=None, allow_data_change: bool = False,
+                init_from: str | Path | None = None) -> dict[str, Any]:
     """Cross-validation: ``num_seeds`` seeds of each fold ``0..num_folds-1`` (``data.fold``), into
     ``out_dir/fold_<k>/`` (seeds as :func:`train_seeds`), and ``summary.json`` with mean ± s.d.
     over every (fold, seed) run, as the CSL and TU benchmarks report.
@@ -843,7 +945,7 @@ def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: 
         cfg = config.model_copy(update={"data": config.data.model_copy(update={"fold": k})})
         fold_dir = out / f"fold_{k}"
         train_seeds(cfg, fold_dir, num_seeds, resume=resume, dataset=dataset,
-                    allow_data_change=allow_data_change)
+                    allow_data_change=allow_data_change, init_from=init_from)
         runs += [json.loads(p.read_text()) for p in sorted(fold_dir.rglob("metrics.json"))]
     if not launch_is_rank_zero():  # DDP: rank 0 writes the summary
         return {}
@@ -888,8 +990,7 @@ def _load_checked(run_dir: str | Path, data_dir: str | None, checkpoint: str, da
     config = load_config(run / "config.yaml")
     if data_dir is not None:
         config.data.data_dir = data_dir
-    spec = graph_list_spec_of(config, dataset) if dataset is not None else \
-        resolve_spec(config.data)
+    spec = graph_list_spec_of(config, dataset) if dataset is not None else run_spec(config)
     model = make_model(config, spec)
     path = run / "checkpoints" / f"{checkpoint}.ckpt"
     if not path.is_file():
@@ -924,7 +1025,7 @@ def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
     if changed:
         log.warning("--allow-data-change: evaluating on %s split(s) that differ from those the "
                     "checkpoint was trained on", ", ".join(changed))
-    task = make_task(config, spec, splits["train"])
+    task = make_task(config, spec, splits["train"], model)
     results = {s: evaluate(model, spec, _eval_loader(config, ds, s), task=task)
                for s, ds in splits.items()}
     check_finite_metrics(results, f"with the {checkpoint} checkpoint of {run_dir}")

@@ -10,6 +10,9 @@ model output plus its batch into ``(prediction, target)`` pairs for the loss and
   ``"classification"`` (single label, ``out_dim`` classes) or ``"binary"`` (``out_dim``
   independent binary tasks; NaN targets are missing labels and are ignored by loss and
   metrics, as in OGB / MoleculeNet);
+- ``target_std``: regression targets standardized by the training split's s.d. per column
+  (:mod:`~graph_transformers.training.targets`): the loss divides the residual by it; the
+  predictions and metrics stay in the original units;
 - ``loss``: ``"auto"`` (L1 for regression, cross-entropy for classification, BCE for binary),
   ``"mse"``, or ``"weighted_ce"`` (the SBM benchmarks' cross-entropy with per-batch class weights
   ``(V - V_c) / V``, zero for absent classes; with ``class_counts`` of the training split, the
@@ -44,11 +47,19 @@ class Task:
     weighted_accuracy: str = "batch_mean"
     #: OGB dataset whose ``Evaluator`` computes ROC-AUC (``None``: this library's computation)
     evaluator: str | None = None
+    #: regression only: the training split's s.d. per target ``[out_dim]`` when targets are
+    #: standardized (:mod:`~.targets`): the loss is taken on ``(prediction - y) / target_std``
+    target_std: Tensor | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.weighted_accuracy not in ("batch_mean", "split"):
             raise ValueError(f"weighted_accuracy must be 'batch_mean' or 'split', got "
                              f"{self.weighted_accuracy!r}")
+        if self.target_std is not None and (self.spec.task != "regression" or
+                                            self.target_std.numel() != self.spec.out_dim):
+            raise ValueError(f"target_std has {self.target_std.numel()} entries for a "
+                             f"{self.spec.task} task with {self.spec.out_dim} outputs; it "
+                             "applies to regression targets, one s.d. per output")
         if self.class_counts is not None and self.class_counts.numel() != self.spec.out_dim:
             raise ValueError(f"class_counts has {self.class_counts.numel()} entries for "
                              f"{self.spec.out_dim} classes")
@@ -103,6 +114,8 @@ class Task:
             # free of device syncs (and finite, with no gradient, when a batch has no label)
             labelled = ~torch.isnan(y)
             diff = out - torch.where(labelled, y, out.detach())
+            if self.target_std is not None:  # the loss on standardized values
+                diff = diff / self.target_std.to(device=diff.device, dtype=diff.dtype)
             per_item = diff.square() if kind == "mse" else diff.abs()
             return (per_item * labelled).sum() / labelled.sum().clamp_min(1)
         if self.spec.task == "binary":

@@ -12,14 +12,11 @@ from graph_transformers.errors import RunError
 from graph_transformers.training import finetune
 from graph_transformers.training.checkpoint import load_checkpoint
 from graph_transformers.training.config import build_config
-from graph_transformers.training.runner import make_model, run_spec
+from graph_transformers.training.runner import make_model
+from test_graph_list import _ring
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
-
-def _ring(n):
-    i = torch.arange(n)
-    return torch.cat([torch.stack([i, (i + 1) % n]), torch.stack([(i + 1) % n, i])], dim=1)
 
 
 def _graphs(num=48, classes=2, seed=0):

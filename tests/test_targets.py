@@ -17,6 +17,7 @@ from graph_transformers.training.binding import check_same_split_config
 from graph_transformers.training.config import DataConfig, build_config
 from graph_transformers.training.runner import evaluate_run
 from graph_transformers.training.tasks import Task
+from test_graph_list import _ring
 
 
 def _spec(out_dim=2, level="graph", task="regression", source="user", metric="mae"):
@@ -122,10 +123,6 @@ def test_metric_choice():
     with pytest.raises(Exception, match="data.metric"):
         build_config({"data": {"metric": "r2"}})
 
-
-def _ring(n):
-    i = torch.arange(n)
-    return torch.cat([torch.stack([i, (i + 1) % n]), torch.stack([(i + 1) % n, i])], dim=1)
 
 
 def _offset_graphs(num=80, seed=0):

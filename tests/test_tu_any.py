@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -11,34 +10,13 @@ from graph_transformers.cli import main
 from graph_transformers.data.download import OFFLINE_ENV
 from graph_transformers.data.registry import resolve_spec
 from graph_transformers.training.config import build_config
+from test_tu_user import _tu_zip as tu_zip
 
 
 def _tu_zip(folder: Path, name: str, num_graphs: int = 20, node_labels: bool = True) -> Path:
-    """Cycles of 4-7 nodes in the TU text format; class = cycle length is odd; node labels
-    alternate 0/1 (optional); edge labels 0/1 by the edge's first node parity."""
-    a, indicator, graph_labels, nlabels, elabels = [], [], [], [], []
-    offset = 0
-    for g in range(num_graphs):
-        n = 4 + g % 4
-        for i in range(n):
-            indicator.append(g + 1)
-            nlabels.append(i % 2)
-            j = (i + 1) % n
-            for u, v in ((i, j), (j, i)):
-                a.append(f"{offset + u + 1}, {offset + v + 1}")
-                elabels.append(u % 2)
-        graph_labels.append(n % 2)
-        offset += n
-    files = {f"{name}_A.txt": a, f"{name}_graph_indicator.txt": indicator,
-             f"{name}_graph_labels.txt": graph_labels, f"{name}_edge_labels.txt": elabels}
-    if node_labels:
-        files[f"{name}_node_labels.txt"] = nlabels
-    path = folder / "TU" / f"{name}.zip"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w") as z:
-        for fname, rows in files.items():
-            z.writestr(f"{name}/{fname}", "\n".join(map(str, rows)) + "\n")
-    return path
+    """Cycles of 4-7 nodes in the TU text format (:func:`test_tu_user._tu_zip`) with edge labels
+    and, optionally, node labels."""
+    return tu_zip(folder, name, num_graphs, node_labels=node_labels, edge_labels=True)
 
 
 @pytest.fixture

@@ -564,8 +564,11 @@ class GraphFile(FileBackedDataset):
                       "split_sizes": {s: len(v) for s, v in split.items()},
                       **{k: v for k, v in asdict(self.info).items() if k != "num_graphs"}}
         write_cache_json(self.processed_paths[1], {"split": split, "provenance": provenance})
-        log.info("graph file %s: %d graphs, %s-level %s, split: %s", self.path, len(graphs),
-                 self.info.level, self.info.task, how)
+        # a subclass that writes the file itself (a node table) announces its data itself
+        log.log(logging.INFO if type(self).process is GraphFile.process and
+                type(self) is GraphFile else logging.DEBUG,
+                "graph file %s: %d graphs, %s-level %s, split: %s", self.path, len(graphs),
+                self.info.level, self.info.task, how)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path.name}, {len(self)}, split={self.split!r})"

@@ -732,8 +732,11 @@ def _log_provenance(dataset: str, provenance: dict) -> None:
         keys = ("source", "sha256", "num_rows", "num_molecules", "num_skipped", "split_sizes")
         text = ", ".join(f"{k}={str(provenance[k])[:16] if k == 'sha256' else provenance[k]}"
                          for k in keys if k in provenance)
-    else:  # per-split origin, e.g. ZINC's {"train": "exact", "val": "reconstructed"}
-        text = ", ".join(f"{k}: {v}" for k, v in provenance.items())
+    else:  # per-split origin, e.g. ZINC's {"train": "exact", "val": "reconstructed"}; a
+        # user's files (graph file, node table) are described by their loader's own log line
+        text = ", ".join(f"{k}: {v}" for k, v in provenance.items() if not isinstance(v, dict))
+        if not text:
+            return
     log.info("%s data: %s (full record in metrics.json)", dataset, text)
 
 

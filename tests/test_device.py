@@ -24,9 +24,10 @@ from torch_geometric.transforms import Compose
 from graph_transformers.data import checks
 from graph_transformers.data.checks import check_batch, set_debug, validate_dataset
 from graph_transformers.device_check import synthetic_molecules
-from graph_transformers.encodings import AddLaplacianPE, AddRWSE, AddShortestPaths, AddSVDPE
-from graph_transformers.models import (EGT, GPS, GatedGCN, Graphormer, GraphTransformer, GRPE,
-                                       ModelOutput)
+from graph_transformers.encodings import (AddLaplacianPE, AddRRWP, AddRWSE, AddShortestPaths,
+                                          AddSVDPE)
+from graph_transformers.models import (EGT, GPS, GRIT, GatedGCN, Graphormer, GraphTransformer,
+                                       GRPE, ModelOutput)
 from graph_transformers.nn.attention import aligned_bias
 from graph_transformers.training.module import split_output
 
@@ -50,14 +51,18 @@ MODELS = {
     "gps": lambda: GPS(16, 2, 2, mpnn="gine", pe="rwse", pe_dim=4, pe_embed_dim=4, **COMMON,
                        **EDGES),
     "gatedgcn": lambda: GatedGCN(16, 2, **COMMON, **EDGES),
+    "grit": lambda: GRIT(16, 2, 2, walk_length=4, attn_dropout=0.0, **COMMON, **EDGES),
 }
-#: the models of the bf16 test (one per family of the issue)
+#: the models of the bf16 test (one per family of the issue). GRIT is left out: its signed square
+#: root's derivative 1 / (2 √|s|) is unbounded near 0, so its gradients are ill-conditioned (fp32
+#: vs fp64: up to 1e-2 on some parameters); bf16 and fp16 steps differ from fp32 by about 4% in
+#: gradient norm on this batch, too close to the tolerance to pin (docs/grit.md)
 BF16_MODELS = ["gt", "gt_edge", "egt", "grpe", "graphormer", "gps", "gatedgcn"]
 
 
 @pytest.fixture(scope="module")
 def batch() -> Batch:
-    pre = Compose([AddLaplacianPE(4), AddSVDPE(2), AddRWSE(4), AddShortestPaths(3)])
+    pre = Compose([AddLaplacianPE(4), AddSVDPE(2), AddRWSE(4), AddShortestPaths(3), AddRRWP(4)])
     return Batch.from_data_list([pre(d) for d in synthetic_molecules(12, seed=3)])
 
 
@@ -125,7 +130,7 @@ class _DtypeAudit(TorchDispatchMode):
 
 def _as_double(batch: Batch) -> Batch:
     b = batch.clone()
-    for key in ("lap_pe", "svd_pe", "rwse", "y"):
+    for key in ("lap_pe", "svd_pe", "rwse", "rrwp", "rrwp_pair", "y"):
         setattr(b, key, getattr(b, key).double())
     return b
 

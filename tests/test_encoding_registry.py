@@ -23,7 +23,7 @@ from graph_transformers.training.runner import model_kwargs
 
 def test_config_section_lists_the_registered_encodings_in_registry_order():
     assert list(EncodingsConfig.model_fields) == list(ENCODINGS) == [
-        "lap_pe", "wl_pe", "svd_pe", "spd", "rwse"]
+        "lap_pe", "wl_pe", "svd_pe", "spd", "rwse", "rrwp"]
     for name, encoding in ENCODINGS.items():
         assert EncodingsConfig.model_fields[name].default is None
         assert encoding.config().model_dump() == getattr(

@@ -34,11 +34,16 @@ CASES = [
     ("grpe_attention", "nn.GRPEAttention", dict(hidden_dim=16, num_heads=4)),
     ("grpe_encodings", "nn.GRPEEncodings", dict(num_topology=8, num_edge=5, hidden_dim=16)),
     ("graphormer_layer", "nn.GraphormerLayer", dict(hidden_dim=16, num_heads=4, ffn_dim=32)),
+    ("grit_layer", "nn.GRITLayer", dict(hidden_dim=16, num_heads=4)),
+    ("grit_layer_last", "nn.GRITLayer", dict(hidden_dim=16, num_heads=4, edge_output=False, deg_scaler=False, norm="layer")),
     ("gps_layer", "nn.GPSLayer", dict(hidden_dim=16, num_heads=4)),
     ("gps_layer_performer_gatedgcn", "nn.GPSLayer", dict(hidden_dim=16, num_heads=4, mpnn="gatedgcn", attention="performer")),
     ("gps_layer_gat_layer", "nn.GPSLayer", dict(hidden_dim=16, num_heads=4, mpnn="gat", norm="layer")),
     ("full_attention", "nn.FullAttention", dict(hidden_dim=16, num_heads=4)),
     ("performer", "nn.PerformerAttention", dict(hidden_dim=16, num_heads=4)),
+    ("linear_attention", "nn.LinearGlobalAttention", dict(hidden_dim=16, num_heads=4)),
+    ("sgformer_attention", "nn.SGFormerAttention", dict(hidden_dim=16, num_heads=2)),
+    ("gps_layer_sgformer", "nn.GPSLayer", dict(hidden_dim=16, num_heads=4, attention="sgformer")),
     ("gatedgcn_conv", "nn.GatedGCNConv", dict(hidden_dim=16)),
     ("mean_graph_conv", "nn.MeanGraphConv", dict(in_dim=16, out_dim=16)),
     ("batch_norm", "nn.BatchNorm", dict(num_features=16)),
@@ -52,6 +57,8 @@ CASES = [
     ("model_grpe", "models.GRPE", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=[4, 2], max_distance=3)),
     ("model_grpe_unshared", "models.GRPE", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, level="node", num_node_features=5, use_edge_features=False, share_encodings=False, mlp_layers=1)),
     ("model_graphormer", "models.Graphormer", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=4, max_distance=3)),
+    ("model_grit", "models.GRIT", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=4, walk_length=5)),
+    ("model_grit_node", "models.GRIT", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, level="node", num_node_features=5, use_edge_features=False, walk_length=6, head="graphgym")),
     ("model_gps", "models.GPS", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=4, pe_dim=6, pe_embed_dim=4)),
     ("model_gps_pna_performer", "models.GPS", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_features=5, num_edge_features=3, mpnn="pna", attention="performer", pe="lap", pe_dim=4, pe_embed_dim=4, deg=torch.tensor([0, 3, 5, 2]), pna_towers=4)),
     *[(f"model_{k}", f"models.{c}", dict(hidden_dim=16, num_layers=2, out_dim=3, num_node_types=7, num_edge_types=4, use_edge_features=k in ("gatedgcn", "gine", "pna"), num_heads=4, deg=torch.tensor([0, 3, 5, 2]), pna_towers=4, pe="rwse" if k == "gin" else None, pe_dim=5)) for k, c in (("gcn", "GCN"), ("gat", "GAT"), ("gatedgcn", "GatedGCN"), ("gin", "GIN"), ("gine", "GINE"), ("pna", "PNA"))],
@@ -70,6 +77,12 @@ EXPECTED = {
     "grpe_attention": "8aff50d22d1c13c7",
     "grpe_encodings": "a4ad5837c5c38b2d",
     "graphormer_layer": "a0c6beccf9574912",
+    "grit_layer": "f166af2aec10b2ea",  # GRIT added: computed when the model was added
+    "grit_layer_last": "6d9d52fbc941eb09",  # GRIT added
+    # linear attention added (issue 28): the projections of full attention, drawn alike
+    "linear_attention": "bfa6a50164b687b9",
+    "sgformer_attention": "16b1de31f8bc4f65",  # SGFormer attention added (issue 28)
+    "gps_layer_sgformer": "3e83c450e5b1d5e6",  # SGFormer attention added (issue 28)
     "gps_layer": "3b6a8879fce32684",  # attention init, 2026-11-26
     "gps_layer_performer_gatedgcn": "b1b430b406bd489a",  # attention init, 2026-11-26; LAPACK buffer left out
     "gps_layer_gat_layer": "4708a393154082ca",  # attention init, 2026-11-26
@@ -98,6 +111,8 @@ EXPECTED = {
     "model_grpe": "ba93864f48eeeb77",
     "model_grpe_unshared": "ed2a9de527f32092",
     "model_graphormer": "180531cf4d2c2f65",
+    "model_grit": "f28a57e802bc0e1e",  # GRIT added
+    "model_grit_node": "9f7ffd45779ac76d",  # GRIT added
     "model_gps": "8624ea9a0b41cffd",  # attention init, 2026-11-26
     "model_gps_pna_performer": "facdad77c4e01ffc",  # attention init, 2026-11-26; LAPACK buffer left out
     "model_gcn": "fae206ea023e9272",

@@ -72,6 +72,14 @@ class RWSEConfig(EncodingSection):
     walk_length: PositiveInt = 20
 
 
+class RRWPConfig(EncodingSection):
+    """Relative random-walk probabilities (GRIT §3.1): ``(M^k)_ij`` for ``k = 0 …
+    walk_length - 1`` of every node pair, and their diagonal as a node encoding (GRIT's ZINC,
+    PATTERN configs: 21; CLUSTER: 32)."""
+
+    walk_length: PositiveInt = 21
+
+
 def resolve(target: Any) -> Any:
     """``"package.module:attribute"`` → that attribute (imported now); anything else as is."""
     if not isinstance(target, str):
@@ -135,6 +143,7 @@ ENCODINGS: dict[str, Encoding] = {e.name: e for e in (
     Encoding("spd", SPDConfig, f"{_PKG}.spd:AddShortestPaths", ("max_distance",)),
     Encoding("rwse", RWSEConfig, f"{_PKG}.rwse:AddRWSE", ("walk_length",), pe="rwse",
              dim=lambda s: s.walk_length, raw_norm=True),
+    Encoding("rrwp", RRWPConfig, f"{_PKG}.rrwp:AddRRWP", ("walk_length",)),
 )}
 
 

@@ -5,13 +5,15 @@ from torch import nn
 
 from .egt import EGT, ModelOutput
 from .gps import GPS
+from .grit import GRIT
 from .gt import GraphTransformer
 from .graphormer import Graphormer
 from .grpe import GRPE
 from .mpnn import BASELINES, GAT, GCN, GIN, GINE, MPNN, PNA, GatedGCN
 
 MODELS: dict[str, type[nn.Module]] = {"gt": GraphTransformer, "egt": EGT, "grpe": GRPE,
-                                      "graphormer": Graphormer, "gps": GPS, **BASELINES}
+                                      "graphormer": Graphormer, "gps": GPS, "grit": GRIT,
+                                      **BASELINES}
 
 
 def build_model(name: str, **kwargs) -> nn.Module:
@@ -30,6 +32,6 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-__all__ = ["EGT", "GAT", "GCN", "GIN", "GINE", "GPS", "GRPE", "Graphormer", "GatedGCN",
+__all__ = ["EGT", "GAT", "GCN", "GIN", "GINE", "GPS", "GRIT", "GRPE", "Graphormer", "GatedGCN",
            "GraphTransformer", "MODELS", "MPNN", "ModelOutput", "PNA", "build_model",
            "count_parameters"]

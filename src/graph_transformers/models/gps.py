@@ -37,7 +37,9 @@ class GPS(nn.Module):
         num_node_types / num_node_features, num_edge_types / num_edge_features: as
             :class:`~.gt.GraphTransformer`.
         mpnn: local MPNN name (:data:`~graph_transformers.nn.mpnn.CONVS`) or ``None``.
-        attention: ``"full"``, ``"performer"`` or ``"none"``.
+        attention: ``"full"``, ``"performer"``, ``"linear"`` (elu+1 linear attention),
+            ``"sgformer"`` (SGFormer's simple global attention) or ``"none"``; see
+            :class:`~graph_transformers.nn.GPSLayer`.
         use_edge_features: embed ``edge_attr`` and give it to the MPNN.
         pe: ``"rwse"`` (``data.rwse [num_nodes, pe_dim]``), ``"lap"`` (``data.lap_pe``), any other
             registered node encoding (:func:`~.encoders.make_pe_encoder`) or ``None``.
@@ -131,8 +133,11 @@ class GPS(nn.Module):
         h, e, batch = self._inputs(data)
         # the padded view for full attention, built once (no device sync; see DenseBatch)
         dense = DenseBatch.from_batch(data) if self.attention == "full" else None
+        # linear / sgformer attention: per-graph sums sized by the batch's graph count (host int)
+        num_graphs = getattr(data, "num_graphs", None) if batch is not None else None
+        num_graphs = num_graphs if isinstance(num_graphs, int) and num_graphs > 0 else None
         for layer in self.layers:
-            h, e = layer(h, data.edge_index, batch, e, dense=dense)
+            h, e = layer(h, data.edge_index, batch, e, dense=dense, num_graphs=num_graphs)
         return self.final_norm(h)
 
     def forward(self, data: Batch) -> Tensor:
@@ -147,13 +152,14 @@ class GPS(nn.Module):
             keys j; padding rows and columns 0), ``mask`` is ``[batch, N]`` bool (real nodes).
 
         Raises:
-            NotImplementedError: for Performer or no global attention.
+            NotImplementedError: for the linear attentions (Performer, linear, SGFormer) or no
+                global attention.
         """
         if self.attention != "full":
             raise NotImplementedError(
                 f"attention maps need full softmax attention; this GPS uses "
-                f"attention={self.attention!r} (Performer's weights are never formed, and 'none' "
-                "has no global attention)")
+                f"attention={self.attention!r} (linear attention weights are never formed, and "
+                "'none' has no global attention)")
         was_training = self.training
         self.eval()
         try:

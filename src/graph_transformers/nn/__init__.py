@@ -10,20 +10,24 @@ from ..data.dense import DenseBatch
 from .attention import FullAttention, clamped_edge_softmax, sparse_attention
 from .egt import EGTDenseOutput, EGTLayer, EGTOutput
 from .gps import GPSLayer
+from .grit import GRITLayer, GRITOutput
 from .gt import GraphTransformerLayer, GTOutput
 from .graphormer import GraphormerLayer
 from .grpe import (GRPEAttention, GRPEEncodings, GRPELayer, GRPERelations, GRPETables,
                    fuse_relations)
 from .linear_attention import PerformerAttention, linear_attention
+from .kernel_attention import LinearGlobalAttention, SGFormerAttention
 from .mpnn import GatedGCNConv, LocalMPNN, MeanGraphConv, MPNNBlock
 from .norm import BatchNorm, make_norm
 from .pyg_inputs import LayerOutput
 
 __all__ = ["BatchNorm", "DenseBatch", "EGTDenseOutput", "EGTLayer", "EGTOutput", "FullAttention",
-           "GPSLayer", "GRPEAttention", "GRPEEncodings", "GRPELayer", "GRPERelations",
-           "GRPETables", "GTOutput", "GatedGCNConv",
-           "GraphTransformerLayer", "GraphormerLayer", "LayerOutput", "LocalMPNN", "MPNNBlock",
+           "GPSLayer", "GRITLayer", "GRITOutput", "GRPEAttention", "GRPEEncodings", "GRPELayer",
+           "GRPERelations", "GRPETables", "GTOutput", "GatedGCNConv",
+           "GraphTransformerLayer", "GraphormerLayer", "LayerOutput", "LinearGlobalAttention",
+           "LocalMPNN", "MPNNBlock",
            "MeanGraphConv",
-           "PerformerAttention", "clamped_edge_softmax", "fuse_relations", "linear_attention",
+           "PerformerAttention", "SGFormerAttention", "clamped_edge_softmax", "fuse_relations",
+           "linear_attention",
            "make_norm",
            "sparse_attention"]

@@ -300,7 +300,8 @@ class FullAttention(QKVAttention):
             raise ValueError(
                 f"full attention over a batch of {b} graph(s) padded to N={n} nodes needs about "
                 f"{need / 2**30:.2f} GiB for its attention tensors, over the budget of "
-                f"{self.memory_budget_gb:.2f} GiB: use linear attention (attention='performer'), "
+                f"{self.memory_budget_gb:.2f} GiB: use linear attention (attention='linear', "
+                "'sgformer' or 'performer'), "
                 "smaller batches or neighbour sampling, or raise the budget (memory_budget_gb)")
 
     def _math_kernel(self, x: Tensor) -> bool:

@@ -21,8 +21,11 @@ after its residual and one after the MLP's:
 
 Edge features go to the MPNN only. The attention is chosen from full softmax attention
 (:class:`~graph_transformers.nn.attention.FullAttention`, SDPA on the padded dense batch),
-Performer linear attention (:class:`~graph_transformers.nn.linear_attention.PerformerAttention`)
-or none; the MPNN is any message-passing module (as PyG's ``GPSConv(channels, conv, heads)``),
+Performer linear attention (:class:`~graph_transformers.nn.linear_attention.PerformerAttention`),
+the elu+1 linear attention of Katharopoulos et al. 2020
+(:class:`~graph_transformers.nn.kernel_attention.LinearGlobalAttention`), SGFormer's simple global
+attention (:class:`~graph_transformers.nn.kernel_attention.SGFormerAttention`; these two per graph
+by segment sums on the unpadded nodes) or none; the MPNN is any message-passing module (as PyG's ``GPSConv(channels, conv, heads)``),
 one of :data:`~graph_transformers.nn.mpnn.CONVS` by name, or none.
 """
 from __future__ import annotations
@@ -33,13 +36,16 @@ from torch_geometric.utils import to_dense_batch
 
 from ..data.dense import DenseBatch
 from .attention import DEFAULT_ATTENTION_BUDGET_GB, FullAttention, head_dim
+from .kernel_attention import LinearGlobalAttention, SGFormerAttention
 from .linear_attention import PerformerAttention
 from .mpnn import CONVS, LocalMPNN
 from .norm import make_norm
 from .reset import reset_children
 
 #: global attention kinds
-ATTENTIONS = ("full", "performer", "none")
+ATTENTIONS = ("full", "performer", "linear", "sgformer", "none")
+#: the global attentions computed on the unpadded nodes by segment sums over ``batch``
+SEGMENT_ATTENTIONS = ("linear", "sgformer")
 #: where the Norms sit: before each residual branch (the survey) or after each residual (GraphGPS)
 NORM_POSITIONS = ("pre", "post")
 
@@ -56,7 +62,11 @@ class GPSLayer(nn.Module):
             ``edge_attr``), e.g. PyG's ``GINEConv(nn, edge_dim=d)``; a name of
             :data:`~graph_transformers.nn.mpnn.CONVS` (the configs' form, built as a
             :class:`~graph_transformers.nn.mpnn.LocalMPNN`); or ``None`` (no local term).
-        attention: ``"full"``, ``"performer"`` or ``"none"`` (no global term).
+        attention: ``"full"``, ``"performer"``, ``"linear"`` (elu+1 linear attention,
+            :class:`~graph_transformers.nn.kernel_attention.LinearGlobalAttention`),
+            ``"sgformer"`` (:class:`~graph_transformers.nn.kernel_attention.SGFormerAttention`,
+            ``num_heads`` heads of width ``hidden_dim``, averaged) or ``"none"`` (no global
+            term).
         use_edge_features: the MPNN reads ``edge_attr`` (``[num_edges, d]``). With ``gatedgcn``
             the edge features are also updated: ``e' = e + Dropout(ê)``, where ``ê`` is
             GatedGCN's edge output from ``Norm_e(e)`` (the same pre-norm residual form as eq. 40;
@@ -151,6 +161,10 @@ class GPSLayer(nn.Module):
                 hidden_dim, num_heads, attn_dropout, memory_budget_gb=memory_budget_gb)
         elif attention == "performer":
             self.attention = PerformerAttention(hidden_dim, num_heads, num_features)
+        elif attention == "linear":
+            self.attention = LinearGlobalAttention(hidden_dim, num_heads)
+        elif attention == "sgformer":
+            self.attention = SGFormerAttention(hidden_dim, num_heads)
         else:
             self.attention = None
         self.mpnn = (LocalMPNN(mpnn, hidden_dim, self.use_edge_features, num_heads=num_heads,
@@ -179,12 +193,15 @@ class GPSLayer(nn.Module):
         return to_dense_batch(xn, batch)
 
     def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None,
-                edge_attr: Tensor | None = None, dense: DenseBatch | None = None
-                ) -> tuple[Tensor, Tensor | None]:
+                edge_attr: Tensor | None = None, dense: DenseBatch | None = None,
+                num_graphs: int | None = None) -> tuple[Tensor, Tensor | None]:
         """See the class docstring. ``dense`` (the batch's
         :class:`~graph_transformers.data.dense.DenseBatch`, built once per forward by the
         network) makes the padding of the attention input and its inverse index gathers with no
-        device sync; without it PyG's ``to_dense_batch`` and a boolean mask are used."""
+        device sync; without it PyG's ``to_dense_batch`` and a boolean mask are used.
+        ``num_graphs`` (``data.num_graphs``) sizes the per-graph sums of ``"linear"`` and
+        ``"sgformer"`` attention (see
+        :class:`~graph_transformers.nn.kernel_attention.LinearGlobalAttention`)."""
         if x.dim() != 2 or x.size(1) != self.hidden_dim:
             raise ValueError(f"x must be [num_nodes, {self.hidden_dim}], got {tuple(x.shape)}")
         if self.use_edge_features and (edge_attr is None or edge_attr.shape !=
@@ -193,11 +210,11 @@ class GPSLayer(nn.Module):
             raise ValueError(f"this GPS layer's MPNN uses edge features: edge_attr must be "
                              f"[num_edges={edge_index.size(1)}, {self.hidden_dim}], got {shape}")
         if self.norm_position == "post":
-            return self._forward_post(x, edge_index, batch, edge_attr, dense)
+            return self._forward_post(x, edge_index, batch, edge_attr, dense, num_graphs)
         xn = self.norm1(x)
         h = x
         if self.attention is not None:
-            h = h + self.dropout(self._attend(xn, batch, dense))
+            h = h + self.dropout(self._attend(xn, batch, dense, num_graphs))
         if self.mpnn is not None:
             e_in = self.norm_e(edge_attr) if self.norm_e is not None else edge_attr
             local, e_hat = self._local(xn, edge_index, e_in)
@@ -208,8 +225,8 @@ class GPSLayer(nn.Module):
         return y, edge_attr
 
     def _forward_post(self, x: Tensor, edge_index: Tensor, batch: Tensor | None,
-                      edge_attr: Tensor | None, dense: DenseBatch | None
-                      ) -> tuple[Tensor, Tensor | None]:
+                      edge_attr: Tensor | None, dense: DenseBatch | None,
+                      num_graphs: int | None = None) -> tuple[Tensor, Tensor | None]:
         """GraphGPS's post-norm layer (module docstring)."""
         h: Tensor | None = None
         if self.mpnn is not None:
@@ -218,12 +235,17 @@ class GPSLayer(nn.Module):
             if e_hat is not None:
                 edge_attr = self.norm_e(edge_attr + self.dropout(e_hat))
         if self.attention is not None:
-            att = self.norm1(x + self.dropout(self._attend(x, batch, dense)))
+            att = self.norm1(x + self.dropout(self._attend(x, batch, dense, num_graphs)))
             h = att if h is None else h + att
         return self.norm2(h + self.dropout(self.mlp(h))), edge_attr
 
-    def _attend(self, x: Tensor, batch: Tensor | None, dense: DenseBatch | None) -> Tensor:
+    def _attend(self, x: Tensor, batch: Tensor | None, dense: DenseBatch | None,
+                num_graphs: int | None = None) -> Tensor:
         """The global attention's output at the real nodes, ``[num_nodes, hidden_dim]``."""
+        if self.attention_kind in SEGMENT_ATTENTIONS:  # no padding: segment sums over batch
+            if num_graphs is None and dense is not None:
+                num_graphs = dense.num_graphs
+            return self.attention(x, batch=batch, num_graphs=num_graphs)
         xd, mask = self._dense(x, batch, dense)
         att = self.attention(xd, mask)
         return dense.to_sparse(att) if dense is not None else att[mask]
@@ -244,14 +266,15 @@ class GPSLayer(nn.Module):
             rows and columns of padding are 0.
 
         Raises:
-            NotImplementedError: for Performer or no global attention (Performer never forms
-                the ``N × N`` matrix; its weights are only implicit).
+            NotImplementedError: for linear (Performer, linear, SGFormer) or no global
+                attention (the linear attentions never form the ``N × N`` matrix; their
+                weights are only implicit).
         """
         if self.attention_kind != "full":
             raise NotImplementedError(
                 f"attention maps need full softmax attention; this GPS layer uses "
-                f"attention={self.attention_kind!r} (Performer's weights are never formed, and "
-                "'none' has no global attention)")
+                f"attention={self.attention_kind!r} (linear attention weights are never "
+                "formed, and 'none' has no global attention)")
         xa = self.norm1(x) if self.norm_position == "pre" else x
         dense, mask = self._dense(xa, batch)
         return self.attention.attention_weights(dense, mask).mean(1), mask

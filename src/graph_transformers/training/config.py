@@ -17,8 +17,8 @@ import yaml
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError,
                       create_model, field_validator, model_validator)
 
-from ..encodings.registry import (ENCODINGS, LapPEConfig, RWSEConfig,  # noqa: F401 (re-exported)
-                                  SPDConfig, SVDPEConfig, WLPEConfig, node_encoding)
+from ..encodings.registry import (ENCODINGS, LapPEConfig, RRWPConfig,  # noqa: F401 (re-exported)
+                                  RWSEConfig, SPDConfig, SVDPEConfig, WLPEConfig, node_encoding)
 from ..fileio import atomic_write_text  # noqa: F401  (re-exported: runner and cli use it)
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -201,7 +201,9 @@ class GPSModelConfig(_ModelSection):
     num_layers: PositiveInt = 10
     num_heads: PositiveInt = 4
     mpnn: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"] | None = "gine"
-    attention: Literal["full", "performer", "none"] = "full"
+    #: ``linear`` (elu+1, Katharopoulos et al. 2020) and ``sgformer`` (Wu et al. 2023) are
+    #: linear in the nodes, per graph; see ``docs/gps.md``
+    attention: Literal["full", "performer", "linear", "sgformer", "none"] = "full"
     use_edge_features: EdgeFeatures = True
     pe: PEName | None = "rwse"
     pe_embed_dim: PositiveInt = 28
@@ -290,6 +292,38 @@ class MPNNModelConfig(_ModelSection):
         return self
 
 
+class GRITModelConfig(_ModelSection):
+    """GRIT (Ma et al. 2023); see :class:`graph_transformers.models.GRIT`. Defaults are the
+    official ZINC config (``zinc-GRIT-RRWP.yaml``); ``walk_length`` comes from
+    ``encodings.rrwp``."""
+
+    required_encodings: ClassVar[tuple[str, ...]] = ("rrwp",)
+
+    name: Literal["grit"] = "grit"
+    hidden_dim: PositiveInt = 64
+    num_layers: PositiveInt = 10
+    num_heads: PositiveInt = 8
+    use_edge_features: EdgeFeatures = True
+    #: all pairs of each graph attend (official ``full_attn: True``), or only those with an
+    #: RRWP value or an edge
+    full_attention: bool = True
+    dropout: Probability = 0.0
+    attn_dropout: Probability = 0.2
+    #: attention scores clamped to ±clamp before the softmax (``null``: no clamp)
+    clamp: Annotated[float, Field(gt=0)] | None = 5.0
+    #: the degree scaler θ1 ⊙ x + log(1 + d) θ2 ⊙ x (GRIT §3.3)
+    deg_scaler: bool = True
+    edge_update: bool = True
+    norm: Literal["batch", "layer", "none"] = "batch"
+    readout: Literal["mean", "sum", "max"] = "sum"
+    mlp_layers: Annotated[int, Field(ge=0)] = 2
+    #: ``halving`` (official graph head ``san_graph``) or ``graphgym`` (official node head
+    #: ``inductive_node``: constant width, L2-normalized hidden rows)
+    head: Literal["halving", "graphgym"] = "halving"
+    #: refuse batches whose pair tensors would need more memory (estimated beforehand)
+    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 8.0
+
+
 #: model keys renamed for one name per concept across the package: old key → (new key, conversion of
 #: the value or ``None``). A config with an old key still loads, with one ``FutureWarning`` per
 #: key naming old → new (a config's own user sees it, unlike a ``DeprecationWarning``).
@@ -325,7 +359,7 @@ def rename_model_keys(section: dict) -> dict:
 #: model name → config schema; models added later register here.
 MODEL_CONFIGS: dict[str, type[BaseModel]] = {
     "gt": GTModelConfig, "egt": EGTModelConfig, "grpe": GRPEModelConfig,
-    "graphormer": GraphormerModelConfig, "gps": GPSModelConfig,
+    "graphormer": GraphormerModelConfig, "gps": GPSModelConfig, "grit": GRITModelConfig,
     **{n: MPNNModelConfig for n in ("gcn", "gat", "gatedgcn", "gin", "gine", "pna")}}
 
 

@@ -122,6 +122,8 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
         kw["pe_dim"] = pe_dim(kw["pe"], config.encodings)
     if "spd" in getattr(type(config.model), "required_encodings", ()):
         kw["max_distance"] = config.encodings.spd.max_distance
+    if "rrwp" in getattr(type(config.model), "required_encodings", ()):  # GRIT
+        kw["walk_length"] = config.encodings.rrwp.walk_length
     return {"name": name, **kw}
 
 

@@ -23,6 +23,8 @@ def _bn_eval(m, x):
 
 
 def _randomize_norms(module, seed=0):
+    """Random BatchNorm / LayerNorm affine weights and running statistics (float64), so that a
+    naive reference tests the norms' parameters too (also used by ``test_gt_layer``)."""
     g = torch.Generator().manual_seed(seed)
     for m in module.modules():
         if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.LayerNorm)):

@@ -10,6 +10,7 @@ from torch_geometric.data import Batch, Data
 
 from graph_transformers.models import GraphTransformer
 from graph_transformers.nn import GraphTransformerLayer
+from test_gps import _randomize_norms
 
 
 def _norm(module, x):
@@ -78,17 +79,6 @@ def _random_graph(n, e, d, seed):
     ei = torch.randint(0, n, (2, e), generator=g)
     ea = torch.randn(e, d, generator=g, dtype=torch.float64)
     return x, ei, ea
-
-
-def _randomize_norms(layer, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    for m in layer.modules():
-        if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.LayerNorm)):
-            m.weight.data = torch.rand(m.weight.shape, generator=g, dtype=m.weight.dtype) + 0.5
-            m.bias.data = torch.randn(m.bias.shape, generator=g, dtype=m.bias.dtype)
-        if isinstance(m, torch.nn.BatchNorm1d):
-            m.running_mean = torch.randn(m.running_mean.shape, generator=g, dtype=torch.float64)
-            m.running_var = torch.rand(m.running_var.shape, generator=g, dtype=torch.float64) + 0.5
 
 
 @pytest.mark.parametrize("norm", ["batch", "layer"])

@@ -14,14 +14,13 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 from torch_geometric.data import Batch
-from torch_geometric.utils import to_dense_adj, to_dense_batch
 
 from ..data.checks import check_batch
 from ..data.dense import DenseBudgetError, count_per_graph, format_bytes, host_num_nodes
 from ..nn.grit import GRITLayer, pair_bytes
 from ..nn.reset import reset_children
 from .encoders import FeatureEncoder
-from .heads import MLPReadout, batch_vector, level_head
+from .heads import MLPReadout, batch_vector, level_head, sparse_attention_maps
 from .utils import full_graph_edge_index
 
 
@@ -271,17 +270,7 @@ class GRIT(nn.Module):
             weights over keys ``j``; padding rows and columns 0), ``mask`` is ``[batch, N]``
             bool (real nodes).
         """
-        was_training = self.training
-        self.eval()
-        try:
-            _, attentions = self.encode(data, return_attention_weights=True)
-        finally:
-            self.train(was_training)
-        batch = batch_vector(data, data.x)
-        _, mask = to_dense_batch(batch.new_zeros(batch.size(0), 1), batch)
-        maps = [to_dense_adj(torch.stack([ei[1], ei[0]]), batch, w.float().mean(-1),
-                             max_num_nodes=mask.size(1)) for ei, w in attentions]
-        return maps, mask
+        return sparse_attention_maps(self, data)
 
 
 __all__ = ["GRIT", "GRITPairs", "GraphGymHead", "grit_pairs"]

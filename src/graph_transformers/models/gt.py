@@ -6,13 +6,12 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import Batch
-from torch_geometric.utils import to_dense_adj, to_dense_batch
 
 from ..data.checks import check_batch
 from ..data.dense import host_num_nodes
 from ..nn.gt import GraphTransformerLayer
 from .encoders import encoding_input, feature_encoders, make_pe_encoder
-from .heads import MLPReadout, batch_vector, level_head
+from .heads import MLPReadout, batch_vector, level_head, sparse_attention_maps
 from .utils import full_graph_edge_index
 from ..nn.reset import reset_descendants
 
@@ -120,17 +119,7 @@ class GraphTransformer(nn.Module):
             ``(maps, mask)``: ``maps[l]`` is ``[batch, N, N]`` (row i = query i's weights over keys
             j; padding rows and columns 0), ``mask`` is ``[batch, N]`` bool (real nodes).
         """
-        was_training = self.training
-        self.eval()
-        try:
-            _, attentions = self.encode(data, return_attention_weights=True)
-        finally:
-            self.train(was_training)
-        batch = batch_vector(data, data.x)
-        _, mask = to_dense_batch(batch.new_zeros(batch.size(0), 1), batch)
-        maps = [to_dense_adj(torch.stack([ei[1], ei[0]]), batch, w.float().mean(-1),
-                             max_num_nodes=mask.size(1)) for ei, w in attentions]
-        return maps, mask
+        return sparse_attention_maps(self, data)
 
     def forward(self, data: Batch) -> Tensor:
         return level_head(self.head, self.encode(data), data, self.level, self.readout)

@@ -6,6 +6,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_pool
+from torch_geometric.utils import to_dense_adj, to_dense_batch
 
 from ..nn.reset import reset_children
 
@@ -81,6 +82,32 @@ def batch_vector(data: Any, h: Tensor) -> Tensor:
     ``NeighborLoader`` sample)."""
     batch = getattr(data, "batch", None)
     return batch if batch is not None else h.new_zeros(h.size(0), dtype=torch.long)
+
+
+def sparse_attention_maps(model: nn.Module, data: Any) -> tuple[list[Tensor], Tensor]:
+    """Per-layer dense attention maps of a model whose ``encode(data,
+    return_attention_weights=True)`` returns ``(h, [(edge_index, weights [num_pairs, num_heads]),
+    ...])`` (GT, GRIT), computed in eval mode (the model's mode is restored).
+
+    The weights of each layer are averaged over heads and scattered into ``[batch, N, N]``
+    (``to_dense_adj`` with rows = target/query ``i``, columns = source/key ``j``; duplicate pairs
+    add up); pairs that are not attended are 0.
+
+    Returns:
+        ``(maps, mask)``: ``maps[l]`` is ``[batch, N, N]`` (row ``i`` = query ``i``'s weights over
+        keys ``j``; padding rows and columns 0), ``mask`` is ``[batch, N]`` bool (real nodes).
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        _, attentions = model.encode(data, return_attention_weights=True)
+    finally:
+        model.train(was_training)
+    batch = batch_vector(data, data.x)
+    _, mask = to_dense_batch(batch.new_zeros(batch.size(0), 1), batch)
+    maps = [to_dense_adj(torch.stack([ei[1], ei[0]]), batch, w.float().mean(-1),
+                         max_num_nodes=mask.size(1)) for ei, w in attentions]
+    return maps, mask
 
 
 def level_head(head: nn.Module, h: Tensor, data: Any, level: str, readout: str) -> Tensor:

@@ -107,7 +107,7 @@ def _class_balance(y: np.ndarray, num_classes: int) -> dict:
 
 
 def zinc_stats(data_dir: Path, cache_dir: Path) -> dict:
-    from graph_transformers.data.zinc import ZINCSubset
+    from graph_transformers.datasets.molecules.zinc import ZINCSubset
 
     out: dict = {"splits": {}}
     for split in SPLITS:
@@ -132,7 +132,7 @@ def _sbm_expectations(k: int, p: float, q: float) -> tuple[float, float]:
 
 
 def cluster_stats(cache_dir: Path) -> dict:
-    from graph_transformers.data import sbm
+    from graph_transformers.datasets.synthetic import sbm
 
     out: dict = {"splits": {}}
     k = sbm.CLUSTER_NUM_COMMUNITIES
@@ -151,7 +151,7 @@ def cluster_stats(cache_dir: Path) -> dict:
 
 
 def pattern_stats(cache_dir: Path, seed: int = 0) -> dict:
-    from graph_transformers.data import sbm
+    from graph_transformers.datasets.synthetic import sbm
 
     out: dict = {"splits": {}}
     k = sbm.PATTERN_NUM_COMMUNITIES

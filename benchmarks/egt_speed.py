@@ -41,9 +41,9 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.loader import DataLoader
 
 from graph_transformers.benchmarking import peak_step_memory_mib
-from graph_transformers.data.dense import DenseBatch
+from graph_transformers.core.dense import DenseBatch
 from graph_transformers.data.sampler import SizeBucketBatchSampler, graph_sizes
-from graph_transformers.data.zinc import ZINCSubset
+from graph_transformers.datasets.molecules.zinc import ZINCSubset
 from graph_transformers.encodings import AddSVDPE
 from graph_transformers.models import EGT, count_parameters
 from graph_transformers.training.allocator import keep_freed_memory

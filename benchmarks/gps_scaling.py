@@ -30,26 +30,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import statistics
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import isolated  # noqa: E402
+from isolated import cpu_name, reset_peak_rss, status_kib  # noqa: E402
 
 SIZES = [1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000]
 MODELS = ["sparse_gt", "full", "full_dropout", "performer"]
 LABELS = {"sparse_gt": "sparse GT (edges)", "full": "full attention (SDPA, no dropout)",
           "full_dropout": "full attention, attn. dropout 0.5", "performer": "Performer (linear)"}
 HIDDEN, HEADS, AVG_DEGREE, LAPPE_K = 64, 4, 10, 8
-
-
-def _status_kib(key: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key):
-                return int(line.split()[1])
-    raise KeyError(key)
 
 
 def _graph(n: int, seed: int = 0):
@@ -78,18 +72,17 @@ def run_point(model: str, n: int) -> dict:
     from graph_transformers.nn import GPSLayer, GraphTransformerLayer
     if model == "sparse_gt":
         layer = GraphTransformerLayer(HIDDEN, HEADS)
-        step = lambda x: layer(x, edge_index).x
+        step = lambda x: layer(x, edge_index)
     else:
         kind = "performer" if model == "performer" else "full"
         layer = GPSLayer(HIDDEN, HEADS, mpnn=None, attention=kind,
                          attn_dropout=0.5 if model == "full_dropout" else 0.0,
                          memory_budget_gb=None)  # let the memory cap, not the check, decide
-        step = lambda x: layer(x, edge_index, None)[0]
+        step = lambda x: layer(x, edge_index)
     layer.train()
     x = torch.randn(n, HIDDEN)
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset VmHWM to the current RSS
-    rss0 = _status_kib("VmRSS")
+    reset_peak_rss()
+    rss0 = status_kib("VmRSS")
     times = []
     start = time.perf_counter()
     # up to 4 steps within ~20 s; a single step when one already takes over 10 s
@@ -102,51 +95,12 @@ def run_point(model: str, n: int) -> dict:
             break
     timed = times[1:] if len(times) > 1 else times  # the first step warms up
     return {"status": "ok", "step_s": statistics.median(timed), "steps": len(times),
-            "peak_mib": (_status_kib("VmHWM") - rss0) / 1024}
-
-
-def _child(model: str, n: int, mem_gib: float, conn) -> None:
-    """Runs in a forked process: caps the address space, measures, sends the result."""
-    cap = int(mem_gib * 2**30)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    try:
-        out = run_point(model, n)
-    except (MemoryError, RuntimeError) as err:
-        text = str(err)
-        if isinstance(err, MemoryError) or "alloc" in text.lower() or "memory" in text.lower():
-            out = {"status": "oom", "error": (text.splitlines() or ["MemoryError"])[0][:200]}
-        else:
-            out = {"status": "error", "error": text[:300]}
-    conn.send(out)
-    conn.close()
+            "peak_mib": (status_kib("VmHWM") - rss0) / 1024}
 
 
 def measure(model: str, n: int, mem_gib: float, timeout: float) -> dict:
-    """One point in a forked child (the parent has imported torch and the package once, so a
-    point costs no import time) with the memory cap and ``timeout``."""
-    import multiprocessing as mp
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(model, n, mem_gib, child))
-    t0 = time.perf_counter()
-    proc.start()
-    child.close()
-    result = None
-    if parent.poll(timeout):
-        try:
-            result = parent.recv()
-        except EOFError:
-            result = None
-    wall = time.perf_counter() - t0
-    if proc.is_alive() and result is None:
-        proc.kill()
-        proc.join()
-        return {"status": "timeout", "wall_s": round(wall, 1)}
-    proc.join(30)
-    if result is None:  # died without a word: killed by the kernel (OOM) or crashed
-        status = "oom" if proc.exitcode in (-9, 137) else "error"
-        return {"status": status, "exitcode": proc.exitcode, "wall_s": round(wall, 1)}
-    return {**result, "wall_s": round(wall, 1)}
+    """One point in a forked child with the memory cap and ``timeout`` (:mod:`isolated`)."""
+    return isolated.measure(run_point, (model, n), mem_gib, timeout)
 
 
 def _fmt(r: dict, key: str, scale: float = 1.0, digits: int = 1) -> str:
@@ -258,20 +212,13 @@ def main() -> None:
         write_outputs(saved["results"], args.out, saved["meta"])
         print((args.out / "gps_scaling.md").read_text())
         return
-    import platform
-
     import torch  # imported once here; the forked points inherit it
     import graph_transformers.encodings.lappe  # noqa: F401
     import graph_transformers.nn  # noqa: F401
     torch.set_num_threads(1)
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    meta = {"note": args.note, "baseline_vm_mib": round(_status_kib("VmSize") / 1024),
-            "baseline_rss_mib": round(_status_kib("VmRSS") / 1024), "mem_gib": args.mem_gib, "timeout_s": args.timeout,
+    cpu = cpu_name()
+    meta = {"note": args.note, "baseline_vm_mib": round(status_kib("VmSize") / 1024),
+            "baseline_rss_mib": round(status_kib("VmRSS") / 1024), "mem_gib": args.mem_gib, "timeout_s": args.timeout,
             "lappe_timeout_s": args.lappe_timeout, "cpu": cpu, "hidden": HIDDEN,
             "heads": HEADS, "avg_degree": AVG_DEGREE, "date": time.strftime("%Y-%m-%d %H:%M")}
     results: dict[str, dict] = {m: {} for m in MODELS + ["lappe"]}

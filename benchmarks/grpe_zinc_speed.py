@@ -39,7 +39,7 @@ from speed import train_step  # noqa: E402
 from graph_transformers.benchmarking import peak_step_memory_mib  # noqa: E402
 
 import graph_transformers.nn.grpe as grpe_nn  # noqa: E402
-from graph_transformers.data.zinc import ZINCSubset  # noqa: E402
+from graph_transformers.datasets.molecules.zinc import ZINCSubset  # noqa: E402
 from graph_transformers.encodings import AddShortestPaths  # noqa: E402
 from graph_transformers.models import GRPE, count_parameters  # noqa: E402
 

@@ -23,7 +23,7 @@ import tempfile
 
 def load_graphs(data_dir: str) -> list[tuple[list[int], list[list[int]], float]]:
     """(atom types, in-neighbour lists, target) of every val and test graph."""
-    from graph_transformers.data.zinc import ZINCSubset
+    from graph_transformers.datasets.molecules.zinc import ZINCSubset
     graphs = []
     for split in ("val", "test"):
         ds = ZINCSubset(root=tempfile.mkdtemp(), split=split, data_dir=data_dir, download=False)

@@ -1,10 +1,12 @@
-"""Shared fixtures: the shared data directory (skips when absent) and an isolated cache."""
+"""Shared fixtures (the shared data directory, skipping when absent; an isolated cache) and the
+helpers several test files use (``from conftest import ...``)."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,3 +51,29 @@ def _no_cli_log_handler_left_behind():
     for h in [h for h in ours.handlers if h not in handlers]:
         ours.removeHandler(h)
     ours.propagate, ours.level = propagate, level
+
+
+def randomize_norms(module, seed=0):
+    """Random BatchNorm / LayerNorm affine weights and running statistics (float64), so that a
+    naive reference tests the norms' parameters too (shared by the layer tests)."""
+    g = torch.Generator().manual_seed(seed)
+    for m in module.modules():
+        if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.LayerNorm)):
+            m.weight.data = torch.rand(m.weight.shape, generator=g, dtype=m.weight.dtype) + 0.5
+            m.bias.data = torch.randn(m.bias.shape, generator=g, dtype=m.bias.dtype)
+        if isinstance(m, torch.nn.BatchNorm1d):
+            m.running_mean = torch.randn(m.running_mean.shape, generator=g, dtype=torch.float64)
+            m.running_var = torch.rand(m.running_var.shape, generator=g, dtype=torch.float64) + 0.5
+
+
+def grpe_inputs(B=3, N=7, d=16, T=9, E=7, seed=0):
+    """Padded GRPE inputs (float64): ``x [B, N, d]``, topology and edge type ids ``[B, N, N]``
+    (``T`` and ``E`` types), ``mask [B, N]`` padding the end of every graph but the first."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, N, d, generator=g, dtype=torch.float64)
+    topo = torch.randint(0, T, (B, N, N), generator=g)
+    edge = torch.randint(0, E, (B, N, N), generator=g)
+    mask = torch.ones(B, N, dtype=torch.bool)
+    for b in range(1, B):  # padding at the end of every graph but the first
+        mask[b, max(1, N - 2 * b):] = False
+    return x, topo, edge, mask

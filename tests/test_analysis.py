@@ -12,7 +12,7 @@ from torch_geometric.utils import from_networkx
 
 from graph_transformers.analysis import attention_by_hop, hop_bins
 from graph_transformers.cli import main
-from graph_transformers.data.dense import DenseBatch
+from graph_transformers.core.dense import DenseBatch
 
 
 class NeighbourAttention(torch.nn.Module):

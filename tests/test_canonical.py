@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 import torch
 
-from graph_transformers.data import canonical as C
+from graph_transformers.datasets import canonical as C
 from graph_transformers.data.cache import DataNotFoundError
 from graph_transformers.data.download import OFFLINE_ENV, fetch_url
 from graph_transformers.data.registry import get_spec, load_splits
-from graph_transformers.data.sbm import generate_cluster, generate_pattern
+from graph_transformers.datasets.synthetic.sbm import generate_cluster, generate_pattern
 from graph_transformers.training.config import DataConfig, EncodingsConfig
 from graph_transformers.training.reproduction import _provenance
 
@@ -150,7 +150,7 @@ def test_missing_files_fall_back_to_the_generator_with_one_warning(tmp_path, cap
     assert splits["val"].provenance == {"val": "generated"}
     record = splits["test"].data_source
     assert record["source"] == "generated"
-    assert record["loader"] == "graph_transformers.data.sbm.PATTERN"
+    assert record["loader"] == "graph_transformers.datasets.synthetic.sbm.PATTERN"
     assert "Name or service not known" in record["canonical_unavailable"]
 
 
@@ -172,8 +172,9 @@ def test_source_generated_ignores_published_files(tmp_path, caplog):
                        options={"num_patterns": 2, "num_graphs_per_pattern": [1, 1, 1]})
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert type(splits["train"]).__name__ == "PATTERN"
-    assert splits["train"].data_source == {"requested": "generated", "source": "generated",
-                                           "loader": "graph_transformers.data.sbm.PATTERN"}
+    assert splits["train"].data_source == {
+        "requested": "generated", "source": "generated",
+        "loader": "graph_transformers.datasets.synthetic.sbm.PATTERN"}
 
 
 def test_source_rules_for_datasets_with_one_form_only(tmp_path):
@@ -241,7 +242,7 @@ def _csl_raw(folder: Path) -> None:
     (as in the original pickle) and the label tensor."""
     import scipy.sparse as sp
 
-    from graph_transformers.data.csl import CSL_SKIP_LENGTHS, csl_graph, csl_labels
+    from graph_transformers.datasets.synthetic.csl import CSL_SKIP_LENGTHS, csl_graph, csl_labels
 
     rng = np.random.default_rng(0)
     adjs = []
@@ -257,7 +258,7 @@ def _csl_raw(folder: Path) -> None:
 
 
 def test_csl_published_files_with_the_benchmark_folds(tmp_path):
-    from graph_transformers.data.csl import CSL, csl_split_indices
+    from graph_transformers.datasets.synthetic.csl import CSL, csl_split_indices
 
     _csl_raw(tmp_path / "CSL")  # flat layout: DATA_DIR/CSL/<files>
     splits = _load(tmp_path, name="csl", fold=2)
@@ -276,7 +277,7 @@ def test_csl_published_files_with_the_benchmark_folds(tmp_path):
 def test_csl_archive_of_the_shared_data(data_dir, tmp_path):
     """shared/data/CSL/CSL.zip (benchmarking-gnns' archive) is read by PyG: 4-regular graphs of
     41 nodes, the labels of the generated CSL fold by fold."""
-    from graph_transformers.data.csl import CSL
+    from graph_transformers.datasets.synthetic.csl import CSL
 
     splits = _load(data_dir, name="csl", cache_dir=str(tmp_path / "cache"))
     assert splits["train"].data_source["source"] == "canonical"
@@ -312,7 +313,7 @@ def _zinc_raw(pickles: Path, index: Path) -> None:
 
 @pytest.mark.parametrize("layout", ["pyg_raw", "molecules_zip"])
 def test_zinc_published_pickles_are_read_by_pyg(tmp_path, monkeypatch, layout):
-    from graph_transformers.data import zinc as Z
+    from graph_transformers.datasets.molecules import zinc as Z
 
     monkeypatch.setattr(Z, "_SHA256", {})  # this library's reader pins the real index files
 
@@ -325,7 +326,7 @@ def test_zinc_published_pickles_are_read_by_pyg(tmp_path, monkeypatch, layout):
         found = tmp_path / "cache" / "canonical" / "ZINC" / "raw"  # linked together
     splits = _load(tmp_path, name="zinc", cache_dir=str(tmp_path / "cache"))
     for split, ds in splits.items():
-        assert isinstance(ds, C.CanonicalZINC) and ds.provenance == {split: "exact"}
+        assert isinstance(ds, Z.CanonicalZINC) and ds.provenance == {split: "exact"}
         pk = next(p for p in (z / "raw", z / "molecules") if (p / f"{split}.pickle").exists())
         ix = z / "raw" / f"{split}.index" if layout == "pyg_raw" else z / f"{split}.index"
         want = Z._graphs_from_pickle(pk / f"{split}.pickle", ix)  # this library's exact reader
@@ -340,7 +341,7 @@ def test_zinc_published_pickles_are_read_by_pyg(tmp_path, monkeypatch, layout):
 def test_zinc_pyg_processed_files_of_the_shared_data(data_dir, tmp_path):
     """PyG processed files of the ZINC subset, written by an old PyG (the CRaWl copies in
     shared/data, with extra fields): read, converted, and equal to the exact val/test graphs."""
-    from graph_transformers.data.zinc import load_zinc_graphs
+    from graph_transformers.datasets.molecules.zinc import load_zinc_graphs
 
     proc = tmp_path / "ZINC" / "subset" / "processed"
     proc.mkdir(parents=True)
@@ -349,7 +350,9 @@ def test_zinc_pyg_processed_files_of_the_shared_data(data_dir, tmp_path):
                 open(proc / f"{split}.pt", "wb") as out:
             shutil.copyfileobj(f, out)
     shutil.copy(proc / "val.pt", proc / "train.pt")  # the train file is not in shared/data
-    ds = C.CanonicalZINC("val", data_dir=tmp_path, root=tmp_path / "cache")
+    from graph_transformers.datasets.molecules.zinc import CanonicalZINC
+
+    ds = CanonicalZINC("val", data_dir=tmp_path, root=tmp_path / "cache")
     assert ds.canonical_info["read_from"] == "PyG processed files"
     want = load_zinc_graphs(data_dir, "val")
     assert len(ds) == len(want) == 1000
@@ -406,8 +409,9 @@ def test_ogb_featurization_is_this_librarys(ogb):
     from ogb.utils import smiles2graph
     from ogb.utils.features import get_atom_feature_dims, get_bond_feature_dims
 
-    from graph_transformers.data.molecules import (ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS,
-                                                   smiles_to_graph)
+    from graph_transformers.datasets.molecules.moleculenet import (ATOM_FEATURE_DIMS,
+                                                                   BOND_FEATURE_DIMS,
+                                                                   smiles_to_graph)
     assert get_atom_feature_dims() == ATOM_FEATURE_DIMS
     assert get_bond_feature_dims() == BOND_FEATURE_DIMS
     for s in SMILES:
@@ -418,8 +422,8 @@ def test_ogb_featurization_is_this_librarys(ogb):
 
 
 def test_molhiv_published_files_use_ogbs_loader_split_and_evaluator(ogb, tmp_path):
-    from graph_transformers.data.molecules import smiles_to_graph
-    from graph_transformers.data.ogb_mol import OGBGraphPropPred
+    from graph_transformers.datasets.molecules.moleculenet import smiles_to_graph
+    from graph_transformers.datasets.molecules.ogb import OGBGraphPropPred
     from graph_transformers.training.metrics import OGBEvaluatorROCAUC
     from graph_transformers.training.runner import make_task
     from graph_transformers.training.config import build_config, load_yaml

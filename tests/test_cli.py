@@ -100,7 +100,7 @@ def test_loss_goes_down_on_real_zinc(data_dir):
     """A small GT on 512 real ZINC graphs: the training loss falls well below its start."""
     from torch_geometric.loader import DataLoader
 
-    from graph_transformers.data.zinc import ZINCSubset
+    from graph_transformers.datasets.molecules.zinc import ZINCSubset
     from graph_transformers.encodings import AddLaplacianPE
     from graph_transformers.models import GraphTransformer
 

@@ -125,11 +125,11 @@ def test_plateau_floors_the_lr_unless_it_stops_there(stop):
     # and the run stops (StopAtMinLR)
     import torch
 
-    from graph_transformers.data.registry import DATASETS
+    from graph_transformers.data.registry import get_spec
     from graph_transformers.training.module import GraphTaskModule
     cfg = build_config({"model": {"name": "gt", "pe": None}, "optim": {"lr": 1e-3, "scheduler": {
         "name": "plateau", "factor": 0.5, "patience": 0, "min_lr": 1e-4, "stop_at_min_lr": stop}}})
-    module = GraphTaskModule(torch.nn.Linear(2, 2), DATASETS["csl"], cfg.optim)
+    module = GraphTaskModule(torch.nn.Linear(2, 2), get_spec("csl"), cfg.optim)
     sched = module.configure_optimizers()["lr_scheduler"]["scheduler"]
     for _ in range(20):
         sched.step(1.0)
@@ -195,24 +195,3 @@ def test_old_and_new_model_key_together_is_an_error():
     from graph_transformers.training.config import ConfigError, build_config
     with pytest.raises(ConfigError, match="model.clip is the old name of model.clamp"):
         build_config({"model": {"name": "egt", "clip": 3.0, "clamp": 4.0}})
-
-
-def test_model_config_defaults_match_the_constructors():
-    """Issue 14: one source of truth for hyper-parameters. Every model-section key that is also
-    an argument of the registered model's constructor has the constructor's default (EGT's
-    ``pe`` had drifted: ``None`` in the config, ``"svd"`` in the class)."""
-    import inspect
-
-    from graph_transformers.models import MODELS
-    from graph_transformers.training.config import MODEL_CONFIGS
-    drift = []
-    for name, cls in MODELS.items():
-        params = inspect.signature(cls.__init__).parameters
-        for key, field in MODEL_CONFIGS[name].model_fields.items():
-            if key in ("name", "compile"):
-                continue
-            assert key in params, f"model.{key} of {name} is no argument of {cls.__name__}"
-            default = params[key].default
-            if default is not inspect.Parameter.empty and default != field.default:
-                drift.append(f"{name}.{key}: config {field.default!r}, class {default!r}")
-    assert not drift, drift

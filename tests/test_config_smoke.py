@@ -135,7 +135,7 @@ def _user_files(config: str, tmp_path: Path, data_dir: Path | None) -> list[str]
     if path.endswith(".pt"):  # a saved list of PyG graphs: CSL's graphs
         import torch
 
-        from graph_transformers.data.csl import generate_csl
+        from graph_transformers.datasets.synthetic.csl import generate_csl
         graphs = generate_csl(seed=0)[::3]
         target = tmp_path / "graphs.pt"
         torch.save(graphs, target)
@@ -186,7 +186,7 @@ def _image_files(name: str, tmp_path: Path, data_dir: Path | None) -> Path | Non
     if name == "mnist":
         if data_dir is None or not (data_dir / "MNIST" / "t10k-images-idx3-ubyte.gz").is_file():
             pytest.skip("MNIST configs: the shared data's MNIST test images are not found")
-        from graph_transformers.data.image_files import read_mnist
+        from graph_transformers.datasets.images.image_files import read_mnist
         images, labels = read_mnist(data_dir / "MNIST" / "t10k-images-idx3-ubyte.gz",
                                     data_dir / "MNIST" / "t10k-labels-idx1-ubyte.gz")
         folder = root / "MNIST"
@@ -197,7 +197,7 @@ def _image_files(name: str, tmp_path: Path, data_dir: Path | None) -> Path | Non
             _idx(folder / f"{split}-labels-idx1-ubyte", lab, 1)
         return root
     if name == "cifar10":
-        from graph_transformers.data.image_files import CIFAR10_FOLDER
+        from graph_transformers.datasets.images.image_files import CIFAR10_FOLDER
         from test_superpixels import _synthetic_cifar, _write_batch
         folder = root / "CIFAR10" / CIFAR10_FOLDER
         folder.mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Tests of the generated CSL dataset (graph_transformers.data.csl).
+"""Tests of the generated CSL dataset (graph_transformers.datasets.synthetic.csl).
 
 The comparisons with the original benchmark files need the shared data directory
 (``<repo>/../shared/data`` or ``$GRAPH_TRANSFORMERS_DATA``); they are skipped without it.
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from graph_transformers.data.csl import (
+from graph_transformers.datasets.synthetic.csl import (
     CSL,
     CSL_SKIP_LENGTHS,
     csl_graph,
@@ -226,7 +226,8 @@ def test_bad_fold(fold):
 @pytest.mark.parametrize("split", ["train", "val", "test"])
 def test_packaged_index_files_equal_shared(split):
     name = f"CSL_{split}.index"
-    packaged = resources.files("graph_transformers.data").joinpath("csl_splits", name)
+    packaged = resources.files("graph_transformers.datasets.synthetic").joinpath("csl_splits",
+                                                                          name)
     assert packaged.read_bytes() == (CSL_DIR / name).read_bytes()
 
 

@@ -42,13 +42,13 @@ def _relative(ds) -> str:
 
 
 def test_csl_graphs_unchanged():
-    from graph_transformers.data.csl import generate_csl
+    from graph_transformers.datasets.synthetic.csl import generate_csl
     assert _digest(generate_csl(seed=0)) == "99b8e9ca7f9dc9dd"
     assert _digest(generate_csl(seed=3)[:20]) == "f902c4404bc10afa"
 
 
 def test_pattern_graphs_unchanged():
-    from graph_transformers.data.sbm import generate_pattern
+    from graph_transformers.datasets.synthetic.sbm import generate_pattern
     splits, patterns = generate_pattern((2, 1, 1), num_patterns=3, seed=0, return_patterns=True,
                                         keep_blocks=True)
     assert _splits_digest(splits) == "fe6739b607fdc1bd"
@@ -56,13 +56,13 @@ def test_pattern_graphs_unchanged():
 
 
 def test_cluster_graphs_unchanged():
-    from graph_transformers.data.sbm import generate_cluster
+    from graph_transformers.datasets.synthetic.sbm import generate_cluster
     assert _splits_digest(generate_cluster((3, 2, 2), seed=1)) == "acc1ee4b9c4ed7c0"
 
 
 def test_tsp_graphs_unchanged():
     pytest.importorskip("elkai")
-    from graph_transformers.data import tsp
+    from graph_transformers.datasets.synthetic import tsp
     coords = [tsp.tsp_instance(5, split, i) for split in ("train", "val", "test") for i in (0, 7)]
     h = hashlib.sha256(b"".join(c.tobytes() for c in coords)).hexdigest()[:16]
     assert h == "89b9bffe69f2611f"
@@ -74,7 +74,7 @@ def test_tsp_graphs_unchanged():
 
 def test_superpixel_graphs_unchanged():
     pytest.importorskip("skimage")
-    from graph_transformers.data import superpixels as sp
+    from graph_transformers.datasets.images import superpixels as sp
     rng = np.random.default_rng(0)
     gray = rng.integers(0, 256, size=(3, 28, 28), dtype=np.uint8)
     rgb = rng.integers(0, 256, size=(2, 32, 32, 3), dtype=np.uint8)
@@ -88,17 +88,17 @@ def test_superpixel_graphs_unchanged():
 
 
 def test_synthetic_large_graph_unchanged():
-    from graph_transformers.data.synthetic import make_sbm_graph
+    from graph_transformers.datasets.synthetic.large_graph import make_sbm_graph
     assert _digest([make_sbm_graph(500, avg_degree=6.0, seed=2)]) == "9528f38f17c94aa2"
 
 
 def test_generated_cache_directories_unchanged(tmp_path):
     """The processed-directory names of the generated datasets (relative to their root)."""
     pytest.importorskip("elkai")
-    from graph_transformers.data import tsp
-    from graph_transformers.data.csl import CSL
-    from graph_transformers.data.sbm import CLUSTER, PATTERN
-    from graph_transformers.data.synthetic import SyntheticLargeGraph
+    from graph_transformers.datasets.synthetic import tsp
+    from graph_transformers.datasets.synthetic.csl import CSL
+    from graph_transformers.datasets.synthetic.sbm import CLUSTER, PATTERN
+    from graph_transformers.datasets.synthetic.large_graph import SyntheticLargeGraph
 
     datasets = [
         CSL(tmp_path / "csl", split="val", fold=1, seed=0),
@@ -130,7 +130,9 @@ def test_file_backed_cache_directories_unchanged(tmp_path, data_dir):
     """The processed-directory names of ZINC, a MoleculeNet set and MNIST superpixels."""
     pytest.importorskip("rdkit")
     pytest.importorskip("skimage")
-    from graph_transformers.data import molecules, superpixels, zinc
+    from graph_transformers.datasets.images import superpixels
+    from graph_transformers.datasets.molecules import moleculenet as molecules
+    from graph_transformers.datasets.molecules import zinc
 
     names = [
         _relative(zinc.ZINCSubset(tmp_path / "z", split="val", data_dir=data_dir)),
@@ -144,3 +146,48 @@ def test_file_backed_cache_directories_unchanged(tmp_path, data_dir):
         "processed/9e2bf77f3fc2d0ce_a0f8635b_140bedbf9c3f",
         "processed/140bedbf9c3f_388c192d",
     ]
+
+
+def test_registry_cache_folders_unchanged(tmp_path, data_dir):
+    """The processed folders a run's ``load_splits`` uses, relative to the cache directory (the
+    folder each loader picks under ``data.cache_dir`` and the key of the encodings as the
+    pre-transform): pinned to the values recorded before the datasets moved from
+    ``graph_transformers.data`` to ``graph_transformers.datasets`` (issue 27), so that existing
+    caches (and the graphs in them) stay valid."""
+    pytest.importorskip("rdkit")
+    from graph_transformers.data.cache import resolve_cache_dir
+    from graph_transformers.data.registry import build_pre_transform, get_spec, load_splits
+    from graph_transformers.training.config import DataConfig, EncodingsConfig
+
+    lap = EncodingsConfig(lap_pe={"k": 3})
+
+    def folder(name, encodings=EncodingsConfig(), **data):
+        cache = tmp_path / name
+        splits = load_splits(DataConfig(name=name, cache_dir=str(cache), **data), encodings)
+        folders = {os.path.relpath(ds.processed_dir, cache) for ds in splits.values()}
+        assert len(folders) == 1
+        return folders.pop(), _splits_digest(splits)
+
+    got = {
+        "csl": folder("csl", lap, source="generated", fold=1),
+        "csl published": folder("csl", lap, data_dir=str(data_dir), fold=2),
+        "pattern": folder("pattern", EncodingsConfig(rwse={"walk_length": 4}),
+                          source="generated",
+                          options={"num_graphs_per_pattern": [2, 1, 1], "num_patterns": 3}),
+        "mutag degree": folder("mutag", lap, data_dir=str(data_dir), node_features="degree",
+                               options={"max_degree": 3}),
+        "esol": folder("esol", data_dir=str(data_dir), options={"max_rows": 120}),
+    }
+    zinc = get_spec("zinc").load(resolve_cache_dir(tmp_path / "zinc"), "val",
+                                 pre_transform=build_pre_transform(lap), source="generated",
+                                 data_dir=str(data_dir))
+    got["zinc val"] = (os.path.relpath(zinc.processed_dir, tmp_path / "zinc"), _digest(zinc))
+    assert got == {
+        "csl": ("CSL/processed/1dbeaa654938_seed0", "3c44cb3c26b965f8"),
+        "csl published": ("canonical/CSL/processed/90e2b28d9799_715b1391", "5f44d2707d3a49a4"),
+        "pattern": ("PATTERN/processed/58f6a21aa7de_seed0_p3x2-1-1", "b471adcb0d4e68f6"),
+        "mutag degree": ("TU/MUTAG/processed/f632c36eaa69", "ae6aad4e04e60afe"),
+        "esol": ("MoleculeNet/esol/processed/9e2bf77f3fc2d0ce_354e9651_140bedbf9c3f",
+                 "a2be6f8ebd1efb9f"),
+        "zinc val": ("ZINC/processed/1dbeaa654938", "76a3a91e2a46ba14"),
+    }

@@ -7,7 +7,7 @@ import torch
 from torch_geometric.data import Batch, Data
 from torch_geometric.utils import from_networkx
 
-from graph_transformers.data.dense import (UNREACHABLE, DenseBatch, DenseBudgetError,
+from graph_transformers.core.dense import (UNREACHABLE, DenseBatch, DenseBudgetError,
                                            check_dense_budget)
 from graph_transformers.data.sampler import SizeBucketBatchSampler, padding_ratio
 

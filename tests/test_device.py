@@ -21,11 +21,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch_geometric.data import Batch
 from torch_geometric.transforms import Compose
 
-from graph_transformers.data import checks
-from graph_transformers.data.checks import check_batch, set_debug, validate_dataset
+from graph_transformers.core import checks
+from graph_transformers.core.checks import check_batch, set_debug, validate_dataset
 from graph_transformers.device_check import synthetic_molecules
 from graph_transformers.encodings import (AddLaplacianPE, AddRRWP, AddRWSE, AddShortestPaths,
                                           AddSVDPE)
+from graph_transformers.models.utils import check_inputs
 from graph_transformers.models import (EGT, GPS, GRIT, GatedGCN, Graphormer, GraphTransformer,
                                        GRPE, ModelOutput)
 from graph_transformers.nn.attention import aligned_bias
@@ -187,10 +188,13 @@ def test_value_checks_follow_the_debug_switch(batch):
     bad.lap_pe = bad.lap_pe.clone()
     bad.lap_pe[0, 0] = float("nan")
     with pytest.raises(ValueError, match="lap_pe contains NaN"):
-        check_batch(bad)  # CPU tensors: checked by default
+        check_inputs(bad)  # CPU tensors: checked by default (a model's checks)
+    with pytest.raises(ValueError, match="lap_pe contains NaN"):
+        check_batch(bad, encodings=("lap_pe",))  # the ground floor's, told what to read
+    check_batch(bad)  # an attribute nobody named is not read
     try:
         set_debug(False)
-        check_batch(bad)  # switched off: no value is read
+        check_inputs(bad)  # switched off: no value is read
         assert not checks.checks_enabled(bad.x)
         set_debug(True)
         assert checks.checks_enabled(bad.x.to("meta"))  # debug mode: every device

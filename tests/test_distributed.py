@@ -212,7 +212,7 @@ def test_launch_is_rank_zero(monkeypatch, env, zero):
 def _load_csl_recording(cache: str, marker: str, start) -> None:
     """Child process: load CSL with Laplacian PE, appending its pid to ``marker`` each time a
     split is processed (built) rather than read from the cache."""
-    from graph_transformers.data import csl
+    from graph_transformers.datasets.synthetic import csl
     from graph_transformers.data.registry import load_splits
     from graph_transformers.training.config import build_config
 

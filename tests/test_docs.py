@@ -22,7 +22,8 @@ def test_api_reference_builds_strict(tmp_path):
     assert proc.returncode == 0, "mkdocs build --strict failed:\n" + "\n".join(
         problems or proc.stderr.splitlines()[-20:])
     for page in ("index.html", "api/nn/index.html", "api/models/index.html",
-                 "api/encodings/index.html", "api/data/index.html",
+                 "api/encodings/index.html", "api/data/index.html", "api/datasets/index.html",
+                 "adding_a_dataset/index.html",
                  "api/training/index.html", "api/graph_transformers/index.html"):
         assert (tmp_path / "site" / page).is_file(), page
     nn_page = (tmp_path / "site" / "api" / "nn" / "index.html").read_text()

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import Batch, Data
 
-from graph_transformers.data.dense import DenseBatch
+from graph_transformers.core.dense import DenseBatch
 from graph_transformers.encodings.svd import random_svd_sign_flip, svd_pe
 from graph_transformers.models.egt import EGT, ModelOutput, distance_labels
 from graph_transformers.nn.egt import EGTLayer
@@ -86,7 +86,7 @@ def test_layer_matches_naive_equations(variant):
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1)
     dh, de, H = 12, 6, 3
-    layer = EGTLayer(dh, de, H, clamp=1.0, **VARIANT_FLAGS[variant]).double()
+    layer = EGTLayer(dh, H, edge_dim=de, clamp=1.0, **VARIANT_FLAGS[variant]).double()
     for p in layer.parameters():  # non-trivial LayerNorm affine parameters too
         torch.nn.init.normal_(p, std=0.7)
     sizes = [5, 3]
@@ -109,7 +109,7 @@ def test_layer_matches_naive_equations(variant):
 @pytest.mark.parametrize("num_virtual", [0, 2])
 def test_degree_scalers_match_naive(num_virtual):
     torch.manual_seed(1)
-    layer = EGTLayer(8, 4, 2, scale_degree=True).double()
+    layer = EGTLayer(8, 2, edge_dim=4, scale_degree=True).double()
     sizes = [6, 4]
     h = torch.randn(2, 6, 8, dtype=torch.double)
     e = torch.randn(2, 6, 6, 4, dtype=torch.double)
@@ -120,12 +120,12 @@ def test_degree_scalers_match_naive(num_virtual):
         torch.testing.assert_close(out_h[g, :n], ref_h)
         torch.testing.assert_close(out_e[g, :n, :n], ref_e)
     with pytest.raises(ValueError, match="gated"):
-        EGTLayer(8, 4, 2, gated=False, scale_degree=True)
+        EGTLayer(8, 2, edge_dim=4, gated=False, scale_degree=True)
 
 
 def test_scores_are_clipped_before_the_bias():
     torch.manual_seed(0)
-    layer = EGTLayer(8, 4, 2, clamp=5.0).double()
+    layer = EGTLayer(8, 2, edge_dim=4, clamp=5.0).double()
     h = 100 * torch.randn(1, 4, 8, dtype=torch.double)  # huge scores: clipping matters
     e = torch.randn(1, 4, 4, 4, dtype=torch.double)
     mask = torch.ones(1, 4, dtype=torch.bool)
@@ -136,9 +136,9 @@ def test_scores_are_clipped_before_the_bias():
 
 
 def test_layer_rejects_bad_shapes():
-    layer = EGTLayer(8, 4, 2)
+    layer = EGTLayer(8, 2, edge_dim=4)
     with pytest.raises(ValueError, match="divisible"):
-        EGTLayer(10, 4, 3)
+        EGTLayer(10, 3, edge_dim=4)
     with pytest.raises(ValueError, match=r"e must have shape"):
         layer.forward_dense(torch.randn(2, 3, 8), torch.randn(2, 3, 4, 4),
                             torch.ones(2, 3, dtype=torch.bool))
@@ -338,7 +338,7 @@ def test_heads_are_the_official_mlp_out():
 
 def _masked_layer(p, gated=True):
     torch.manual_seed(0)
-    return EGTLayer(8, 4, 2, gated=gated, random_mask_prob=p).double()
+    return EGTLayer(8, 2, edge_dim=4, gated=gated, random_mask_prob=p).double()
 
 
 def test_random_mask_drops_pairs_in_training_only():
@@ -395,7 +395,7 @@ def test_random_mask_is_the_official_additive_mask():
     ref = torch.softmax(scores + eg[:, :H] + extra, -1) * torch.sigmoid(eg[:, H:] + extra)
     torch.testing.assert_close(out.attention, ref)
     with pytest.raises(ValueError, match="random_mask_prob"):
-        EGTLayer(8, 4, 2, random_mask_prob=1.0)
+        EGTLayer(8, 2, edge_dim=4, random_mask_prob=1.0)
 
 
 def test_constrained_output_edge_channels_only_on_edges():
@@ -504,7 +504,7 @@ def test_egt_trains_on_zinc(data_dir):
     """A small EGT-SPE + DO on 512 real ZINC graphs with size-bucketed batches: the training loss
     falls well below its start."""
     from graph_transformers.data.registry import resolve_spec
-    from graph_transformers.data.zinc import ZINCSubset
+    from graph_transformers.datasets.molecules.zinc import ZINCSubset
     from graph_transformers.encodings import AddSVDPE
     from graph_transformers.training.module import split_output
     from graph_transformers.training.runner import make_loaders, make_model

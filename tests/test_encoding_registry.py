@@ -23,7 +23,7 @@ from graph_transformers.training.runner import model_kwargs
 
 def test_config_section_lists_the_registered_encodings_in_registry_order():
     assert list(EncodingsConfig.model_fields) == list(ENCODINGS) == [
-        "lap_pe", "wl_pe", "svd_pe", "spd", "rwse", "rrwp"]
+        "lap_pe", "wl_pe", "svd_pe", "spd", "rwse", "rrwp", "expander"]
     for name, encoding in ENCODINGS.items():
         assert EncodingsConfig.model_fields[name].default is None
         assert encoding.config().model_dump() == getattr(
@@ -157,12 +157,14 @@ def test_unregistered_names_are_refused():
 
 def test_a_registered_float_encoding_is_value_checked(degree_encoding):
     """The batch and dataset checks read the registry: NaN in a new encoding is named."""
-    from graph_transformers.data.checks import check_batch, float_encodings, validate_dataset
+    from graph_transformers.core.checks import validate_dataset
+    from graph_transformers.encodings.registry import float_encodings
+    from graph_transformers.models.utils import check_inputs
     assert float_encodings()[:3] == ("lap_pe", "svd_pe", "rwse") and "deg_pe" in float_encodings()
     assert "wl_pe" not in float_encodings()  # categorical ids
     graphs = [AddDegreePE(2)(g) for g in _graphs()]
     graphs[1].deg_pe[0, 0] = float("nan")
     with pytest.raises(ValueError, match="positional encoding deg_pe contains NaN"):
-        check_batch(Batch.from_data_list(graphs))
+        check_inputs(Batch.from_data_list(graphs))
     with pytest.raises(ValueError, match="deg_pe"):
-        validate_dataset(graphs)
+        validate_dataset(graphs, encodings=float_encodings())

@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from conftest import randomize_norms
 from torch_geometric.data import Batch, Data
 
 from graph_transformers.models import GPS, GraphTransformer
@@ -20,19 +21,6 @@ def _bn_eval(m, x):
     mu = x.mean(-1, keepdim=True)
     var = x.var(-1, unbiased=False, keepdim=True)
     return (x - mu) / torch.sqrt(var + m.eps) * m.weight + m.bias
-
-
-def _randomize_norms(module, seed=0):
-    """Random BatchNorm / LayerNorm affine weights and running statistics (float64), so that a
-    naive reference tests the norms' parameters too (also used by ``test_gt_layer``)."""
-    g = torch.Generator().manual_seed(seed)
-    for m in module.modules():
-        if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.LayerNorm)):
-            m.weight.data = torch.rand(m.weight.shape, generator=g, dtype=m.weight.dtype) + 0.5
-            m.bias.data = torch.randn(m.bias.shape, generator=g, dtype=m.bias.dtype)
-        if isinstance(m, torch.nn.BatchNorm1d):
-            m.running_mean = torch.randn(m.running_mean.shape, generator=g, dtype=torch.float64)
-            m.running_var = torch.rand(m.running_var.shape, generator=g, dtype=torch.float64) + 0.5
 
 
 def naive_softmax_attention(att: FullAttention, x):
@@ -89,17 +77,16 @@ def _graphs(sizes, d, seed=0):
 def test_gps_layer_matches_equations_40_41(norm):
     torch.manual_seed(0)
     layer = GPSLayer(16, 4, mpnn="gine", attention="full", norm=norm).double()
-    _randomize_norms(layer)
+    randomize_norms(layer)
     for p in layer.parameters():  # non-zero biases everywhere
         if p.dim() == 1:
             p.data.add_(0.1 * torch.randn_like(p))
     layer.mpnn.conv.eps.data.fill_(0.3)
     layer.eval()
     x, ei, batch, e = _graphs([5, 9, 3], 16, seed=1)
-    got, e_out = layer(x, ei, batch, e)
+    got = layer(x, ei, e, batch)  # GINE does not update the edges: x alone
     want = naive_gps_layer(layer, x, ei, batch, e)
     torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
-    assert e_out is e  # GINE passes edge features through
 
 
 def test_attention_init_is_multihead_attentions_draw_for_draw():
@@ -123,18 +110,18 @@ def test_attention_init_is_multihead_attentions_draw_for_draw():
 def test_full_attention_padding_independence_and_equivariance():
     torch.manual_seed(0)
     layer = GPSLayer(16, 4, mpnn="gine", attention="full").double().eval()
-    _randomize_norms(layer)
+    randomize_norms(layer)
     x, ei, batch, e = _graphs([4, 11, 7], 16, seed=2)
-    together, _ = layer(x, ei, batch, e)
+    together = layer(x, ei, e, batch)
     # graph 0 alone (N=4, no padding) vs batched with larger graphs (padded to 11)
-    alone, _ = layer(x[:4], ei[:, :12], torch.zeros(4, dtype=torch.long), e[:12])
+    alone = layer(x[:4], ei[:, :12], e[:12], torch.zeros(4, dtype=torch.long))
     torch.testing.assert_close(alone, together[:4], rtol=1e-12, atol=1e-12)
     # permuting the nodes of one graph permutes the output
     n = x.size(0)
     perm = torch.cat([torch.arange(4), 4 + torch.randperm(11), torch.arange(15, 22)])
     inv = torch.empty_like(perm)
     inv[perm] = torch.arange(n)
-    out_p, _ = layer(x[perm], inv[ei], batch[perm], e)
+    out_p = layer(x[perm], inv[ei], e, batch[perm])
     torch.testing.assert_close(out_p, together[perm], rtol=1e-12, atol=1e-12)
 
 
@@ -191,11 +178,15 @@ def test_performer_ignores_padding_and_is_equivariant():
     x = torch.randn(2, 10, 16, generator=g, dtype=torch.float64)
     mask = torch.ones(2, 10, dtype=torch.bool)
     mask[0, 6:] = False
-    out = att(x, mask)
-    alone = att(x[:1, :6], mask[:1, :6])
+    out = att.forward_dense(x, mask)
+    alone = att.forward_dense(x[:1, :6], mask[:1, :6])
     torch.testing.assert_close(out[0, :6], alone[0])
     perm = torch.randperm(10)
-    torch.testing.assert_close(att(x[1:, perm], mask[1:]), out[1:, perm])
+    torch.testing.assert_close(att.forward_dense(x[1:, perm], mask[1:]), out[1:, perm])
+    # the PyG-native call pads per graph itself: the same rows
+    batch = torch.tensor([0] * 6 + [1] * 10)
+    torch.testing.assert_close(att(torch.cat([x[0, :6], x[1]]), batch=batch),
+                               torch.cat([out[0, :6], out[1]]))
 
 
 def test_full_attention_refuses_oversized_batches_before_allocating():
@@ -204,10 +195,10 @@ def test_full_attention_refuses_oversized_batches_before_allocating():
     x = torch.zeros(1, 300, 16)
     mask = torch.ones(1, 300, dtype=torch.bool)
     with pytest.raises(ValueError, match=r"needs about 0.01 GiB .*performer"):
-        att(x, mask)
-    att(torch.zeros(1, 100, 16), torch.ones(1, 100, dtype=torch.bool))  # 0.6 MiB: fine
+        att.forward_dense(x, mask)
+    att.forward_dense(torch.zeros(1, 100, 16), torch.ones(1, 100, dtype=torch.bool))  # 0.6 MiB
     att.eval()  # no dropout: SDPA's flash kernel on CPU, memory linear in N
-    assert att(x, mask).shape == (1, 300, 16)
+    assert att.forward_dense(x, mask).shape == (1, 300, 16)
     with pytest.raises(ValueError, match="budget"):  # the weights themselves are N x N
         att.attention_weights(x, mask)
 
@@ -230,7 +221,7 @@ def test_gps_layer_post_norm_matches_graphgps_layer(train_eps):
     torch.manual_seed(0)
     layer = GPSLayer(16, 4, mpnn="gine", attention="full", norm_position="post",
                      train_eps=train_eps).double()
-    _randomize_norms(layer)
+    randomize_norms(layer)
     for p in layer.parameters():
         if p.dim() == 1:
             p.data.add_(0.1 * torch.randn_like(p))
@@ -241,10 +232,9 @@ def test_gps_layer_post_norm_matches_graphgps_layer(train_eps):
         assert not any(n.endswith("eps") for n, _ in layer.named_parameters())
     layer.eval()
     x, ei, batch, e = _graphs([5, 9, 3], 16, seed=1)
-    got, e_out = layer(x, ei, batch, e)
+    got = layer(x, ei, e, batch)
     torch.testing.assert_close(got, naive_graphgps_layer(layer, x, ei, batch, e),
                                rtol=1e-10, atol=1e-10)
-    assert e_out is e
     # three BatchNorms per layer, as GraphGPS's (norm1_local, norm1_attn, norm2)
     norms = [m for m in layer.modules() if isinstance(m, torch.nn.BatchNorm1d)]
     assert len(norms) == 3
@@ -256,20 +246,20 @@ def test_gps_layer_post_norm_single_branch_and_gatedgcn_edges():
     torch.manual_seed(0)
     x, ei, batch, e = _graphs([6, 4], 16, seed=2)
     layer = GPSLayer(16, 4, mpnn=None, attention="full", norm_position="post").double().eval()
-    _randomize_norms(layer)
+    randomize_norms(layer)
     assert layer.norm1_local is None
     attn = torch.cat([naive_softmax_attention(layer.attention, x[batch == g]) for g in (0, 1)])
     h = _bn_eval(layer.norm1, x + attn)
     want = _bn_eval(layer.norm2, h + layer.mlp(h))
-    torch.testing.assert_close(layer(x, ei, batch)[0], want, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(layer(x, ei, batch=batch), want, rtol=1e-10, atol=1e-10)
 
     layer = GPSLayer(16, 4, mpnn="gatedgcn", attention="none",
                      norm_position="post").double().eval()
-    _randomize_norms(layer)
+    randomize_norms(layer)
     assert layer.norm1 is None
     local, e_hat = layer.mpnn(x, ei, e)
     h = _bn_eval(layer.norm1_local, x + local)
-    got, e_out = layer(x, ei, batch, e)
+    got, e_out = layer(x, ei, e, batch)  # GatedGCN updates the edges: (x, edge_attr)
     torch.testing.assert_close(got, _bn_eval(layer.norm2, h + layer.mlp(h)),
                                rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(e_out, _bn_eval(layer.norm_e, e + e_hat), rtol=1e-10, atol=1e-10)
@@ -280,7 +270,7 @@ def test_gps_post_norm_network_has_no_final_norm_and_is_batch_independent():
     model = GPS(32, 2, 4, out_dim=1, num_node_types=5, num_edge_types=4, pe="rwse", pe_dim=6,
                 pe_embed_dim=8, norm_position="post", train_eps=False).double()
     assert isinstance(model.final_norm, torch.nn.Identity)
-    _randomize_norms(model)
+    randomize_norms(model)
     model.eval()
     graphs = [_molecule(n, s) for s, n in enumerate([7, 15, 4])]
     together = model(Batch.from_data_list(graphs))
@@ -302,7 +292,7 @@ def test_layer_rejects_bad_options_and_input():
         GPSLayer(16, 4, mpnn="gine", use_edge_features=False)
     layer = GPSLayer(16, 4, mpnn="gine")
     with pytest.raises(ValueError, match="edge_attr"):
-        layer(torch.randn(3, 16), torch.tensor([[0, 1], [1, 2]]), None, None)
+        layer(torch.randn(3, 16), torch.tensor([[0, 1], [1, 2]]))
 
 
 def _molecule(n, seed):
@@ -323,7 +313,7 @@ def test_gps_graph_outputs_independent_of_batch(attention, mpnn):
     model = GPS(32, 2, 4, out_dim=1, num_node_types=5, num_edge_types=4, mpnn=mpnn,
                 attention=attention, use_edge_features=mpnn is not None and mpnn != "gcn",
                 pe="rwse", pe_dim=6, pe_embed_dim=8, deg=deg, pna_towers=4).double()
-    _randomize_norms(model)
+    randomize_norms(model)
     model.eval()
     graphs = [_molecule(n, s) for s, n in enumerate([7, 15, 4, 30])]
     together = model(Batch.from_data_list(graphs))

@@ -6,14 +6,18 @@ import math
 
 import pytest
 import torch
+from conftest import grpe_inputs
 from torch_geometric.data import Batch, Data
 
-from graph_transformers.data.dense import DenseBudgetError
+from graph_transformers.core.dense import DenseBudgetError
 from graph_transformers.encodings import AddShortestPaths
 from graph_transformers.models import GRPE, count_parameters
 from graph_transformers.models.grpe import size_groups
 from graph_transformers.nn.grpe import (FUSE_LIMIT, ByteDropout, GRPEAttention, GRPEEncodings,
                                         GRPELayer, attention_dropout_mask)
+
+#: GRPEAttention's switches (Table 9), in the order the tests list them
+SWITCHES = ("topology_attention", "edge_attention", "graph_encoded_value")
 
 
 def naive_grpe_attention(att: GRPEAttention, x, topo, edge, enc, mask, topology=True,
@@ -48,26 +52,15 @@ def naive_grpe_attention(att: GRPEAttention, x, topo, edge, enc, mask, topology=
     return out
 
 
-def _inputs(B=3, N=7, d=16, T=9, E=7, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(B, N, d, generator=g, dtype=torch.float64)
-    topo = torch.randint(0, T, (B, N, N), generator=g)
-    edge = torch.randint(0, E, (B, N, N), generator=g)
-    mask = torch.ones(B, N, dtype=torch.bool)
-    mask[1, 5:] = False
-    mask[2, 3:] = False
-    return x, topo, edge, mask
-
-
 @pytest.mark.parametrize("switches", [(True, True, True), (True, False, True),
                                       (False, True, False), (False, False, True),
                                       (False, False, False)])
 @pytest.mark.parametrize("num_edge", [7, 40])  # 9 · 7 types fuse, 9 · 40 do not
 def test_attention_matches_naive(switches, num_edge):
     torch.manual_seed(0)
-    att = GRPEAttention(16, 4, 0.0, *switches).double()
+    att = GRPEAttention(16, 4, **dict(zip(SWITCHES, switches))).double()
     enc = GRPEEncodings(9, num_edge, 16).double()
-    x, topo, edge, mask = _inputs(E=num_edge)
+    x, topo, edge, mask = grpe_inputs(E=num_edge)
     ref = naive_grpe_attention(att, x, topo, edge, enc, mask, *switches)
     out = att.forward_dense(x, topo, edge, enc, mask).x
     real = mask.unsqueeze(-1).expand_as(out)
@@ -82,7 +75,7 @@ def test_gradients_match_materialized():
     torch.manual_seed(1)
     att = GRPEAttention(16, 4).double()
     enc = GRPEEncodings(9, 7, 16).double()
-    x, topo, edge, mask = _inputs()
+    x, topo, edge, mask = grpe_inputs()
     grads = []
     for impl in ("gather", "materialized"):
         att.attention_impl = impl
@@ -97,11 +90,11 @@ def test_gradients_match_materialized():
 def test_each_table9_switch_changes_output():
     torch.manual_seed(2)
     enc = GRPEEncodings(9, 7, 16).double()
-    x, topo, edge, mask = _inputs()
+    x, topo, edge, mask = grpe_inputs()
     full = GRPEAttention(16, 4).double()
     ref = full.forward_dense(x, topo, edge, enc, mask).x
     for switches in [(False, True, True), (True, False, True), (True, True, False)]:
-        att = GRPEAttention(16, 4, 0.0, *switches).double()
+        att = GRPEAttention(16, 4, **dict(zip(SWITCHES, switches))).double()
         att.load_state_dict(full.state_dict())
         out = att.forward_dense(x, topo, edge, enc, mask).x
         assert (out - ref)[mask].abs().max() > 1e-3, switches
@@ -110,7 +103,7 @@ def test_each_table9_switch_changes_output():
 def test_attention_weights_rows_sum_to_one_and_ignore_padding():
     att = GRPEAttention(16, 4).double()
     enc = GRPEEncodings(9, 7, 16).double()
-    x, topo, edge, mask = _inputs()
+    x, topo, edge, mask = grpe_inputs()
     _, w = att.forward_dense(x, topo, edge, enc, mask, return_attention_weights=True)
     assert w.shape == (3, 4, 7, 7)
     torch.testing.assert_close(w.sum(-1), torch.ones(3, 4, 7, dtype=torch.float64))
@@ -121,7 +114,7 @@ def test_layer_permutation_equivariant():
     torch.manual_seed(3)
     layer = GRPELayer(16, 4).double().eval()
     enc = GRPEEncodings(9, 7, 16).double()
-    x, topo, edge, _ = (t[:1] for t in _inputs())
+    x, topo, edge, _ = (t[:1] for t in grpe_inputs())
     perm = torch.randperm(7)
     out = layer.forward_dense(x, topo, edge, enc).x
     out_p = layer.forward_dense(x[:, perm], topo[:, perm][:, :, perm],
@@ -346,7 +339,8 @@ def test_zinc_training_smoke(data_dir, tmp_path):
                       ["model.dropout=0.0", "model.attn_dropout=0.0",
                        "model.input_noise=0.0"])
     spec = get_spec("zinc")
-    val = spec.load("val", str(data_dir), str(tmp_path), build_pre_transform(cfg.encodings), {})
+    val = spec.load(tmp_path, "val", pre_transform=build_pre_transform(cfg.encodings),
+                    source="generated", data_dir=str(data_dir))
     assert val[0].spd.numel() == val[0].num_nodes ** 2
     torch.manual_seed(0)
     model = make_model(cfg, spec)

@@ -8,6 +8,7 @@ import itertools
 
 import pytest
 import torch
+from conftest import grpe_inputs
 from torch_geometric.data import Batch, Data
 
 import graph_transformers.nn.grpe as grpe
@@ -17,17 +18,6 @@ from graph_transformers.nn.grpe import (FUSE_LIMIT, GRPEAttention, GRPEEncodings
                                         fuse_relations)
 
 SWITCHES = list(itertools.product([True, False], repeat=3))  # topology, edge, value
-
-
-def _inputs(B=3, N=7, d=16, T=9, E=7, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(B, N, d, generator=g, dtype=torch.float64)
-    topo = torch.randint(0, T, (B, N, N), generator=g)
-    edge = torch.randint(0, E, (B, N, N), generator=g)
-    mask = torch.ones(B, N, dtype=torch.bool)
-    for b in range(1, B):  # padding at the end of every graph but the first
-        mask[b, max(1, N - 2 * b):] = False
-    return x, topo, edge, mask
 
 
 def _run(module, enc, impl, x, topo, edge, mask, **kw):
@@ -65,7 +55,7 @@ def test_gather_equals_materialized_forward_and_gradients(switches, fuse, block,
     attn.topology_attention, attn.edge_attention, attn.graph_encoded_value = switches
     module = module.double().train()  # dropout off: train mode changes nothing else
     enc = GRPEEncodings(9, 7, 16).double()
-    inputs = _inputs()
+    inputs = grpe_inputs()
     fast = _run(module, enc, "gather", *inputs)
     ref = _run(module, enc, "materialized", *inputs)
     _assert_equal(fast, ref)
@@ -78,7 +68,7 @@ def test_fusion_rule_and_large_vocabularies(num_edge):
     torch.manual_seed(1)
     att = GRPEAttention(16, 4).double()
     enc = GRPEEncodings(9, num_edge, 16).double()
-    x, topo, edge, mask = _inputs(B=3, N=30, E=num_edge)
+    x, topo, edge, mask = grpe_inputs(B=3, N=30, E=num_edge)
     rel = att.prepare_relations(topo, edge, enc)
     assert rel.fused is fuse_relations(9, num_edge, 30)
     assert rel.fused is (num_edge == 3)
@@ -100,7 +90,7 @@ def test_without_mask_and_single_node():
     att = GRPEAttention(16, 4).double()
     enc = GRPEEncodings(9, 7, 16).double()
     for B, N in [(2, 5), (1, 1)]:
-        x, topo, edge, _ = _inputs(B=B, N=N)
+        x, topo, edge, _ = grpe_inputs(B=B, N=N)
         full = torch.ones(B, N, dtype=torch.bool)
         a = _run(att, enc, "gather", x, topo, edge, None)
         b = _run(att, enc, "materialized", x, topo, edge, full)
@@ -111,7 +101,7 @@ def test_prepared_relations_and_tables_equal_per_layer_ones():
     torch.manual_seed(3)
     layers = [GRPELayer(16, 4).double().eval() for _ in range(3)]
     enc = GRPEEncodings(9, 7, 16).double()
-    x, topo, edge, mask = _inputs()
+    x, topo, edge, mask = grpe_inputs()
     rel = layers[0].attn.prepare_relations(topo, edge, enc)
     tables = layers[0].attn.prepare_tables(enc, rel)
     h1 = h2 = x
@@ -124,7 +114,7 @@ def test_prepared_relations_and_tables_equal_per_layer_ones():
 def test_prepared_mismatches_are_refused():
     att = GRPEAttention(16, 4).double()
     enc = GRPEEncodings(9, 7, 16).double()
-    x, topo, edge, mask = _inputs()
+    x, topo, edge, mask = grpe_inputs()
     rel = att.prepare_relations(topo, edge, enc)
     with pytest.raises(ValueError, match="prepare_relations"):  # another batch shape
         att.forward_dense(x[:2], topo[:2], edge[:2], enc, mask[:2], relations=rel)
@@ -179,7 +169,7 @@ def test_non_contiguous_ids():
     torch.manual_seed(5)
     att = GRPEAttention(16, 4).double()
     enc = GRPEEncodings(9, 7, 16).double()
-    x, topo, edge, mask = _inputs()
+    x, topo, edge, mask = grpe_inputs()
     topo_t, edge_t = topo.transpose(1, 2), edge.transpose(1, 2)
     assert not topo_t.is_contiguous()
     _assert_equal(_run(att, enc, "gather", x, topo_t, edge_t, mask),

@@ -44,6 +44,9 @@ CASES = [
     ("linear_attention", "nn.LinearGlobalAttention", dict(hidden_dim=16, num_heads=4)),
     ("sgformer_attention", "nn.SGFormerAttention", dict(hidden_dim=16, num_heads=2)),
     ("gps_layer_sgformer", "nn.GPSLayer", dict(hidden_dim=16, num_heads=4, attention="sgformer")),
+    ("exphormer_attention", "nn.ExphormerAttention", dict(hidden_dim=16, num_heads=4, edge_dim=16)),
+    ("exphormer_attention_2vn", "nn.ExphormerAttention", dict(hidden_dim=16, num_heads=4, num_virtual_nodes=2)),
+    ("gps_layer_exphormer", "nn.GPSLayer", dict(hidden_dim=16, num_heads=4, attention="exphormer")),
     ("gatedgcn_conv", "nn.GatedGCNConv", dict(hidden_dim=16)),
     ("mean_graph_conv", "nn.MeanGraphConv", dict(in_dim=16, out_dim=16)),
     ("batch_norm", "nn.BatchNorm", dict(num_features=16)),
@@ -60,6 +63,7 @@ CASES = [
     ("model_grit", "models.GRIT", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=4, walk_length=5)),
     ("model_grit_node", "models.GRIT", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, level="node", num_node_features=5, use_edge_features=False, walk_length=6, head="graphgym")),
     ("model_gps", "models.GPS", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_types=7, num_edge_types=4, pe_dim=6, pe_embed_dim=4)),
+    ("model_gps_exphormer", "models.GPS", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, level="node", num_node_features=5, mpnn="gcn", attention="exphormer", use_edge_features=False, pe=None)),
     ("model_gps_pna_performer", "models.GPS", dict(hidden_dim=16, num_layers=2, num_heads=4, out_dim=3, num_node_features=5, num_edge_features=3, mpnn="pna", attention="performer", pe="lap", pe_dim=4, pe_embed_dim=4, deg=torch.tensor([0, 3, 5, 2]), pna_towers=4)),
     *[(f"model_{k}", f"models.{c}", dict(hidden_dim=16, num_layers=2, out_dim=3, num_node_types=7, num_edge_types=4, use_edge_features=k in ("gatedgcn", "gine", "pna"), num_heads=4, deg=torch.tensor([0, 3, 5, 2]), pna_towers=4, pe="rwse" if k == "gin" else None, pe_dim=5)) for k, c in (("gcn", "GCN"), ("gat", "GAT"), ("gatedgcn", "GatedGCN"), ("gin", "GIN"), ("gine", "GINE"), ("pna", "PNA"))],
     ("model_gin_layer_sum", "models.GIN", dict(hidden_dim=16, num_layers=2, out_dim=3, num_node_types=7, head="layer_sum", readout="sum")),
@@ -83,6 +87,10 @@ EXPECTED = {
     "linear_attention": "bfa6a50164b687b9",
     "sgformer_attention": "16b1de31f8bc4f65",  # SGFormer attention added (issue 28)
     "gps_layer_sgformer": "3e83c450e5b1d5e6",  # SGFormer attention added (issue 28)
+    "exphormer_attention": "36dc51b34fb774c0",  # Exphormer added (issue 28)
+    "exphormer_attention_2vn": "83a8d92736e72c64",  # Exphormer added (issue 28)
+    "gps_layer_exphormer": "75134721835bcc6c",  # Exphormer added (issue 28)
+    "model_gps_exphormer": "67cac3b33e72f827",  # Exphormer added (issue 28)
     "gps_layer": "3b6a8879fce32684",  # attention init, 2026-11-26
     "gps_layer_performer_gatedgcn": "b1b430b406bd489a",  # attention init, 2026-11-26; LAPACK buffer left out
     "gps_layer_gat_layer": "4708a393154082ca",  # attention init, 2026-11-26

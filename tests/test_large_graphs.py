@@ -8,7 +8,7 @@ from torch_geometric.data import Data
 from torch_geometric.utils import k_hop_subgraph
 
 from graph_transformers.data.sampling import UniformNeighborSampler, neighbor_loader
-from graph_transformers.data.synthetic import make_sbm_graph
+from graph_transformers.datasets.synthetic.large_graph import make_sbm_graph
 from graph_transformers.training.config import build_config
 from graph_transformers.training.runner import SeedNodeMask, make_loader
 

@@ -61,7 +61,7 @@ class TinyEGT(nn.Module):
         self.struct = nn.Embedding(2, DE)
         self.edge_emb = nn.Embedding(TYPES, DE)
         self.no_edge = nn.Parameter(torch.zeros(DE))
-        self.layers = nn.ModuleList(EGTLayer(D, DE, H, edge_output=i < num_layers - 1)
+        self.layers = nn.ModuleList(EGTLayer(D, H, edge_dim=DE, edge_output=i < num_layers - 1)
                                     for i in range(num_layers))
         self.norm = nn.LayerNorm(D)
         self.head = nn.Linear(D, 3)
@@ -131,7 +131,7 @@ def test_grpe_layer_on_a_batch_matches_the_grpe_model_path():
         x = model.node_encoder.linear(batch.x)
         for layer in model.layers:
             x = layer(x, batch.edge_index, batch.edge_attr, batch.batch, encodings=enc,
-                      topology=batch.spd).x
+                      topology=batch.spd)
         out = model.head(model.final_norm(x))
     torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-10)
     assert (out - model(batch)).abs().max() > 1e-3  # the virtual node matters: not vacuous
@@ -168,7 +168,7 @@ def test_graphormer_layer_on_a_batch_matches_the_graphormer_model_path():
         pair_edge = torch.where(raw >= 0, raw + 3, torch.where(raw == -2, 1, 0))
         pair_bias = model.spatial_bias(batch.spd.long()) + model.edge_bias(pair_edge)
         for layer in model.layers:
-            x = layer(x, batch.edge_index, batch=batch.batch, pair_bias=pair_bias).x
+            x = layer(x, batch.edge_index, batch=batch.batch, pair_bias=pair_bias)
         out = model.head(model.final_norm(x))
     torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-10)
 
@@ -187,7 +187,7 @@ def _adj(batch, N, edge_attr=None, transpose=True):
 def test_egt_forward_dense_is_to_dense_adj_transposed():
     batch = _batch((4, 6, 3))  # the first graph is the issue's 4-node directed path (+ edges)
     torch.manual_seed(4)
-    layer = EGTLayer(D, DE, H).double().eval()
+    layer = EGTLayer(D, H, edge_dim=DE).double().eval()
     x = torch.randn(batch.num_nodes, D, dtype=torch.double)
     ea = torch.randn(batch.num_edges, DE, dtype=torch.double)
     out = layer(x, batch.edge_index, ea, batch.batch)
@@ -208,7 +208,7 @@ def test_graphormer_forward_dense_is_to_dense_adj_transposed():
     layer = GraphormerLayer(D, H).double().eval()
     x = torch.randn(batch.num_nodes, D, dtype=torch.double)
     eb = 2 * torch.randn(batch.num_edges, H, dtype=torch.double)  # a per-head edge bias
-    out = layer(x, batch.edge_index, eb, batch.batch).x
+    out = layer(x, batch.edge_index, edge_bias=eb, batch=batch.batch)
     xd, mask, N = _dense_inputs(batch, x)
 
     def run(transpose):
@@ -240,10 +240,10 @@ def test_grpe_forward_dense_is_to_dense_adj_transposed(cls):
     layer = cls(D, H).double().eval()
     enc = GRPEEncodings(L + 3, 3 + TYPES, D).double()  # topology built by the layer: L = T - 3
     x = torch.randn(batch.num_nodes, D, dtype=torch.double)
-    out = layer(x, batch.edge_index, batch.edge_attr, batch.batch, encodings=enc).x
+    out = layer(x, batch.edge_index, batch.edge_attr, batch.batch, encodings=enc)
     # the built topology is AddShortestPaths' spd (an independent BFS in SciPy)
     torch.testing.assert_close(out, layer(x, batch.edge_index, batch.edge_attr, batch.batch,
-                                          encodings=enc, topology=batch.spd).x)
+                                          encodings=enc, topology=batch.spd))
     xd, mask, N = _dense_inputs(batch, x)
 
     def run(transpose):
@@ -259,21 +259,21 @@ def test_grpe_forward_dense_is_to_dense_adj_transposed(cls):
 # ----------------------------------------------------------------------------- (3) invariances
 def _egt(seed):
     torch.manual_seed(seed)
-    layer = EGTLayer(D, DE, H).double().eval()
+    layer = EGTLayer(D, H, edge_dim=DE).double().eval()
     return lambda d: layer(d.x, d.edge_index, d.ea, d.batch).x
 
 
 def _graphormer(seed):
     torch.manual_seed(seed)
     layer = GraphormerLayer(D, H).double().eval()
-    return lambda d: layer(d.x, d.edge_index, d.eb, d.batch).x
+    return lambda d: layer(d.x, d.edge_index, batch=d.batch, edge_bias=d.eb)
 
 
 def _grpe(seed):
     torch.manual_seed(seed)
     layer = GRPELayer(D, H).double().eval()
     enc = GRPEEncodings(L + 3, 3 + TYPES, D).double()
-    return lambda d: layer(d.x, d.edge_index, d.edge_attr, d.batch, encodings=enc).x
+    return lambda d: layer(d.x, d.edge_index, d.edge_attr, d.batch, encodings=enc)
 
 
 def _features(data: Data, gen) -> Data:
@@ -305,7 +305,7 @@ def test_pyg_path_is_padding_independent_and_permutation_equivariant(make):
 def test_dense_tensors_given_to_forward_name_forward_dense():
     B, N = 2, 5
     h, mask = torch.randn(B, N, D), torch.ones(B, N, dtype=torch.bool)
-    egt = EGTLayer(D, DE, H)
+    egt = EGTLayer(D, H, edge_dim=DE)
     with pytest.raises(ValueError, match=r"EGTLayer\.forward_dense"):
         egt(h, torch.randn(B, N, N, DE), mask)
     with pytest.raises(ValueError, match=r"EGTLayer\.forward_dense"):
@@ -345,7 +345,7 @@ def test_layers_without_edge_inputs_refuse_to_ignore_the_graph():
     batch = _batch((5, 4), seed=3)
     torch.manual_seed(3)
     x = torch.randn(batch.num_nodes, D, dtype=torch.double)
-    egt = EGTLayer(D, DE, H).double().eval()
+    egt = EGTLayer(D, H, edge_dim=DE).double().eval()
     with pytest.raises(ValueError, match="would ignore the graph"):
         egt(x, batch.edge_index, batch=batch.batch)
     with pytest.raises(ValueError, match="ignores the graph"):

@@ -320,13 +320,13 @@ def test_gps_layer_forward_backward_and_batch_independence(attention, norm_posit
     b = Batch.from_data_list(graphs)
     layer.eval()
     with torch.no_grad():
-        out, _ = layer(b.x, b.edge_index, b.batch, b.edge_attr, num_graphs=b.num_graphs)
-        alone, _ = layer(graphs[1].x, graphs[1].edge_index, None, graphs[1].edge_attr)
+        out = layer(b.x, b.edge_index, b.edge_attr, b.batch, num_graphs=b.num_graphs)
+        alone = layer(graphs[1].x, graphs[1].edge_index, graphs[1].edge_attr)
         torch.testing.assert_close(out[5:13], alone, rtol=1e-10, atol=1e-10)
-        out2, _ = layer(b.x, b.edge_index, b.batch, b.edge_attr)  # num_graphs not given
+        out2 = layer(b.x, b.edge_index, b.edge_attr, b.batch)  # num_graphs not given
         torch.testing.assert_close(out2, out, rtol=1e-10, atol=1e-10)
     layer.train()
-    out, _ = layer(b.x, b.edge_index, b.batch, b.edge_attr, num_graphs=b.num_graphs)
+    out = layer(b.x, b.edge_index, b.edge_attr, b.batch, num_graphs=b.num_graphs)
     out.square().sum().backward()
     for name, p in layer.attention.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name

@@ -1,5 +1,5 @@
-"""Tests of graph_transformers.data.molecules: OGB-style featurization, the scaffold split, the
-CSV / MoleculeNet datasets and the OGB-evaluator metrics.
+"""Tests of graph_transformers.datasets.molecules.moleculenet: OGB-style featurization, the
+scaffold split, the CSV / MoleculeNet datasets and the OGB-evaluator metrics.
 
 Dataset tests need the shared data (``<repo>/../shared/data/MoleculeNet`` or
 ``$GRAPH_TRANSFORMERS_DATA``, via the ``data_dir`` fixture) and are skipped without it. HIV
@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from graph_transformers.data.cache import DataNotFoundError
-from graph_transformers.data.molecules import (
+from graph_transformers.datasets.molecules.moleculenet import (
     ATOM_FEATURE_DIMS,
     BOND_FEATURE_DIMS,
     MOLECULENET,
@@ -32,7 +32,7 @@ from graph_transformers.data.molecules import (
 )
 from graph_transformers.training.metrics import mae, rmse, roc_auc_multitask, roc_auc_per_task
 
-LOGGER = "graph_transformers.data.molecules"
+LOGGER = "graph_transformers.datasets.molecules.moleculenet"
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ def zinc_batch(tmp_path_factory):
     if data is None or not (data / "ZINC").is_dir():
         pytest.skip("ZINC data not found: set GRAPH_TRANSFORMERS_DATA or place shared/data next "
                     "to the repository")
-    from graph_transformers.data.zinc import ZINCSubset
+    from graph_transformers.datasets.molecules.zinc import ZINCSubset
     root = tmp_path_factory.mktemp("zinc")
     ds = ZINCSubset(root=str(root), split="val", data_dir=str(data), pre_transform=AddRWSE(8),
               download=False)
@@ -91,7 +91,7 @@ def test_gated_gcn_matches_equations():
 
 def test_gated_gcn_block_edge_stream_is_residual():
     torch.manual_seed(0)
-    block = MPNNBlock("gatedgcn", 8, use_edge_features=True, norm="none").eval()
+    block = MPNNBlock(8, "gatedgcn", use_edge_features=True, norm="none").eval()
     x, e = torch.randn(4, 8), torch.randn(3, 8)
     ei = torch.tensor([[0, 1, 2], [1, 2, 3]])
     _, e_hat = block.conv(x, ei, e)
@@ -208,12 +208,12 @@ def test_gcn_norms_match_hand_computation():
     deg = {i: len(v) for i, v in nbrs.items()}
     torch.manual_seed(0)
     for norm in ("sym", "sym_no_self_loops", "mean"):
-        conv = LocalMPNN("gcn", 4, gcn_norm=norm).double()
+        conv = LocalMPNN(4, "gcn", gcn_norm=norm).double()
         with torch.no_grad():  # a non-zero bias, so that it is checked too
             for name, p in conv.named_parameters():
                 if name.endswith("bias"):
                     p.copy_(torch.arange(4, dtype=torch.float64))
-        out, _ = conv(x, ei)
+        out = conv(x, ei)
         lin, b = conv.conv.lin.weight, conv.conv.bias
         wx = x @ lin.T
         for i in range(6):
@@ -235,8 +235,8 @@ def test_mean_gcn_is_blind_to_degree_and_sym_gcn_is_not():
     ei = torch.tensor([[0, 0, 0, 1, 2, 3], [1, 2, 3, 0, 0, 0]])
     x = torch.ones(4, 3)
     torch.manual_seed(0)
-    out_mean, _ = LocalMPNN("gcn", 3, gcn_norm="mean")(x, ei)
-    out_sym, _ = LocalMPNN("gcn", 3, gcn_norm="sym")(x, ei)
+    out_mean = LocalMPNN(3, "gcn", gcn_norm="mean")(x, ei)
+    out_sym = LocalMPNN(3, "gcn", gcn_norm="sym")(x, ei)
     torch.testing.assert_close(out_mean[0], out_mean[1])
     assert not torch.allclose(out_sym[0], out_sym[1])
 
@@ -246,11 +246,11 @@ def test_gat_without_self_loops_attends_over_neighbours_only():
     x, ei = _tiny_graph()
     x = x.float()
     torch.manual_seed(0)
-    with_self = LocalMPNN("gat", 8, num_heads=2)
-    without = LocalMPNN("gat", 8, num_heads=2, gat_self_loops=False)
+    with_self = LocalMPNN(8, "gat", num_heads=2)
+    without = LocalMPNN(8, "gat", num_heads=2, gat_self_loops=False)
     without.load_state_dict(with_self.state_dict())
-    a, _ = with_self(x.repeat(1, 2), ei)
-    b, _ = without(x.repeat(1, 2), ei)
+    a = with_self(x.repeat(1, 2), ei)
+    b = without(x.repeat(1, 2), ei)
     # node 5 has no neighbours: without self-loops it receives nothing (bias only)
     torch.testing.assert_close(b[5], without.conv.bias)
     assert not torch.allclose(a[5], with_self.conv.bias)

@@ -15,7 +15,7 @@ import torch
 import graph_transformers as gtr
 from graph_transformers.cli import main
 from graph_transformers.data.cache import DataNotFoundError
-from graph_transformers.data.node_table import NodeTable, read_node_table
+from graph_transformers.datasets.user.node_table import NodeTable, read_node_table
 from graph_transformers.data.registry import load_splits, resolve_spec
 from graph_transformers.errors import DataError
 from graph_transformers.training.binding import data_fingerprint

@@ -7,7 +7,7 @@ import torch
 from torch_geometric.loader import DataLoader
 
 from graph_transformers.data.registry import get_spec
-from graph_transformers.data.sbm import CLUSTER, PATTERN
+from graph_transformers.datasets.synthetic.sbm import CLUSTER, PATTERN
 from graph_transformers.encodings import AddLaplacianPE
 from graph_transformers.models import GraphTransformer
 from graph_transformers.training.config import OptimConfig

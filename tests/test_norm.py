@@ -6,7 +6,8 @@ import torch
 from torch_geometric.data import Batch, Data
 from torch_geometric.utils import to_undirected
 
-from graph_transformers.nn import BatchNorm, GraphTransformerLayer, make_norm
+from graph_transformers.nn import BatchNorm, GraphTransformerLayer
+from graph_transformers.nn.norm import make_norm
 
 
 def _pair(c=6, **kw):

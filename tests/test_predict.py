@@ -299,7 +299,7 @@ def test_cli_predicts_a_pt_file_of_graphs(csl_run, tmp_path, capsys):
 @pytest.mark.parametrize("case", ["dataset-object", "not-a-run", "unknown-type"])
 def test_cli_bad_inputs_are_one_line_errors(case, csl_run, tmp_path, capsys):
     """More bad inputs are rows of the table in docs/reliability.md (predict-*)."""
-    from graph_transformers.data.csl import CSL
+    from graph_transformers.datasets.synthetic.csl import CSL
     data, run = tmp_path / "in.pt", csl_run
     if case == "dataset-object":
         torch.save(CSL(root=str(tmp_path / "csl"), split="test"), data)

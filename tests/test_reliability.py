@@ -63,7 +63,7 @@ def test_corrupted_cache_is_detected_and_rebuilt(tmp_path, caplog):
     load logs one line naming the file and rebuilds, so the data keeps its 10 classes."""
     from torch_geometric.io import fs
 
-    from graph_transformers.data.csl import CSL
+    from graph_transformers.datasets.synthetic.csl import CSL
     original = CSL(root=tmp_path, split="train")
     path = _csl_file(tmp_path)
     assert (path.parent / "manifest.json").is_file()
@@ -79,7 +79,7 @@ def test_corrupted_cache_is_detected_and_rebuilt(tmp_path, caplog):
 
 @pytest.mark.parametrize("damage", ["truncate", "empty", "no-manifest"])
 def test_truncated_or_unrecorded_cache_is_rebuilt(tmp_path, damage):
-    from graph_transformers.data.csl import CSL
+    from graph_transformers.datasets.synthetic.csl import CSL
     original = CSL(root=tmp_path, split="test")
     path = _csl_file(tmp_path)
     if damage == "truncate":
@@ -95,7 +95,7 @@ def test_truncated_or_unrecorded_cache_is_rebuilt(tmp_path, damage):
 
 def test_corrupt_cache_without_raw_data_is_a_clear_error(tmp_path, monkeypatch):
     from graph_transformers.data.cache import DataNotFoundError
-    from graph_transformers.data.csl import CSL
+    from graph_transformers.datasets.synthetic.csl import CSL
     from graph_transformers.errors import DataError
     CSL(root=tmp_path)
     path = _csl_file(tmp_path)
@@ -490,7 +490,7 @@ def test_permission_error_on_the_cache_dir_is_one_line(tmp_path, monkeypatch, ca
 def test_shortest_paths_refuse_a_huge_graph_before_allocating():
     from torch_geometric.data import Data
 
-    from graph_transformers.data.dense import DenseBudgetError
+    from graph_transformers.core.dense import DenseBudgetError
     from graph_transformers.encodings.spd import AddShortestPaths
     huge = Data(edge_index=torch.tensor([[0], [1]]), num_nodes=200_000)
     with pytest.raises(DenseBudgetError, match="200,000 nodes: all-pairs shortest paths"):

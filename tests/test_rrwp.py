@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch_geometric.data import Batch, Data
 
-from graph_transformers.data.dense import DenseBudgetError
+from graph_transformers.core.dense import DenseBudgetError
 from graph_transformers.encodings import AddRRWP, relative_random_walk_probabilities
 from graph_transformers.models.utils import full_graph_edge_index
 

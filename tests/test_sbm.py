@@ -1,4 +1,5 @@
-"""Tests of the generated SBM benchmarks PATTERN and CLUSTER (graph_transformers.data.sbm).
+"""Tests of the generated SBM benchmarks PATTERN and CLUSTER
+(graph_transformers.datasets.synthetic.sbm).
 
 Statistics are checked against the generation procedure of Dwivedi et al. (see the module
 docstring and ``shared/data/README.md`` section 7) on a few hundred generated graphs; statistical
@@ -16,8 +17,8 @@ import pytest
 import torch
 from torch_geometric.utils import coalesce, contains_self_loops, is_undirected
 
-import graph_transformers.data.sbm as sbm
-from graph_transformers.data.sbm import (
+import graph_transformers.datasets.synthetic.sbm as sbm
+from graph_transformers.datasets.synthetic.sbm import (
     CLUSTER,
     CLUSTER_P,
     CLUSTER_Q,

@@ -64,7 +64,7 @@ def test_gt_trains_on_mnist_superpixels(data_dir):
     from torch_geometric.loader import DataLoader
 
     from graph_transformers.data.registry import get_spec
-    from graph_transformers.data.superpixels import MNISTSuperpixels
+    from graph_transformers.datasets.images.superpixels import MNISTSuperpixels
     from graph_transformers.encodings import AddLaplacianPE
     from graph_transformers.models import GraphTransformer
     from graph_transformers.training.config import OptimConfig

@@ -9,7 +9,7 @@ import torch
 from torch_geometric.data import Batch, Data
 
 from graph_transformers.data.cache import pre_transform_key
-from graph_transformers.data.dense import DenseBatch
+from graph_transformers.core.dense import DenseBatch
 from graph_transformers.data.registry import build_pre_transform
 from graph_transformers.encodings import (AddShortestPaths, pair_edge_types,
                                           shortest_path_distances, spd_ids)

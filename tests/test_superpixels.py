@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from graph_transformers.data import superpixels as S
+from graph_transformers.datasets.images import superpixels as S
 from graph_transformers.data.cache import DataNotFoundError
 
 N_IMAGES = 50

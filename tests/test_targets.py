@@ -153,7 +153,7 @@ def test_five_epochs_beat_the_train_mean_predictor(tmp_path):
     # the mean predictor's test RMSE, with the training split's mean
     saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert saved["target_standardization"] == rec
-    from graph_transformers.data.graph_list import GraphList, infer_info
+    from graph_transformers.datasets.user.graph_list import GraphList, infer_info
     info = infer_info(graphs, None, None)
     train = GraphList(graphs, "train", info=info)
     test = torch.cat([d.y.view(-1) for d in GraphList(graphs, "test", info=info)])

@@ -1,5 +1,7 @@
-"""Tests of the generated TSP edge-classification benchmark (graph_transformers.data.tsp), its
-LKH solver (graph_transformers.data.tsp_solver) and its metric (training.metrics.f1_positive).
+"""Tests of the generated TSP edge-classification benchmark
+(graph_transformers.datasets.synthetic.tsp), its LKH solver
+(graph_transformers.datasets.synthetic.tsp_solver) and its metric
+(training.metrics.f1_positive).
 
 The solver is checked against an exact Held-Karp dynamic program on small instances; the k-NN
 graphs and labels against brute force. Tests that solve whole splits shrink the instance size
@@ -17,8 +19,8 @@ import torch
 
 pytest.importorskip("elkai")
 
-import graph_transformers.data.tsp as tsp  # noqa: E402
-from graph_transformers.data.tsp import (  # noqa: E402
+import graph_transformers.datasets.synthetic.tsp as tsp  # noqa: E402
+from graph_transformers.datasets.synthetic.tsp import (  # noqa: E402
     TSP,
     TSP_MAX_NODES,
     TSP_MIN_NODES,
@@ -27,7 +29,7 @@ from graph_transformers.data.tsp import (  # noqa: E402
     tsp_graph,
     tsp_instance,
 )
-from graph_transformers.data.tsp_solver import (  # noqa: E402
+from graph_transformers.datasets.synthetic.tsp_solver import (  # noqa: E402
     check_coords,
     distance_matrix,
     solve_tour,

@@ -18,8 +18,8 @@ import torch
 from torch_geometric.datasets import Planetoid, TUDataset
 
 from graph_transformers.data.cache import DATA_ENV, DataNotFoundError
-from graph_transformers.data.planetoid import PLANETOID_STATS, PlanetoidGraph
-from graph_transformers.data.tu import (
+from graph_transformers.datasets.planetoid import PLANETOID_STATS, PlanetoidGraph
+from graph_transformers.datasets.tu import (
     OFFLINE_ENV,
     TU,
     TU_NUM_FOLDS,
@@ -76,7 +76,7 @@ def _no_network(monkeypatch):
     monkeypatch.setattr(urllib.request, "urlopen", refuse)
     monkeypatch.setattr("torch_geometric.data.download_url", refuse)
     monkeypatch.setattr("torch_geometric.data.download.download_url", refuse)
-    monkeypatch.setattr("graph_transformers.data.tu.fetch_url", refuse)
+    monkeypatch.setattr("graph_transformers.datasets.tu.fetch_url", refuse)
     monkeypatch.setattr(TUDataset, "download", refuse)
     monkeypatch.setattr(Planetoid, "download", refuse)
 
@@ -277,7 +277,7 @@ def test_failed_download_raises_data_not_found(tmp_path, monkeypatch):
         TU("MUTAG", data_dir=tmp_path)
     with pytest.raises(DataNotFoundError, match="download .*failed"):
         PlanetoidGraph("CiteSeer", data_dir=tmp_path)
-    monkeypatch.setattr("graph_transformers.data.tu.fetch_url", offline)
+    monkeypatch.setattr("graph_transformers.datasets.tu.fetch_url", offline)
     with pytest.raises(DataNotFoundError, match="ENZYMES_train.index.*benchmarking-gnns"):
         TU("ENZYMES", data_dir=tmp_path)
 

@@ -18,7 +18,7 @@ import torch
 
 from graph_transformers.cli import main
 from graph_transformers.data.registry import get_spec, load_splits, resolve_spec
-from graph_transformers.data.tu import TU, CappedOneHotDegree
+from graph_transformers.datasets.tu import TU, CappedOneHotDegree
 from graph_transformers.training.config import (ConfigError, GPSModelConfig, GTModelConfig,
                                                 MPNNModelConfig, build_config, load_config)
 from graph_transformers.training.runner import model_kwargs

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from graph_transformers.data import zinc as Z
+from graph_transformers.datasets.molecules import zinc as Z
 from graph_transformers.data.cache import DATA_ENV, DataNotFoundError, pre_transform_key
 
 
@@ -451,7 +451,7 @@ def test_smiles_parsing_leaves_rdkit_logging_as_the_caller_set_it():
     pytest.importorskip("rdkit")
     from rdkit import RDLogger, rdBase
 
-    from graph_transformers.data.zinc import _parse
+    from graph_transformers.datasets.molecules.zinc import _parse
     RDLogger.DisableLog("rdApp.*")
     try:
         before = rdBase.LogStatus()

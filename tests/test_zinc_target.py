@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graph_transformers.data import zinc as Z
+from graph_transformers.datasets.molecules import zinc as Z
 from graph_transformers.data.cache import DATA_ENV
 
 

@@ -53,7 +53,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.utils import to_dense_batch
 
-from graph_transformers.data.dense import DenseBatch
+from graph_transformers.core.dense import DenseBatch
 from graph_transformers.encodings.svd import random_svd_sign_flip
 from graph_transformers.models.egt import ModelOutput
 

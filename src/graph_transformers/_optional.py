@@ -3,9 +3,10 @@
 The core (``nn``, ``encodings``, ``models``, ``training``) needs only torch, PyG, numpy, scipy
 and the packages of ``pyproject.toml``'s ``dependencies``. Molecules need RDKit (``[chem]``),
 superpixel graphs scikit-image (``[superpixels]``), TSP tours elkai (``[tsp]``), OGB's published
-files and evaluator ogb (``[ogb]``), plots matplotlib (``[analysis]``); the optional loggers
-their own extras (``[tensorboard]``, ``[wandb]``, ``[mlflow]``); ``[all]`` installs the data and
-plotting extras.
+files and evaluator ogb (``[ogb]``), plots matplotlib (``[analysis]``), METIS partitions for
+Cluster-GCN batches pymetis (``[large]``, unless PyG's own METIS backend is installed); the
+optional loggers their own extras (``[tensorboard]``, ``[wandb]``, ``[mlflow]``); ``[all]``
+installs the data, partitioning and plotting extras.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "elkai": ("elkai", "tsp"),
     "ogb": ("ogb", "ogb"),
     "matplotlib": ("matplotlib", "analysis"),
+    "pymetis": ("pymetis", "large"),
     "tensorboard": ("tensorboard", "tensorboard"),
     "wandb": ("wandb", "wandb"),
     "mlflow": ("mlflow", "mlflow"),

@@ -21,7 +21,7 @@ from torch_geometric.data import Batch
 from torch_geometric.loader import DataLoader
 
 from ._optional import require
-from .data.dense import UNREACHABLE, DenseBatch
+from .core.dense import UNREACHABLE, DenseBatch
 
 
 def _maps(model, data: Batch) -> tuple[list[Tensor], Tensor]:

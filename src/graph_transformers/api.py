@@ -21,7 +21,7 @@ def train(config: Any, dataset: Any = None, out_dir: str | os.PathLike | None = 
             optionally ``x`` / ``edge_attr``. Level (graph / node / edge), task and feature
             vocabularies are read off them, and the split comes from ``data.split_files``, the
             graph's ``train_mask`` / ``val_mask`` / ``test_mask`` (one graph) or 10 seeded folds
-            (:mod:`graph_transformers.data.graph_list`).
+            (:mod:`graph_transformers.datasets.user.graph_list`).
         out_dir: the run directory (default ``runs/<config name>``).
         seeds: seeds ``config.seed``, ``config.seed + 1``, …
         folds: cross-validation: folds ``0..folds-1`` (``data.fold``) × ``seeds``.

@@ -30,8 +30,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Batch, Data
 
-from .data.checks import check_batch
-from .data.graph_list import load_graph_file
+from .models.utils import check_inputs
+from .datasets.user.graph_list import load_graph_file
 from .data.registry import DatasetSpec, build_pre_transform
 from .errors import DataError
 from .fileio import atomic_writer
@@ -295,14 +295,14 @@ class TrainedRun:
             raise TypeError(f"not a SMILES string or a torch_geometric Data: "
                             f"{type(item).__name__}")
         spec = self.spec
-        check_batch(graph, need_edge_attr=self._edge_features)
+        check_inputs(graph, need_edge_attr=self._edge_features)
         check_features(graph.x, "node", num_types=spec.node_types, in_dim=spec.node_dim)
         if self._edge_features:
             check_features(graph.edge_attr, "edge", num_types=spec.edge_types,
                            in_dim=spec.edge_dim)
         if self.pre_transform is not None:
             graph = self.pre_transform(graph)
-            check_batch(graph, need_edge_attr=self._edge_features)  # finite encodings
+            check_inputs(graph, need_edge_attr=self._edge_features)  # finite encodings
         return graph
 
     @torch.no_grad()
@@ -565,7 +565,7 @@ def read_smiles_csv(path: str | Path, smiles_column: str = "smiles") -> list[str
         DataError: an empty file, no ``smiles_column`` in the header (the message lists the
             columns), no data rows, or a file that is not CSV text.
     """
-    from .data.molecules import _open_text
+    from .datasets.molecules.moleculenet import _open_text
     path = Path(path)
     try:
         with _open_text(path) as f:
@@ -601,7 +601,7 @@ def read_csv_columns(path: str | Path, columns: Sequence[str] | None = None,
         DataError: a named column not in the header (the message lists the columns), or a file
             that is not CSV text.
     """
-    from .data.molecules import _open_text
+    from .datasets.molecules.moleculenet import _open_text
     path = Path(path)
     try:
         with _open_text(path) as f:

@@ -22,6 +22,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import torch
+from torch_geometric.data import Data as _Data
+from torch_geometric.data import InMemoryDataset as _InMemoryDataset
+
+from ..errors import DataError
 from ..fileio import atomic_save, atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -178,10 +183,6 @@ def validate_graph_storage(data: Any, slices: dict | None, where: str,
     Raises:
         DataError: naming ``where``, the tensor and the first offending graph.
     """
-    import torch
-
-    from ..errors import DataError
-
     def graph_of(key: str, flat_index: int) -> str:
         if slices is None or key not in slices:
             return ""
@@ -228,13 +229,6 @@ def validate_graph_storage(data: Any, slices: dict | None, where: str,
                 raise DataError(f"{where}: label {lo if lo < 0 else hi} outside {rng}")
 
 
-try:  # the base of every cached dataset (torch_geometric is a dependency; kept lazy-safe)
-    from torch_geometric.data import Data as _Data
-    from torch_geometric.data import InMemoryDataset as _InMemoryDataset
-except ImportError:  # pragma: no cover
-    _InMemoryDataset = object  # type: ignore[assignment,misc]
-
-
 class CheckedInMemoryDataset(_InMemoryDataset):
     """A PyG ``InMemoryDataset`` whose processed files are checksummed and verified.
 
@@ -254,21 +248,17 @@ class CheckedInMemoryDataset(_InMemoryDataset):
 
     @classmethod
     def save(cls, data_list, path: str) -> None:
-        import torch
         data, slices = cls.collate(data_list)
         atomic_save(path, lambda f: torch.save((data.to_dict(), slices, data.__class__), f))
         record_cache_file(path)
 
     def load(self, path: str, data_cls=None) -> None:
-        import logging
-
-        from ..errors import DataError
         files = [Path(path)] + [Path(p) for p in self.processed_paths
                                 if p.endswith(".json") and Path(p) != Path(path)]
         problems = [(f, why) for f in files if (why := cache_file_problem(f)) is not None]
         if problems:
             f, why = problems[0]
-            logging.getLogger(__name__).warning("dataset cache %s: %s; rebuilding it", f, why)
+            log.warning("dataset cache %s: %s; rebuilding it", f, why)
             try:
                 os.makedirs(self.processed_dir, exist_ok=True)
                 self.process()

@@ -1,5 +1,7 @@
-"""The split names of every dataset, the argument checks of the datasets generated in code, and
-:class:`GeneratedDataset`, the base class of the generated datasets (CSL, PATTERN, CLUSTER, TSP).
+"""The split names of every dataset, the argument checks of the datasets (split, source, seed,
+counts), the seeded stratified folds (:func:`stratified_kfold`: the TU sets, a user's graphs),
+:class:`NodeSplitMask` (the split of a single-graph node task) and :class:`GeneratedDataset`, the
+base class of the generated datasets (CSL, PATTERN, CLUSTER, TSP).
 """
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
+import torch
 from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform
 
 from .cache import KeyedCacheDataset, pre_transform_key, resolve_cache_dir
 
@@ -24,6 +28,69 @@ def check_split(name: str, split: str) -> int:
     if split not in SPLITS:
         raise ValueError(f"{name} split must be one of {SPLITS}, got {split!r}")
     return SPLITS.index(split)
+
+
+#: values of a loader's ``source`` argument: the published files, or this library's version
+LOADER_SOURCES: tuple[str, str] = ("canonical", "generated")
+
+
+def check_source(name: str, source: str) -> bool:
+    """Whether a loader's ``source`` asks for the published files (``"canonical"``) rather than
+    this library's version (``"generated"``).
+
+    Raises:
+        ValueError: naming dataset ``name`` for any other value.
+    """
+    if source not in LOADER_SOURCES:
+        raise ValueError(f"{name}: source must be one of {LOADER_SOURCES}, got {source!r}")
+    return source == "canonical"
+
+
+class NodeSplitMask(BaseTransform):
+    """Sets ``data.node_mask = data[f"{split}_mask"]`` so that a transductive single-graph dataset
+    (Planetoid) trains and evaluates on the nodes of one split."""
+
+    def __init__(self, split: str) -> None:
+        self.split = split
+
+    def forward(self, data):
+        data.node_mask = data[f"{self.split}_mask"]
+        return data
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.split!r})"
+
+
+def stratified_kfold(labels: Sequence[int] | np.ndarray | torch.Tensor, n_splits: int = 10,
+                     seed: int = 0) -> list[np.ndarray]:
+    """Cut ``range(len(labels))`` into ``n_splits`` stratified folds, deterministically.
+
+    Recipe (numpy only): ``rng = numpy.random.default_rng(seed)``; for each class in increasing
+    label order, its ids are shuffled with ``rng.permutation``; the class-wise shuffled lists are
+    concatenated and position ``j`` of the concatenation goes to fold ``j % n_splits``. Hence every
+    fold holds ``floor`` or ``ceil`` of ``n_c / n_splits`` graphs of each class ``c``, and the
+    fold sizes differ by at most one.
+
+    Args:
+        labels: ``[N]`` integer class labels.
+        n_splits (int): number of folds (``2 <= n_splits <= N``).
+        seed (int): seed of the shuffles; the same seed gives the same folds.
+
+    Returns:
+        list of ``n_splits`` sorted ``int64`` arrays, disjoint, covering ``0..N-1``.
+
+    Raises:
+        ValueError: for labels that are not 1-D, or an ``n_splits`` outside ``[2, N]``.
+    """
+    y = np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels).reshape(-1)
+    n = y.shape[0]
+    if not 2 <= int(n_splits) <= n:
+        raise ValueError(f"stratified_kfold needs 2 <= n_splits <= {n}, got {n_splits}")
+    rng = np.random.default_rng(seed)
+    order = np.concatenate([rng.permutation(np.flatnonzero(y == c)) for c in np.unique(y)])
+    fold_of = np.empty(n, dtype=np.int64)
+    fold_of[order] = np.arange(n) % int(n_splits)
+    return [np.flatnonzero(fold_of == k).astype(np.int64) for k in range(int(n_splits))]
 
 
 def check_count(name: str, value: int, minimum: int = 1) -> int:

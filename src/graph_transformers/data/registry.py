@@ -1,19 +1,37 @@
-"""Dataset registry: config names → loaders and the task description a model and trainer need."""
+"""Dataset registry: config names → the datasets of :mod:`graph_transformers.datasets`, and the
+generic loading of a config's ``data`` section (``data.source``, the cache lock, the record
+``metrics.json`` keeps).
+
+Every dataset declares its :class:`DatasetSpec` next to its loader, in its family's module
+(``docs/adding_a_dataset.md``). This module imports none of them: :data:`DATASETS` maps a config
+name to ``"package.module:ATTRIBUTE"``, imported on first use (as the encoding registry does), and
+:data:`SPEC_READERS` names the functions that read a spec off the data (any TU set, a node table,
+a user's graph file or molecule CSV). :func:`register_dataset` adds a dataset.
+
+A config's ``data`` section is unpacked once into plain keyword arguments
+(:func:`dataset_arguments`); a loader is called with those it takes, by keyword::
+
+    load(root, split=..., pre_transform=..., [source=...], **the arguments it names)
+
+where ``root`` is the cache directory (``data.cache_dir``), under which the loader picks its own
+folder, and ``source`` (``"canonical"`` / ``"generated"``) is passed to the datasets that have a
+published form (``spec.published``).
+"""
 from __future__ import annotations
 
-import functools
+import importlib
+import inspect
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from torch_geometric.data import Dataset
 from torch_geometric.transforms import BaseTransform, Compose
 
-from .._optional import MissingDependencyError, require
-from .cache import DataNotFoundError, cache_lock, resolve_cache_dir, resolve_data_dir
-# plain constants, no RDKit import
-from .molecules import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, MOLECULENET
+from .._optional import MissingDependencyError
+from ..encodings.registry import build_transforms
+from .cache import DataNotFoundError, cache_lock, resolve_cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -27,34 +45,38 @@ class DatasetSpec:
 
     Attributes:
         name: config name.
-        level: ``"graph"`` or ``"node"`` prediction.
+        level: ``"graph"``, ``"node"`` or ``"edge"`` prediction.
         task: ``"regression"``, ``"classification"`` (one label of ``out_dim`` classes) or
             ``"binary"`` (``out_dim`` binary tasks, NaN = missing label); see
             :mod:`graph_transformers.training.tasks`.
         out_dim: model outputs (1 for scalar regression, number of classes for classification,
             number of tasks for binary).
         metric: the paper's metric key in ``metrics.json`` (``"mae"``, ``"accuracy"``, ...).
+        load: the loader, a callable or ``"package.module:function"``:
+            ``load(root, split=, pre_transform=, [source=], **arguments) -> Dataset`` (module
+            docstring); ``root`` is the cache directory.
         node_types / edge_types: category counts of the categorical features (``None`` when
             continuous or absent).
         node_dim / edge_dim: widths of continuous features.
         splits: split names.
         loss: ``"auto"`` (L1 / cross-entropy / BCE), ``"mse"`` or ``"weighted_ce"`` (the SBM
             benchmarks' class-weighted cross-entropy).
-        load: ``load(split, data_dir, cache_dir, pre_transform, options) -> Dataset``: this
-            library's loader.
-        source: what ``load`` gives: ``"canonical"`` (the published files, read as published:
-            TU, Planetoid, MoleculeNet), ``"generated"`` (generated in code: PATTERN, CLUSTER,
-            CSL, TSP), ``"reconstructed"`` (rebuilt from other published material: ZINC's train
-            split, the superpixel graphs from the images, ogbg-molhiv's re-derived split) or
-            ``"user"`` (a user's CSV or graph file).
-        load_canonical: same signature; reads the published files with the well-kept loader
-            (:mod:`graph_transformers.data.canonical`), raising
-            :class:`~graph_transformers.data.cache.DataNotFoundError` when they cannot be had.
-            ``None`` when ``load`` is the only loader.
         featurize: ``featurize(smiles) -> Data``, a SMILES string as a graph with this dataset's
             node and edge features (molecule datasets; ``None`` for the others). Raises
             ``ValueError`` for a SMILES it cannot use.
         targets: names of the ``out_dim`` regression targets or binary tasks, where known.
+        source: what ``load`` gives without ``source="canonical"``: ``"canonical"`` (the
+            published files, read as published: TU, Planetoid, MoleculeNet), ``"generated"``
+            (generated in code: PATTERN, CLUSTER, CSL, TSP), ``"reconstructed"`` (rebuilt from
+            other published material: ZINC's train split, the superpixel graphs from the images,
+            ogbg-molhiv's re-derived split) or ``"user"`` (a user's CSV or graph file).
+        published: the benchmark also has a published form: ``load`` takes ``source``
+            (``"canonical"``: the published files with the well-kept loader, raising
+            :class:`~graph_transformers.data.cache.DataNotFoundError` when they cannot be had;
+            ``"generated"``: this library's version).
+        adapt: ``adapt(spec, **arguments) -> DatasetSpec`` (a callable or ``"module:function"``),
+            the spec for a config's dataset arguments (the TU sets: ``data.node_features``
+            changes ``node_dim``), or ``None``.
     """
 
     name: str
@@ -62,7 +84,7 @@ class DatasetSpec:
     task: str
     out_dim: int
     metric: str
-    load: Callable[..., Dataset]
+    load: Callable[..., Dataset] | str
     node_types: Any = None
     edge_types: Any = None
     node_dim: int | None = None
@@ -72,309 +94,71 @@ class DatasetSpec:
     featurize: Callable[[str], Any] | None = None
     targets: tuple[str, ...] | None = None
     source: str = "canonical"
-    load_canonical: Callable[..., Dataset] | None = None
+    published: bool = False
+    adapt: Callable[..., DatasetSpec] | str | None = None
 
     @property
     def higher_is_better(self) -> bool:
         return self.metric not in ("mae", "rmse", "loss")
 
 
-def _load_zinc(split, data_dir, cache_dir, pre_transform, options):
-    require("rdkit", "the ZINC dataset")
-    from .zinc import ZINCSubset
-    root = resolve_cache_dir(cache_dir) / "ZINC"
-    return ZINCSubset(root=str(root), split=split, data_dir=data_dir, pre_transform=pre_transform)
+_D = "graph_transformers.datasets."
+
+#: config name → ``"package.module:ATTRIBUTE"`` of its :class:`DatasetSpec` (imported on first
+#: use; a :class:`DatasetSpec` itself is accepted too, see :func:`register_dataset`)
+DATASETS: dict[str, Any] = {
+    "zinc": _D + "molecules.zinc:ZINC_SPEC",
+    "csl": _D + "synthetic.csl:CSL_SPEC",
+    "pattern": _D + "synthetic.sbm:PATTERN_SPEC",
+    "cluster": _D + "synthetic.sbm:CLUSTER_SPEC",
+    "mutag": _D + "tu:MUTAG_SPEC",
+    "enzymes": _D + "tu:ENZYMES_SPEC",
+    "nci1": _D + "tu:NCI1_SPEC",
+    "cora": _D + "planetoid:CORA_SPEC",
+    "citeseer": _D + "planetoid:CITESEER_SPEC",
+    "ogbg-molhiv": _D + "molecules.moleculenet:MOLHIV_SPEC",
+    "tox21": _D + "molecules.moleculenet:TOX21_SPEC",
+    "clintox": _D + "molecules.moleculenet:CLINTOX_SPEC",
+    "sider": _D + "molecules.moleculenet:SIDER_SPEC",
+    "esol": _D + "molecules.moleculenet:ESOL_SPEC",
+    "freesolv": _D + "molecules.moleculenet:FREESOLV_SPEC",
+    "lipo": _D + "molecules.moleculenet:LIPO_SPEC",
+    "mnist": _D + "images.superpixels:MNIST_SPEC",
+    "cifar10": _D + "images.superpixels:CIFAR10_SPEC",
+    "synthetic_large": _D + "synthetic.large_graph:SYNTHETIC_LARGE_SPEC",
+    "tsp": _D + "synthetic.tsp:TSP_SPEC",
+}
+
+#: datasets whose spec is read off the data: key → ``"package.module:function"``, called with
+#: the config's dataset arguments it names (:func:`dataset_arguments`; ``name`` is the TU name
+#: of ``tu:<NAME>``) and returning a :class:`DatasetSpec`. ``graph_file`` / ``molecule_csv``:
+#: ``data.path`` set (:func:`is_graph_file` tells which).
+SPEC_READERS: dict[str, str] = {
+    "tu:": _D + "tu:tu_spec",
+    "node_table": _D + "user.node_table:node_table_spec",
+    "graph_file": _D + "user.graph_list:graph_file_spec",
+    "molecule_csv": _D + "molecules.moleculenet:molecule_csv_spec",
+}
 
 
-def _load_csl(split, data_dir, cache_dir, pre_transform, options):
-    from .csl import CSL
-    root = resolve_cache_dir(cache_dir) / "CSL"
-    return CSL(root=str(root), split=split, fold=options.get("fold", 0),
-               seed=options.get("seed", 0), pre_transform=pre_transform)
+def resolve(target: Any) -> Any:
+    """``"package.module:attribute"`` → that attribute (imported now); anything else as is."""
+    if not isinstance(target, str):
+        return target
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
-def _load_pattern(split, data_dir, cache_dir, pre_transform, options):
-    from .sbm import PATTERN
-    root = resolve_cache_dir(cache_dir) / "PATTERN"
-    sizes = {k: options[k] for k in ("num_graphs_per_pattern", "num_patterns") if k in options}
-    return PATTERN(root=str(root), split=split, seed=options.get("seed", 0),
-                   pre_transform=pre_transform, **sizes)
-
-
-def _load_cluster(split, data_dir, cache_dir, pre_transform, options):
-    from .sbm import CLUSTER
-    root = resolve_cache_dir(cache_dir) / "CLUSTER"
-    sizes = {"num_graphs": options["num_graphs"]} if "num_graphs" in options else {}
-    return CLUSTER(root=str(root), split=split, seed=options.get("seed", 0),
-                   pre_transform=pre_transform, **sizes)
-
-
-def _load_tu(name: str, constant_x: bool = False, node_features: str = "auto",
-             max_degree: int | None = None) -> Callable[..., Dataset]:
-    """The loader of a TU set. ``constant_x``: the set has no node features of its own;
-    ``node_features`` / ``max_degree``: ``data.node_features`` and its cap (resolved by
-    :func:`resolve_spec`), applied as a pre-transform before the encodings (their own cache)."""
-    def load(split, data_dir, cache_dir, pre_transform, options):
-        from torch_geometric.transforms import Constant
-
-        from .tu import DEFAULT_MAX_DEGREE, TU, node_feature_transform
-        cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
-        # auto on a featureless set: the constant is added as each graph is read (a transform,
-        # as before data.node_features existed, so earlier caches and fingerprints still hold)
-        auto_constant = node_features == "auto" and constant_x
-        features = None if auto_constant else node_feature_transform(node_features, constant_x,
-                                                                     cap)
-        root = resolve_cache_dir(cache_dir) / "TU"
-        if split == "train":
-            _log_tu_features(name, constant_x, node_features, cap)
-        pre = features if pre_transform is None else (
-            pre_transform if features is None else Compose([features, pre_transform]))
-        # the benchmark split is fixed: the data seed does not reshuffle folds
-        return TU(name, root=str(root), split=split, fold=options.get("fold", 0),
-                  data_dir=data_dir, pre_transform=pre,
-                  transform=Constant(value=1.0) if auto_constant else None)
-    return load
-
-
-def _log_tu_features(name: str, featureless: bool, mode: str, cap: int) -> None:
-    """One INFO line on the node features a TU run uses (``data.node_features``)."""
-    if mode == "degree":
-        log.info("TU %s: node features = one-hot node degree, %d columns (degree >= %d in the "
-                 "last; data.options.max_degree)%s", name, cap + 1, cap,
-                 "" if featureless else ", appended after the set's own node features")
-    elif mode == "constant":
-        log.info("TU %s: node features = one constant 1 per node (data.node_features: "
-                 "constant)%s", name, "" if featureless else "; the set's own node features "
-                 "are not used")
-    elif featureless:
-        log.info("TU %s has no node labels or attributes: each node gets one constant feature 1 "
-                 "(data.node_features: auto); data.node_features=degree gives the one-hot node "
-                 "degree instead (capped at data.options.max_degree, default %d), the usual "
-                 "choice for such sets", name, cap)
-
-
-@functools.lru_cache(maxsize=32)
-def tu_spec(name: str, data_dir: Any = None, cache_dir: Any = None, node_features: str = "auto",
-            max_degree: int | None = None) -> DatasetSpec:
-    """The spec of any TU dataset by its TU name (``data.name: tu:<NAME>``, e.g. ``tu:DD``),
-    read once from the data: classes, node feature width (one-hot node labels, plus the node
-    attributes where present; a constant 1 for sets with neither; changed by ``node_features``,
-    see :func:`~.tu.node_feature_dim`) and edge feature width (one-hot edge labels, or none).
-    Raw files come from ``DATA_DIR/TU/<NAME>.zip`` or TUDataset's download; splits are the
-    set's own index files in ``DATA_DIR/TU/`` where present, else the 10 stratified folds of
-    :mod:`graph_transformers.data.tu`. The spec is read once per (name, data_dir, cache_dir,
-    node_features, max_degree) in a process (a run resolves it several times).
+def register_dataset(name: str, spec: DatasetSpec | str) -> None:
+    """Registers ``spec`` (a :class:`DatasetSpec` or ``"package.module:ATTRIBUTE"`` naming one)
+    as ``data.name: <name>`` (``docs/adding_a_dataset.md``).
 
     Raises:
-        DataNotFoundError: when the raw files are neither local nor downloadable.
-        ValueError: an unknown ``node_features``, a bad ``max_degree``, or malformed index
-            files.
+        ValueError: ``name`` is registered already, or is one of :data:`SPEC_READERS`.
     """
-    from .tu import DEFAULT_MAX_DEGREE, TU, node_feature_dim
-    full = TU(name, root=str(resolve_cache_dir(cache_dir) / "TU"), split="train", fold=0,
-              data_dir=data_dir)
-    own = int(full.num_features)
-    cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
-    edge_dim = int(full.num_edge_features) or None
-    return DatasetSpec(f"tu:{full.name}", "graph", "classification", int(full.num_classes),
-                       "accuracy", _load_tu(full.name, constant_x=own == 0,
-                                            node_features=node_features, max_degree=cap),
-                       node_dim=node_feature_dim(node_features, own, cap), edge_dim=edge_dim)
-
-
-#: the registered TU datasets: config name → TU name
-_TU_REGISTERED = {"mutag": "MUTAG", "enzymes": "ENZYMES", "nci1": "NCI1"}
-
-
-@functools.lru_cache(maxsize=32)
-def _registered_tu_spec(name: str, node_features: str, max_degree: int | None) -> DatasetSpec:
-    """A registered TU spec (all have node features) with ``data.node_features`` other than
-    ``auto``: the same spec with the feature pre-transform and its ``node_dim``."""
-    from .tu import DEFAULT_MAX_DEGREE, node_feature_dim
-    spec = DATASETS[name]
-    cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
-    return replace(spec, load=_load_tu(_TU_REGISTERED[name], node_features=node_features,
-                                       max_degree=cap),
-                   node_dim=node_feature_dim(node_features, int(spec.node_dim), cap))
-
-
-def _node_features(data_cfg: Any) -> tuple[str, int | None]:
-    """``data.node_features`` and ``data.options.max_degree`` of a config's data section."""
-    mode = getattr(data_cfg, "node_features", "auto") or "auto"
-    options = getattr(data_cfg, "options", None) or {}
-    return str(mode), options.get("max_degree")
-
-
-class NodeSplitMask(BaseTransform):
-    """Sets ``data.node_mask = data[f"{split}_mask"]`` so that a transductive single-graph dataset
-    (Planetoid) trains and evaluates on the nodes of one split."""
-
-    def __init__(self, split: str) -> None:
-        self.split = split
-
-    def forward(self, data):
-        data.node_mask = data[f"{self.split}_mask"]
-        return data
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}({self.split!r})"
-
-
-def _load_planetoid(name: str) -> Callable[..., Dataset]:
-    def load(split, data_dir, cache_dir, pre_transform, options):
-        from .planetoid import PlanetoidGraph
-        root = resolve_cache_dir(cache_dir) / "Planetoid"
-        return PlanetoidGraph(name, root=str(root), data_dir=data_dir,
-                              pre_transform=pre_transform, transform=NodeSplitMask(split))
-    return load
-
-
-def _load_synthetic_large(split, data_dir, cache_dir, pre_transform, options):
-    from .synthetic import SyntheticLargeGraph
-    kwargs = {k: options[k] for k in ("num_nodes", "avg_degree", "p_intra", "signal")
-              if k in options}
-    return SyntheticLargeGraph(root=str(resolve_cache_dir(cache_dir) / "SyntheticLarge"),
-                               seed=options.get("seed", 0), pre_transform=pre_transform,
-                               transform=NodeSplitMask(split), **kwargs)
-
-
-def _load_moleculenet(name: str) -> Callable[..., Dataset]:
-    def load(split, data_dir, cache_dir, pre_transform, options):
-        require("rdkit", f"the {name} dataset")
-        from .molecules import MoleculeNetCSV
-        return MoleculeNetCSV(root=str(resolve_cache_dir(cache_dir) / "MoleculeNet"), name=name,
-                           split=split, data_dir=data_dir, pre_transform=pre_transform,
-                           max_rows=options.get("max_rows"))
-    return load
-
-
-def _load_molecule_csv(split, data_dir, cache_dir, pre_transform, options):
-    require("rdkit", "a molecule CSV dataset")
-    from .molecules import MoleculeCSV
-    kwargs = {k: v for k, v in options.items() if k not in ("fold", "seed")}
-    return MoleculeCSV(root=str(resolve_cache_dir(cache_dir) / "MoleculeCSV"), split=split,
-                       pre_transform=pre_transform, **kwargs)
-
-
-def _load_superpixels(kind: str) -> Callable[..., Dataset]:
-    def load(split, data_dir, cache_dir, pre_transform, options):
-        require("skimage", f"the {kind.upper()} superpixel dataset")
-        from . import superpixels
-        cls = superpixels.MNISTSuperpixels if kind == "mnist" else superpixels.CIFAR10Superpixels
-        root = resolve_cache_dir(cache_dir) / cls.__name__
-        return cls(root=str(root), split=split, data_dir=data_dir, pre_transform=pre_transform,
-                   max_images=options.get("max_images"),
-                   num_workers=options.get("num_workers", 0))
-    return load
-
-
-def _load_tsp(split, data_dir, cache_dir, pre_transform, options):
-    from .tsp import TSP
-    root = resolve_cache_dir(cache_dir) / "TSP"
-    return TSP(root=str(root), split=split, seed=options.get("seed", 0),
-               pre_transform=pre_transform, num_graphs=options.get("num_graphs"))
-
-
-def _canonical_benchmark(name: str) -> Callable[..., Dataset]:
-    """PyG's ``GNNBenchmarkDataset`` on the published files of ``name``."""
-    def load(split, data_dir, cache_dir, pre_transform, options):
-        from .canonical import GNNBenchmark, canonical_root
-        return GNNBenchmark(name, split=split, data_dir=data_dir, root=canonical_root(cache_dir),
-                            pre_transform=pre_transform, fold=options.get("fold", 0))
-    return load
-
-
-def _canonical_zinc(split, data_dir, cache_dir, pre_transform, options):
-    from .canonical import CanonicalZINC, canonical_root
-    return CanonicalZINC(split, data_dir=data_dir, root=canonical_root(cache_dir),
-                         pre_transform=pre_transform)
-
-
-def _canonical_ogb(name: str) -> Callable[..., Dataset]:
-    """OGB's ``PygGraphPropPredDataset`` on the published files of ``name``."""
-    def load(split, data_dir, cache_dir, pre_transform, options):
-        from .canonical import canonical_root, locate_ogb
-        root = canonical_root(cache_dir)
-        # the files first: without them, that is what the message must say (not the package)
-        locate_ogb(name, resolve_data_dir(data_dir), root, download=True)
-        require("ogb.graphproppred", f"reading the published {name} files")
-        from .ogb_mol import OGBGraphPropPred
-        return OGBGraphPropPred(name, split, data_dir=data_dir, root=root,
-                                pre_transform=pre_transform)
-    return load
-
-
-def _ogb_featurize(smiles: str):
-    """A SMILES string as an OGB-featurized graph (:func:`.molecules.smiles_to_graph`)."""
-    from .molecules import smiles_to_graph
-    return smiles_to_graph(smiles)
-
-
-def _zinc_featurize(smiles: str):
-    """A SMILES string as a ZINC-benchmark graph (28 atom types, :func:`.zinc.smiles_to_graph`)."""
-    require("rdkit", "featurizing SMILES for a ZINC run")
-    from .zinc import smiles_to_graph
-    return smiles_to_graph(smiles)
-
-
-#: OGB's atom / bond vocabulary sizes, one embedding table per column
-_MOL_TYPES = dict(node_types=tuple(ATOM_FEATURE_DIMS), edge_types=tuple(BOND_FEATURE_DIMS),
-                  featurize=_ogb_featurize)
-
-
-def _moleculenet_spec(name: str, key: str, task: str, metric: str, **kwargs) -> DatasetSpec:
-    """The spec of the MoleculeNet benchmark ``key`` (of :data:`.molecules.MOLECULENET`): one
-    output per label column of its file."""
-    targets = MOLECULENET[key].target_columns
-    return DatasetSpec(name, "graph", task, len(targets), metric, _load_moleculenet(key),
-                       targets=targets, **_MOL_TYPES, **kwargs)
-
-
-DATASETS: dict[str, DatasetSpec] = {
-    "zinc": DatasetSpec("zinc", "graph", "regression", 1, "mae", _load_zinc,
-                        node_types=28, edge_types=4, featurize=_zinc_featurize,
-                        targets=("logP_SA_cycle_normalized",), source="reconstructed",
-                        load_canonical=_canonical_zinc),
-    "csl": DatasetSpec("csl", "graph", "classification", 10, "accuracy", _load_csl,
-                       node_types=1, source="generated",
-                       load_canonical=_canonical_benchmark("CSL")),
-    "pattern": DatasetSpec("pattern", "node", "classification", 2, "weighted_accuracy",
-                           _load_pattern, node_types=3, loss="weighted_ce", source="generated",
-                           load_canonical=_canonical_benchmark("PATTERN")),
-    "cluster": DatasetSpec("cluster", "node", "classification", 6, "weighted_accuracy",
-                           _load_cluster, node_types=7, loss="weighted_ce", source="generated",
-                           load_canonical=_canonical_benchmark("CLUSTER")),
-    "mutag": DatasetSpec("mutag", "graph", "classification", 2, "accuracy", _load_tu("MUTAG"),
-                         node_dim=7, edge_dim=4),
-    "enzymes": DatasetSpec("enzymes", "graph", "classification", 6, "accuracy",
-                           _load_tu("ENZYMES"), node_dim=21),
-    "nci1": DatasetSpec("nci1", "graph", "classification", 2, "accuracy", _load_tu("NCI1"),
-                        node_dim=37),
-    "cora": DatasetSpec("cora", "node", "classification", 7, "accuracy",
-                        _load_planetoid("Cora"), node_dim=1433),
-    "citeseer": DatasetSpec("citeseer", "node", "classification", 6, "accuracy",
-                            _load_planetoid("CiteSeer"), node_dim=3703),
-    "ogbg-molhiv": _moleculenet_spec("ogbg-molhiv", "hiv", "binary", "roc_auc",
-                                     source="reconstructed",
-                                     load_canonical=_canonical_ogb("ogbg-molhiv")),
-    "tox21": _moleculenet_spec("tox21", "tox21", "binary", "roc_auc"),
-    "clintox": _moleculenet_spec("clintox", "clintox", "binary", "roc_auc"),
-    "sider": _moleculenet_spec("sider", "sider", "binary", "roc_auc"),
-    "esol": _moleculenet_spec("esol", "esol", "regression", "rmse", loss="mse"),
-    "freesolv": _moleculenet_spec("freesolv", "freesolv", "regression", "rmse", loss="mse"),
-    "lipo": _moleculenet_spec("lipo", "lipo", "regression", "rmse", loss="mse"),
-    "mnist": DatasetSpec("mnist", "graph", "classification", 10, "accuracy",
-                         _load_superpixels("mnist"), node_dim=3, edge_dim=1,
-                         source="reconstructed", load_canonical=_canonical_benchmark("MNIST")),
-    "cifar10": DatasetSpec("cifar10", "graph", "classification", 10, "accuracy",
-                           _load_superpixels("cifar10"), node_dim=5, edge_dim=1,
-                           source="reconstructed",
-                           load_canonical=_canonical_benchmark("CIFAR10")),
-    "synthetic_large": DatasetSpec("synthetic_large", "node", "classification", 10, "accuracy",
-                                   _load_synthetic_large, node_dim=32, source="generated"),
-    "tsp": DatasetSpec("tsp", "edge", "classification", 2, "f1", _load_tsp, node_dim=2,
-                       edge_dim=1, source="generated", load_canonical=_canonical_benchmark("TSP")),
-}
+    if name in DATASETS or name in SPEC_READERS or name.lower().startswith("tu:"):
+        raise ValueError(f"dataset {name!r} is registered already")
+    DATASETS[name] = spec
 
 
 #: suffixes of a user's graph file (``data.path``); any other suffix is a molecule CSV
@@ -385,42 +169,6 @@ def is_graph_file(path: Any) -> bool:
     """Whether ``data.path`` names a saved list of PyG graphs (``.pt`` / ``.pth``) rather than a
     molecule CSV."""
     return str(path).lower().endswith(GRAPH_FILE_SUFFIXES)
-
-
-def _load_graph_file(split, data_dir, cache_dir, pre_transform, options):
-    from .graph_list import GraphFile
-    return GraphFile(root=resolve_cache_dir(cache_dir) / "GraphFile", split=split,
-                     path=options["path"], level=options.get("level"),
-                     task=options.get("task"), fold=options.get("fold", 0),
-                     seed=options.get("seed", 0), split_files=options.get("split_files"),
-                     pre_transform=pre_transform)
-
-
-def _load_node_table(split, data_dir, cache_dir, pre_transform, options):
-    from .node_table import NodeTable
-    return NodeTable(root=resolve_cache_dir(cache_dir) / "NodeTable", split=split,
-                     pre_transform=pre_transform, **options)
-
-
-def graph_list_spec(info: Any, name: str = "graph_file",
-                    load: Callable[..., Dataset] = _load_graph_file) -> DatasetSpec:
-    """The spec of a user's graphs from what :func:`~.graph_list.infer_info` read off them."""
-    return DatasetSpec(name, info.level, info.task, info.out_dim, info.metric, load,
-                       node_types=info.node_types, edge_types=info.edge_types,
-                       node_dim=info.node_dim, edge_dim=info.edge_dim, source="user")
-
-
-def molecule_csv_spec(task: str, target_columns: Sequence[str]) -> DatasetSpec:
-    """The spec of a user's molecule CSV (``data.path`` set): ``task`` ``"classification"`` gives
-    binary tasks scored by ROC-AUC, ``"regression"`` gives RMSE (MSE loss); one output per
-    target column."""
-    targets = tuple(target_columns)
-    if task == "regression":
-        return DatasetSpec("molecule_csv", "graph", "regression", len(targets), "rmse",
-                           _load_molecule_csv, loss="mse", targets=targets, source="user",
-                           **_MOL_TYPES)
-    return DatasetSpec("molecule_csv", "graph", "binary", len(targets), "roc_auc",
-                       _load_molecule_csv, targets=targets, source="user", **_MOL_TYPES)
 
 
 #: the metrics each task can report (``data.metric``); the first of a task is its default
@@ -450,58 +198,74 @@ def choose_metric(spec: DatasetSpec, metric: str | None) -> DatasetSpec:
     return replace(spec, metric=metric)
 
 
-def csv_task(task: str | None) -> str:
-    """``data.task`` of a molecule CSV → :class:`~.molecules.MoleculeCSV`'s task: label columns
-    of 0 / 1 are binary tasks (``classification`` or ``binary``), the default is regression."""
-    return "classification" if task in ("classification", "binary") else "regression"
+# ----------------------------------------------------------------------- the data section, once
+#: the ``data`` keys a dataset may take as keyword arguments (``split`` is passed as
+#: ``split_rule``: ``split`` is the split a loader builds), with their defaults
+_SECTION_KEYS: dict[str, Any] = {
+    "data_dir": None, "cache_dir": None, "fold": 0, "seed": 0, "path": None, "level": None,
+    "task": None, "split_files": None, "smiles_column": "smiles", "target_columns": None,
+    "edges": None, "nodes": None, "id_column": "id", "label_column": "label",
+    "feature_columns": None, "undirected": True, "node_features": "auto",
+}
+
+#: arguments forwarded to a loader's ``**options`` only when it names them
+_COMMON = ("fold", "seed")
 
 
-def resolve_spec(data_cfg: Any) -> DatasetSpec:
-    """The spec for a config's ``data`` section: a user's molecule CSV when ``data.path`` is set,
-    else the registered ``data.name`` (``node_table``: read off the files,
-    :func:`~.node_table.node_table_spec`). For a TU set, ``data.node_features`` (and
-    ``data.options.max_degree``) choose the node features and so ``node_dim``.
+def dataset_arguments(data_cfg: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """A config's ``data`` section read once, as plain values: ``(name, arguments, options)``
+    with ``arguments`` the keys of the section a dataset may take (``data_dir``, ``fold``,
+    ``seed``, ``path``, ``edges``, ...; ``data.split`` as ``split_rule``) and ``options`` the
+    dataset class's extra keyword arguments (``data.options``)."""
+    args = {key: getattr(data_cfg, key, default) for key, default in _SECTION_KEYS.items()}
+    args["split_rule"] = getattr(data_cfg, "split", None)
+    args["node_features"] = str(args["node_features"] or "auto")
+    return (str(getattr(data_cfg, "name", "") or ""), args,
+            dict(getattr(data_cfg, "options", None) or {}))
+
+
+def _parameters(func: Callable) -> tuple[set[str], bool]:
+    """The keyword parameters ``func`` names, and whether it takes ``**kwargs``."""
+    params = inspect.signature(func).parameters.values()
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return named, any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+def call_with(func: Callable, args: dict[str, Any], options: dict[str, Any] | None = None,
+              **fixed: Any) -> Any:
+    """``func(**fixed, **the arguments and options it names)``; a ``func`` taking ``**kwargs``
+    also gets the other ``options`` (but ``fold`` / ``seed``), so that a key it does not know
+    is a ``TypeError`` naming it."""
+    named, takes_all = _parameters(func)
+    options = options or {}
+    kwargs = {k: v for k, v in {**args, **options}.items() if k in named and k not in fixed}
+    if takes_all:
+        kwargs.update({k: v for k, v in options.items()
+                       if k not in named and k not in _COMMON and k not in fixed})
+    return func(**fixed, **kwargs)
+
+
+def _entry(name: str, path: Any) -> tuple[str, Any, dict[str, Any]]:
+    """``(key, target, fixed arguments)`` of a config's dataset: a registered
+    :class:`DatasetSpec` (or its ``"module:ATTRIBUTE"``), or a reader of :data:`SPEC_READERS`.
 
     Raises:
-        ValueError: an unknown name; ``data.node_features`` other than ``auto`` for a dataset
-            that is not a TU set; a bad ``data.options.max_degree``.
+        ValueError: an unknown name.
     """
-    mode, max_degree = _node_features(data_cfg)
-    name = str(getattr(data_cfg, "name", ""))
-    is_tu = name.lower().startswith("tu:") or name in _TU_REGISTERED
-    if mode != "auto" and (getattr(data_cfg, "path", None) or not is_tu):
-        raise ValueError(f"data.node_features={mode!r} applies to the TU sets (mutag, enzymes, "
-                         f"nci1, tu:<NAME>) only; set data.node_features=auto for this dataset")
-    if is_tu and max_degree is not None:
-        from .tu import CappedOneHotDegree
-        CappedOneHotDegree(max_degree)  # ValueError naming the key
-    path = getattr(data_cfg, "path", None)
-    if path and is_graph_file(path):
-        from .graph_list import graph_file_info
-        return graph_list_spec(graph_file_info(path, data_cfg.level, data_cfg.task))
     if path:
-        return molecule_csv_spec(csv_task(data_cfg.task), data_cfg.target_columns)
-    name = str(data_cfg.name)
-    if name == "node_table":  # a node-level graph from plain files, read off the files
-        from .node_table import node_table_spec
-        return node_table_spec(data_cfg)
+        key = "graph_file" if is_graph_file(path) else "molecule_csv"
+        return key, SPEC_READERS[key], {}
     if name == "graph_list":
         raise ValueError("this run trained on in-memory graphs: pass them again "
                          "(dataset=...) to evaluate or resume it")
     if name.lower().startswith("tu:"):
-        return tu_spec(name[3:], getattr(data_cfg, "data_dir", None),
-                       getattr(data_cfg, "cache_dir", None), mode, max_degree)
-    if mode != "auto":
-        return _registered_tu_spec(name, mode, max_degree)
-    return get_spec(name)
+        return "tu:", SPEC_READERS["tu:"], {"name": name[3:]}
+    if name in SPEC_READERS and name not in ("graph_file", "molecule_csv"):  # by data.path only
+        return name, SPEC_READERS[name], {}
+    return name, _registered(name), {}
 
 
-def get_spec(name: str) -> DatasetSpec:
-    """The :class:`DatasetSpec` of a registered dataset.
-
-    Raises:
-        ValueError: for an unknown name (listing the known ones).
-    """
+def _registered(name: str) -> Any:
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; known datasets: {sorted(DATASETS)}, any TU "
                          "dataset as 'tu:<NAME>' (e.g. tu:PROTEINS), node_table (a node-level "
@@ -510,11 +274,51 @@ def get_spec(name: str) -> DatasetSpec:
     return DATASETS[name]
 
 
+def get_spec(name: str) -> DatasetSpec:
+    """The :class:`DatasetSpec` of a registered dataset (its module imported now).
+
+    Raises:
+        ValueError: for an unknown name (listing the known ones).
+    """
+    return resolve(_registered(name))
+
+
+def _spec_for(name: str, args: dict[str, Any], options: dict[str, Any]) -> DatasetSpec:
+    """The spec of a config's dataset, from its unpacked arguments (see :func:`resolve_spec`)."""
+    key, target, fixed = _entry(name, args["path"])
+    target = resolve(target)
+    mode = args["node_features"]
+    if mode != "auto":
+        func = target.load if isinstance(target, DatasetSpec) else target
+        if "node_features" not in _parameters(resolve(func))[0]:
+            raise ValueError(f"data.node_features={mode!r} applies to the TU sets (mutag, "
+                             "enzymes, nci1, tu:<NAME>) only; set data.node_features=auto for "
+                             "this dataset")
+    spec = target if isinstance(target, DatasetSpec) else call_with(target, args, options,
+                                                                     **fixed)
+    if spec.adapt is not None:
+        spec = call_with(resolve(spec.adapt), args, options, spec=spec)
+    return spec
+
+
+def resolve_spec(data_cfg: Any) -> DatasetSpec:
+    """The spec for a config's ``data`` section: a user's graph file or molecule CSV when
+    ``data.path`` is set, else the registered ``data.name`` (a TU set as ``tu:<NAME>`` and
+    ``node_table``: read off the files, :data:`SPEC_READERS`), adapted to the section's
+    arguments (``spec.adapt``; the TU sets: ``data.node_features`` and
+    ``data.options.max_degree`` choose the node features and so ``node_dim``).
+
+    Raises:
+        ValueError: an unknown name; ``data.node_features`` other than ``auto`` for a dataset
+            that is not a TU set; a bad ``data.options.max_degree``.
+    """
+    return _spec_for(*dataset_arguments(data_cfg))
+
+
 def build_pre_transform(encodings: Any) -> BaseTransform | None:
     """The encodings section of a config → a PyG pre-transform (``None`` when empty): the
     registered encodings' transforms in registry order
     (:data:`~graph_transformers.encodings.registry.ENCODINGS`), composed when several."""
-    from ..encodings.registry import build_transforms
     transforms = build_transforms(encodings)
     if not transforms:
         return None
@@ -526,7 +330,7 @@ def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
     :func:`~graph_transformers.data.cache.cache_lock` (concurrent processes build it once).
 
     ``data.source`` (:data:`SOURCES`) picks where the graphs come from, for a dataset with a
-    published form (``spec.load_canonical``): ``auto`` reads the published files with the
+    published form (``spec.published``): ``auto`` reads the published files with the
     well-kept loader when they can be had (local, or a download that succeeds) and otherwise
     falls back to this library's generator / reconstruction with one WARNING naming what was
     missing and how to get it; ``canonical`` requires the published files; ``generated`` always
@@ -543,25 +347,14 @@ def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
         DataNotFoundError: ``canonical`` and the published files cannot be had, or the chosen
             loader's files are missing (the message says where it looked and how to get them).
     """
-    spec = resolve_spec(data_cfg)
+    name, args, options = dataset_arguments(data_cfg)
+    spec = _spec_for(name, args, options)
     pre = build_pre_transform(encodings)
-    options = {"fold": data_cfg.fold, "seed": data_cfg.seed, **data_cfg.options}
-    if getattr(data_cfg, "path", None) and is_graph_file(data_cfg.path):
-        options.update(path=data_cfg.path, level=data_cfg.level, task=data_cfg.task,
-                       split_files=data_cfg.split_files)
-    elif str(data_cfg.name) == "node_table":
-        from .node_table import node_table_settings
-        settings = node_table_settings(data_cfg)
-        settings["split_rule"] = settings.pop("split")
-        options.update({k: v for k, v in settings.items() if k != "id_base"})
-    elif getattr(data_cfg, "path", None):
-        options.update(path=data_cfg.path, smiles_column=data_cfg.smiles_column,
-                       target_columns=list(data_cfg.target_columns),
-                       task=csv_task(data_cfg.task))
+    requested = str(getattr(data_cfg, "source", "auto"))
     try:
         # one process builds a missing cache, concurrent ones (DDP ranks) wait and read it
-        with cache_lock(spec.name, data_cfg.cache_dir):
-            splits, record = _load_by_source(spec, data_cfg, pre, options)
+        with cache_lock(spec.name, args["cache_dir"]):
+            splits, record = _load_by_source(spec, requested, pre, args, options)
     except TypeError as err:  # an option the dataset class does not take
         if "unexpected keyword" in str(err):
             raise ValueError(f"data.options: {err}") from None
@@ -594,29 +387,32 @@ def _log_split_rule(name: str, rule: dict | None) -> None:
         log.info("%s split: %s", name, rule)
 
 
-def _load_by_source(spec: DatasetSpec, data_cfg: Any, pre: BaseTransform | None,
-                    options: dict) -> tuple[dict[str, Dataset], dict[str, Any]]:
+def _load_by_source(spec: DatasetSpec, requested: str, pre: BaseTransform | None,
+                    args: dict[str, Any], options: dict[str, Any]
+                    ) -> tuple[dict[str, Dataset], dict[str, Any]]:
     """The splits and the ``data_source`` record, following ``data.source`` (see
     :func:`load_splits`)."""
-    requested = str(getattr(data_cfg, "source", "auto"))
     if requested not in SOURCES:
         raise ValueError(f"data.source must be one of {SOURCES}, got {requested!r}")
-    if requested == "generated" and spec.load_canonical is None and spec.source == "canonical":
+    if requested == "generated" and not spec.published and spec.source == "canonical":
         raise ValueError(f"data.source: generated, but {spec.name} has no generator: it is read "
                          "from its published files (use data.source: auto or canonical)")
-    if requested == "canonical" and spec.load_canonical is None and spec.source in (
+    if requested == "canonical" and not spec.published and spec.source in (
             "generated", "reconstructed"):
         raise ValueError(f"data.source: canonical, but {spec.name} has no published files: it "
                          f"is {spec.source} in code (use data.source: auto or generated)")
+    load = resolve(spec.load)
+    root = resolve_cache_dir(args["cache_dir"])
 
-    def load_all(load: Callable[..., Dataset]) -> dict[str, Dataset]:
-        return {s: load(s, data_cfg.data_dir, data_cfg.cache_dir, pre, options)
-                for s in spec.splits}
+    def load_all(source: str) -> dict[str, Dataset]:
+        fixed = {"source": source} if spec.published else {}
+        return {s: call_with(load, args, options, root=root, split=s, pre_transform=pre,
+                             **fixed) for s in spec.splits}
 
     record: dict[str, Any] = {"requested": requested}
-    if spec.load_canonical is not None and requested != "generated":
+    if spec.published and requested != "generated":
         try:
-            splits = load_all(spec.load_canonical)
+            splits = load_all("canonical")
         except (DataNotFoundError, MissingDependencyError) as err:
             if requested == "canonical":
                 raise type(err)(f"data.source: canonical: {err}") from None
@@ -629,15 +425,14 @@ def _load_by_source(spec: DatasetSpec, data_cfg: Any, pre: BaseTransform | None,
         else:
             info = dict(getattr(splits[spec.splits[0]], "canonical_info", {}))
             record.update(source="canonical", **info)
-            ignored = sorted(set(options) - {"fold", "seed"})
+            ignored = sorted(set(options) - set(_COMMON))
             if ignored:
                 log.warning("%s: data.options %s apply to the %s version only; the published "
                             "files are used as they are", spec.name, ignored, spec.source)
             log.info("%s: published benchmark files via %s (%s)", spec.name,
                      info.get("loader", "?"), info.get("files", "?"))
             return splits, record
-    splits = load_all(spec.load)
+    splits = load_all("generated")
     first = splits[spec.splits[0]]
     record.update(source=spec.source, loader=f"{type(first).__module__}.{type(first).__name__}")
     return splits, record
-

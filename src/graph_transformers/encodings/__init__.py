@@ -9,6 +9,7 @@ from .._lazy import lazy_exports
 from .registry import ENCODINGS, Encoding, register_encoding
 
 if TYPE_CHECKING:  # what the names below are, for type checkers and the API reference
+    from .expander import AddExpanderGraph, random_expander
     from .lappe import AddLaplacianPE, laplacian_pe, normalized_laplacian, random_sign_flip
     from .rrwp import AddRRWP, relative_random_walk_probabilities
     from .rwse import AddRWSE, random_walk_se
@@ -27,12 +28,13 @@ _LAZY = {
     "AddRRWP": "rrwp", "relative_random_walk_probabilities": "rrwp",
     "AddSVDPE": "svd", "random_svd_sign_flip": "svd", "svd_pe": "svd",
     "AddWLPE": "wlpe", "wl_role_ids": "wlpe",
+    "AddExpanderGraph": "expander", "random_expander": "expander",
 }
 
-__all__ = ["AddLaplacianPE", "AddRRWP", "AddRWSE", "AddSVDPE", "AddShortestPaths", "AddWLPE",
-           "ENCODINGS", "Encoding", "laplacian_pe", "normalized_laplacian", "num_spd_ids",
-           "pair_edge_types", "random_sign_flip", "random_svd_sign_flip", "random_walk_se",
-           "register_encoding", "relative_random_walk_probabilities", "shortest_path_distances",
+__all__ = ["AddExpanderGraph", "AddLaplacianPE", "AddRRWP", "AddRWSE", "AddSVDPE",
+           "AddShortestPaths", "AddWLPE", "ENCODINGS", "Encoding", "laplacian_pe",
+           "normalized_laplacian", "num_spd_ids", "pair_edge_types", "random_expander",
+           "random_sign_flip", "random_svd_sign_flip", "random_walk_se", "register_encoding", "relative_random_walk_probabilities", "shortest_path_distances",
            "spd_ids", "svd_pe", "wl_role_ids"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -80,6 +80,15 @@ class RRWPConfig(EncodingSection):
     walk_length: PositiveInt = 21
 
 
+class ExpanderConfig(EncodingSection):
+    """A random ``degree``-regular expander graph on each graph's nodes, stored as
+    ``expander_index [2, E_exp]`` (Exphormer, Shirzad et al. 2023, §3.2; read by GPS with
+    ``model.attention: exphormer``). ``seed`` fixes the draw (with each graph's own edges)."""
+
+    degree: PositiveInt = 3
+    seed: Annotated[int, Field(ge=0)] = 0
+
+
 def resolve(target: Any) -> Any:
     """``"package.module:attribute"`` → that attribute (imported now); anything else as is."""
     if not isinstance(target, str):
@@ -144,6 +153,8 @@ ENCODINGS: dict[str, Encoding] = {e.name: e for e in (
     Encoding("rwse", RWSEConfig, f"{_PKG}.rwse:AddRWSE", ("walk_length",), pe="rwse",
              dim=lambda s: s.walk_length, raw_norm=True),
     Encoding("rrwp", RRWPConfig, f"{_PKG}.rrwp:AddRRWP", ("walk_length",)),
+    Encoding("expander", ExpanderConfig, f"{_PKG}.expander:AddExpanderGraph",
+             ("degree", "seed")),
 )}
 
 
@@ -160,6 +171,14 @@ def register_encoding(encoding: Encoding) -> Encoding:
         raise ValueError(f"model.pe={encoding.pe!r} already selects another encoding")
     ENCODINGS[encoding.name] = encoding
     return encoding
+
+
+def float_encodings() -> tuple[str, ...]:
+    """``Data`` attributes of the registered float node encodings (``lap_pe``, ``svd_pe``,
+    ``rwse``, and any encoding added with :func:`register_encoding`), in registry order: what
+    the input checks (:func:`graph_transformers.core.checks.check_batch`) value-check for NaN /
+    inf besides the features."""
+    return tuple(name for name, e in ENCODINGS.items() if e.pe is not None and not e.categorical)
 
 
 def node_encoding(pe: str) -> Encoding:

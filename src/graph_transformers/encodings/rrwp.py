@@ -26,7 +26,7 @@ Conventions (as the official code, ``grit/transform/rrwp.py``):
 
 Storage (:class:`AddRRWP`): ``rrwp [n, K]`` (the diagonal) and ``rrwp_pair [n², K]``, every pair
 of the graph flattened row-major (``k = i · n + j``, pair ``(i, j)`` = query ``i``, key ``j``: the
-edge ``j → i`` of :class:`~graph_transformers.data.dense.DenseBatch`'s convention), as the cached
+edge ``j → i`` of :class:`~graph_transformers.core.dense.DenseBatch`'s convention), as the cached
 ``spd`` of :class:`~.spd.AddShortestPaths`, so that PyG batching concatenates them and the pairs
 of a batch are, graph after graph, those of
 :func:`~graph_transformers.models.utils.full_graph_edge_index` with ``self_loops=True``
@@ -42,6 +42,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
+
+from ..core.dense import DenseBudgetError, format_bytes
 
 #: default memory budget of :class:`AddRRWP` for one graph's computation
 PAIR_BUDGET_BYTES = 4 * 1024 ** 3
@@ -148,7 +150,6 @@ class AddRRWP(BaseTransform):
         n = int(data.num_nodes)
         need = rrwp_bytes(n, self.walk_length)
         if self.budget_bytes is not None and need > self.budget_bytes:
-            from ..data.dense import DenseBudgetError, format_bytes
             per_pair = rrwp_bytes(1, self.walk_length)
             limit = int((self.budget_bytes / per_pair) ** 0.5)
             raise DenseBudgetError(

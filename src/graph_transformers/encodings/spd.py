@@ -9,10 +9,10 @@ eq. 6) biases attention with the same distances.
 
 Both are computed once per graph and cached with the dataset by :class:`AddShortestPaths`. They
 are stored flattened, row-major (``k = i · n + j``), so that PyG batching simply concatenates them
-(``spd [n²]``, ``pair_edge [n², C]``); :meth:`graph_transformers.data.dense.DenseBatch.place_pairs`
+(``spd [n²]``, ``pair_edge [n², C]``); :meth:`graph_transformers.core.dense.DenseBatch.place_pairs`
 puts them back into ``[B, N, N]``.
 
-Pair convention (as :class:`~graph_transformers.data.dense.DenseBatch`): entry ``(i, j)`` describes
+Pair convention (as :class:`~graph_transformers.core.dense.DenseBatch`): entry ``(i, j)`` describes
 the relation *from* ``j`` *to* ``i`` (an edge ``j -> i``, a path ``j -> … -> i``); row ``i`` is what
 query ``i`` sees.
 
@@ -31,6 +31,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
+
+from ..core.dense import DenseBudgetError, format_bytes
 
 #: ``pair_edge`` value of a pair without an edge
 PAIR_NO_EDGE = -1
@@ -174,7 +176,6 @@ class AddShortestPaths(BaseTransform):
         n = int(data.num_nodes)
         need = n * n * _BYTES_PER_PAIR
         if self.budget_bytes is not None and need > self.budget_bytes:
-            from ..data.dense import DenseBudgetError, format_bytes
             limit = int((self.budget_bytes / _BYTES_PER_PAIR) ** 0.5)
             raise DenseBudgetError(
                 f"a graph of {n:,} nodes: all-pairs shortest paths (encodings.spd, for GRPE / "

@@ -1,4 +1,6 @@
-"""Full networks and their registry: config names → classes."""
+"""Full networks and their registry: config names → classes. Each model registers itself
+(:func:`~.registry.register_model`) and its config section is derived from its constructor
+(:mod:`~graph_transformers.models.registry`; ``docs/adding_a_model.md``)."""
 from __future__ import annotations
 
 from torch import nn
@@ -9,11 +11,8 @@ from .grit import GRIT
 from .gt import GraphTransformer
 from .graphormer import Graphormer
 from .grpe import GRPE
-from .mpnn import BASELINES, GAT, GCN, GIN, GINE, MPNN, PNA, GatedGCN
-
-MODELS: dict[str, type[nn.Module]] = {"gt": GraphTransformer, "egt": EGT, "grpe": GRPE,
-                                      "graphormer": Graphormer, "gps": GPS, "grit": GRIT,
-                                      **BASELINES}
+from .mpnn import BASELINES, GAT, GCN, GIN, GINE, MPNN, PNA, GatedGCN  # noqa: F401 (BASELINES)
+from .registry import MODELS, model_config, register_model
 
 
 def build_model(name: str, **kwargs) -> nn.Module:
@@ -34,4 +33,4 @@ def count_parameters(model: nn.Module) -> int:
 
 __all__ = ["EGT", "GAT", "GCN", "GIN", "GINE", "GPS", "GRIT", "GRPE", "Graphormer", "GatedGCN",
            "GraphTransformer", "MODELS", "MPNN", "ModelOutput", "PNA", "build_model",
-           "count_parameters"]
+           "count_parameters", "model_config", "register_model"]

@@ -3,21 +3,24 @@ arXiv:2108.03348v1, 2021, with the KDD 2022 version's options)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.data import Batch
 
-from ..data.checks import check_batch
-from ..data.dense import UNREACHABLE, DenseBatch, check_dense_budget
+from ..core.dense import UNREACHABLE, DenseBatch, check_dense_budget
 from ..encodings.registry import node_encoding
+from ..nn.convention import ffn_width
 from ..nn.egt import EGTLayer, pair_bytes
 from .encoders import (FeatureEncoder, check_encoding_shape, check_sign_flip, encoding_input,
                        flip_signs)
 from .heads import MLPReadout
+from .registry import (NonNegativeFloat, NonNegativeInt, PEName, PositiveFloat, PositiveInt,
+                       Probability, SignFlip, model_config, register_model)
 from ..nn.reset import reset_descendants
+from .utils import check_inputs
 
 #: EGT variant name → layer options (appendix C-D); "egt" is the full model
 VARIANTS = {
@@ -40,13 +43,20 @@ class ModelOutput(NamedTuple):
 #: classes of the distance objective (:func:`distance_labels`)
 DISTANCE_LABELS = ("official", "spd")
 
+#: ``variant`` (:data:`VARIANTS`), ``structure``, ``distance_labels`` (:data:`DISTANCE_LABELS`)
+#: and ``head_activation``: the choices of the constructor (and of the config section)
+Variant = Literal["egt", "simple", "constrained", "ungated"]
+Structure = Literal["adjacency", "distance"]
+DistanceLabels = Literal["official", "spd"]
+HeadActivation = Literal["elu", "relu"]
+
 
 def distance_labels(distances: Tensor, hops: int, kind: str = "official") -> Tensor:
     """Targets of EGT's distance-prediction objective from hop distances.
 
     Args:
         distances: ``[*]`` long, the hop distance ``d`` of each pair where ``d ≤ hops``,
-            :data:`~graph_transformers.data.dense.UNREACHABLE` (``-1``) elsewhere (longer paths,
+            :data:`~graph_transformers.core.dense.UNREACHABLE` (``-1``) elsewhere (longer paths,
             unreachable pairs, padding), as :meth:`DenseBatch.distances_within` returns them.
         hops: ``ν``.
         kind: ``"official"``: ``ν + 1 − max(d, 1)``, what the authors' TensorFlow code computes
@@ -68,6 +78,8 @@ def distance_labels(distances: Tensor, hops: int, kind: str = "official") -> Ten
     return torch.where(distances >= 0, hops + 1 - distances.clamp(min=1), distances)
 
 
+@register_model("egt")
+@model_config(defaults={"hidden_dim": 64, "edge_hidden_dim": 8, "num_layers": 4, "num_heads": 8})
 class EGT(nn.Module):
     """EGT: node and edge embeddings (§3.3), optional SVD or Laplacian positional encodings
     (§3.2), ``num_layers`` :class:`~graph_transformers.nn.EGTLayer` s over the dense batch, a final
@@ -110,9 +122,16 @@ class EGT(nn.Module):
             default: the authors' code, ``Σ_{k=1..ν} clip((A + I)^k, 0, 1)``, i.e.
             ``ν + 1 − max(d, 1)``: a node and its neighbours share class ``ν``) or ``"spd"``
             (class ``d``, the paper's ``D^(ν)`` read literally). :func:`distance_labels`.
-        node_ffn_multiplier / edge_ffn_multiplier, attn_dropout, dropout, clamp, scale_degree:
-            layer options (:class:`~graph_transformers.nn.EGTLayer`).
-        random_mask_prob: the official random attention masking in training (layer option).
+        node_ffn_multiplier / edge_ffn_multiplier: the layers' node / edge FFN widths, in
+            multiples of ``hidden_dim`` / ``edge_hidden_dim``
+            (:class:`~graph_transformers.nn.EGTLayer`).
+        attn_dropout: dropout on the layers' attention weights.
+        dropout: dropout on the outputs of the layers' sublayers.
+        clamp: ``c`` of the layers' ``clip(Â, -c, c)`` (paper: 5).
+        scale_degree: the KDD version's degree scalers ``log(1 + Σ_j σ(G_ij))`` in the layers
+            (the official code's large-scale configs; not with ``variant="ungated"``).
+        random_mask_prob: the official random attention masking in training (a layer option;
+            the KDD version's configs: 0.1).
         mlp_layers: hidden layers of the heads; widths ``round(d_h/2), round(d_h/4)`` from the
             node width ``d_h`` whatever the head's input (Table 4 and the official ``mlp_out``,
             also for the distance head and the virtual-node readout).
@@ -129,22 +148,24 @@ class EGT(nn.Module):
         DenseBudgetError: for a batch too large for dense attention under the budget.
     """
 
-    def __init__(self, hidden_dim: int, edge_hidden_dim: int, num_layers: int, num_heads: int,
-                 out_dim: int, level: str = "graph",
-                 num_node_types: int | Sequence[int] | None = None,
+    def __init__(self, hidden_dim: PositiveInt, edge_hidden_dim: PositiveInt,
+                 num_layers: PositiveInt, num_heads: PositiveInt, out_dim: int,
+                 level: str = "graph", num_node_types: int | Sequence[int] | None = None,
                  num_node_features: int | None = None,
                  num_edge_types: int | Sequence[int] | None = None,
-                 num_edge_features: int | None = None,
-                 use_edge_features: bool = True, variant: str = "egt",
-                 structure: str = "adjacency", max_hops: int = 16, pe: str | None = None,
-                 pe_dim: int = 16, sign_flip: str = "graph", num_virtual_nodes: int = 0,
-                 distance_objective: bool = False, distance_hops: int = 3,
-                 distance_weight: float = 0.0, node_ffn_multiplier: float = 2.0,
-                 edge_ffn_multiplier: float = 2.0, attn_dropout: float = 0.0,
-                 dropout: float = 0.0, clamp: float = 5.0, scale_degree: bool = False,
-                 mlp_layers: int = 2, memory_budget_gb: float | None = 8.0,
-                 distance_labels: str = "official", random_mask_prob: float = 0.0,
-                 head_activation: str = "elu") -> None:
+                 num_edge_features: int | None = None, variant: Variant = "egt",
+                 use_edge_features: bool = True, structure: Structure = "adjacency",
+                 max_hops: PositiveInt = 16, pe: PEName | None = None, pe_dim: int = 16,
+                 sign_flip: SignFlip = "graph", num_virtual_nodes: NonNegativeInt = 0,
+                 distance_objective: bool = False, distance_hops: PositiveInt = 3,
+                 distance_weight: NonNegativeFloat = 0.0,
+                 distance_labels: DistanceLabels = "official",
+                 node_ffn_multiplier: PositiveFloat = 2.0,
+                 edge_ffn_multiplier: PositiveFloat = 2.0, attn_dropout: Probability = 0.0,
+                 dropout: Probability = 0.0, clamp: PositiveFloat = 5.0,
+                 scale_degree: bool = False, random_mask_prob: Probability = 0.0,
+                 mlp_layers: NonNegativeInt = 2, head_activation: HeadActivation = "elu",
+                 memory_budget_gb: PositiveFloat | None = 8.0) -> None:
         """See the class docstring. Long (≈70 lines) on purpose for now: the order in which
         the sub-modules are created is the random-number stream that initialised the committed
         results (``tests/test_init_fingerprint.py``); a split must keep that order."""
@@ -203,9 +224,11 @@ class EGT(nn.Module):
         # output edge channels: an edge head or the distance objective
         self.edge_output = opts["edge_update"] and (level == "edge" or distance_objective)
         self.layers = nn.ModuleList(
-            EGTLayer(hidden_dim, edge_hidden_dim, num_heads, edge_update=opts["edge_update"],
-                     gated=opts["gated"], node_ffn_multiplier=node_ffn_multiplier,
-                     edge_ffn_multiplier=edge_ffn_multiplier, attn_dropout=attn_dropout,
+            EGTLayer(hidden_dim, num_heads, edge_dim=edge_hidden_dim,
+                     ffn_dim=ffn_width(hidden_dim, node_ffn_multiplier),
+                     edge_ffn_dim=ffn_width(edge_hidden_dim, edge_ffn_multiplier),
+                     edge_update=opts["edge_update"], gated=opts["gated"],
+                     attn_dropout=attn_dropout,
                      dropout=dropout, clamp=clamp, scale_degree=scale_degree,
                      edge_output=self.edge_output or layer < num_layers - 1,
                      random_mask_prob=random_mask_prob)
@@ -224,6 +247,25 @@ class EGT(nn.Module):
                                          head_activation, width=hidden_dim)
                               if distance_objective else None)
         self.reset_parameters()
+
+    @staticmethod
+    def config_checks(model) -> None:
+        """Cross-checks of the ``model:`` section (:mod:`~graph_transformers.models.registry`).
+
+        Raises:
+            ValueError: ``scale_degree`` with EGT-Ungated, ``distance_objective`` with
+                EGT-Simple or without ``structure=adjacency``, a categorical ``pe``.
+        """
+        if model.scale_degree and model.variant == "ungated":
+            raise ValueError("model.scale_degree sums the sigmoid gates; EGT-Ungated has none")
+        if model.distance_objective and model.variant == "simple":
+            raise ValueError("model.distance_objective needs edge channels; EGT-Simple has none")
+        if model.pe is not None and node_encoding(model.pe).categorical:
+            raise ValueError(f"model.pe={model.pe!r} holds categorical ids; EGT projects "
+                             "features (W_enc, §3.2): use svd, lap or rwse")
+        if model.distance_objective and model.structure != "adjacency":
+            raise ValueError("model.distance_objective uses the adjacency as input (EGT §3.3): "
+                             "set model.structure=adjacency")
 
     def reset_parameters(self) -> None:
         reset_descendants(self)
@@ -288,7 +330,7 @@ class EGT(nn.Module):
             ``return_attention_weights``
             the per-layer ``Ã [B, H, q+N, q+N]`` list.
         """
-        check_batch(data, need_edge_attr=self.use_edge_features)
+        check_inputs(data, need_edge_attr=self.use_edge_features)
         dense = DenseBatch.from_batch(data)
         budget = None if self.memory_budget_gb is None else self.memory_budget_gb * 2 ** 30
         check_dense_budget(dense.host_sizes, self.bytes_per_pair(), budget,

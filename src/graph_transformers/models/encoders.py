@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..data.checks import checks_enabled
+from ..core.checks import checks_enabled
 from ..encodings.registry import node_encoding
 from ..nn.reset import reset_children
 
@@ -210,7 +210,7 @@ class PEEmbedding(nn.Embedding):
 
     Raises:
         ValueError: in ``forward``, for an id beyond the table (checked where value checks run,
-            :func:`~graph_transformers.data.checks.checks_enabled`).
+            :func:`~graph_transformers.core.checks.checks_enabled`).
     """
 
     def forward(self, ids: Tensor, batch: Tensor | None = None,

@@ -7,21 +7,35 @@ see ``docs/gps.md`` for the design and where it departs from GraphGPS.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import Batch
+from torch_geometric.utils import subgraph
 
-from ..data.checks import check_batch
-from ..data.dense import DenseBatch
+from ..core.dense import DenseBatch
 from ..nn.attention import DEFAULT_ATTENTION_BUDGET_GB
+from ..nn.convention import ffn_width
 from ..nn.gps import GPSLayer
 from ..nn.norm import make_norm
 from .encoders import FeatureEncoder, encoding_input, make_pe_encoder
 from .heads import MLPReadout, level_head
+from .registry import (NonNegativeInt, Norm, PEName, PositiveFloat, PositiveInt, Probability,
+                       Readout, SignFlip, model_config, register_model)
 from ..nn.reset import reset_descendants
+from .utils import check_inputs
 
 
+#: ``mpnn``: the local MPNN of a GPS layer (:data:`~graph_transformers.nn.mpnn.CONVS`)
+LocalMPNN = Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"]
+#: ``attention``: the global attention of a GPS layer
+#: (:data:`~graph_transformers.nn.gps.ATTENTIONS`)
+GlobalAttention = Literal["full", "performer", "linear", "sgformer", "exphormer", "none"]
+
+
+@register_model("gps")
+@model_config(defaults={"hidden_dim": 64, "num_layers": 10, "num_heads": 4})
 class GPS(nn.Module):
     """GPS: node features embedded to ``hidden_dim - pe_embed_dim`` channels and concatenated with
     the encoding projected to ``pe_embed_dim`` (GraphGPS's input, §3.1), edge features embedded to
@@ -38,7 +52,9 @@ class GPS(nn.Module):
             :class:`~.gt.GraphTransformer`.
         mpnn: local MPNN name (:data:`~graph_transformers.nn.mpnn.CONVS`) or ``None``.
         attention: ``"full"``, ``"performer"``, ``"linear"`` (elu+1 linear attention),
-            ``"sgformer"`` (SGFormer's simple global attention) or ``"none"``; see
+            ``"sgformer"`` (SGFormer's simple global attention), ``"exphormer"`` (Exphormer's
+            sparse attention over the graph's edges, ``data.expander_index`` and virtual nodes;
+            the batch must carry ``expander_index``, the ``expander`` encoding) or ``"none"``; see
             :class:`~graph_transformers.nn.GPSLayer`.
         use_edge_features: embed ``edge_attr`` and give it to the MPNN.
         pe: ``"rwse"`` (``data.rwse [num_nodes, pe_dim]``), ``"lap"`` (``data.lap_pe``), any other
@@ -46,10 +62,18 @@ class GPS(nn.Module):
         pe_dim: width of the stored encoding (RWSE walk length / LapPE ``k``).
         pe_embed_dim: channels of the projected encoding inside ``hidden_dim``.
         sign_flip: sign flips of the encoding in training (:func:`~.encoders.flip_signs`).
-        norm, norm_position, dropout, attn_dropout, ffn_multiplier: passed to every
-            :class:`~graph_transformers.nn.GPSLayer` (``norm_position="post"`` is GraphGPS's own
-            layer layout and has no final Norm).
-        num_features, memory_budget_gb, pna_towers, train_eps: passed to every GPS layer too.
+        norm: the layers' normalization: ``"batch"``, ``"layer"`` or ``"none"``.
+        norm_position: ``"pre"``: the survey's block (eqs. 40-41) and a final Norm; ``"post"``:
+            GraphGPS's own layer layout, without a final Norm.
+        dropout: dropout in the layers.
+        attn_dropout: dropout on the attention weights.
+        ffn_multiplier: the layers' FFN width, in multiples of ``hidden_dim``.
+        num_features: Performer random features (default ``head_dim * ceil(log head_dim)``).
+        memory_budget_gb: full attention refuses a batch whose ``[B, H, N, N]`` tensors would
+            exceed this many GiB (``None``: unchecked).
+        pna_towers: PNA towers (``mpnn="pna"``).
+        train_eps: GIN/GINE's ``ε`` learned (``True``) or fixed at 0 (``False``, GraphGPS).
+        num_virtual_nodes: Exphormer's virtual nodes per graph (``attention="exphormer"``).
         deg: PNA's training in-degree histogram (only with ``mpnn="pna"``).
         readout: ``"sum"`` (GraphGPS on ZINC), ``"mean"`` or ``"max"``.
         mlp_layers: hidden layers of the :class:`~.heads.MLPReadout` head.
@@ -59,23 +83,26 @@ class GPS(nn.Module):
 
     Raises:
         ValueError: for an unknown level or encoding, ``pe_embed_dim >= hidden_dim``, and (in
-            ``forward``) for a batch missing the encoding the model uses.
+            ``forward``) for a batch missing the encoding the model uses (``expander_index``
+            with ``attention="exphormer"``).
     """
 
-    def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
-                 level: str = "graph", num_node_types: int | Sequence[int] | None = None,
+    def __init__(self, hidden_dim: PositiveInt, num_layers: PositiveInt, num_heads: PositiveInt,
+                 out_dim: int, level: str = "graph",
+                 num_node_types: int | Sequence[int] | None = None,
                  num_node_features: int | None = None,
                  num_edge_types: int | Sequence[int] | None = None,
-                 num_edge_features: int | None = None, mpnn: str | None = "gine",
-                 attention: str = "full", use_edge_features: bool = True,
-                 pe: str | None = "rwse", pe_dim: int = 20, pe_embed_dim: int = 28,
-                 sign_flip: str = "batch", norm: str = "batch", norm_position: str = "pre",
-                 dropout: float = 0.0,
-                 attn_dropout: float = 0.0, ffn_multiplier: float = 2.0,
-                 num_features: int | None = None,
-                 memory_budget_gb: float | None = DEFAULT_ATTENTION_BUDGET_GB,
-                 deg: Tensor | None = None, pna_towers: int = 5, readout: str = "sum",
-                 mlp_layers: int = 2, train_eps: bool = True) -> None:
+                 num_edge_features: int | None = None, mpnn: LocalMPNN | None = "gine",
+                 attention: GlobalAttention = "full", use_edge_features: bool = True,
+                 pe: PEName | None = "rwse", pe_dim: int = 20, pe_embed_dim: PositiveInt = 28,
+                 sign_flip: SignFlip = "batch", norm: Norm = "batch",
+                 norm_position: Literal["pre", "post"] = "pre", train_eps: bool = True,
+                 dropout: Probability = 0.0, attn_dropout: Probability = 0.0,
+                 ffn_multiplier: PositiveFloat = 2.0, num_features: PositiveInt | None = None,
+                 memory_budget_gb: PositiveFloat | None = DEFAULT_ATTENTION_BUDGET_GB,
+                 deg: Tensor | None = None, pna_towers: PositiveInt = 5,
+                 readout: Readout = "sum", mlp_layers: NonNegativeInt = 2,
+                 num_virtual_nodes: NonNegativeInt = 1) -> None:
         super().__init__()
         if level not in ("graph", "node", "edge"):
             raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
@@ -97,9 +124,10 @@ class GPS(nn.Module):
             GPSLayer(hidden_dim, num_heads, mpnn=mpnn, attention=attention,
                      use_edge_features=self.use_edge_features, norm=norm,
                      norm_position=norm_position, dropout=dropout,
-                     attn_dropout=attn_dropout, ffn_multiplier=ffn_multiplier,
+                     attn_dropout=attn_dropout, ffn_dim=ffn_width(hidden_dim, ffn_multiplier),
                      num_features=num_features, memory_budget_gb=memory_budget_gb,
-                     deg=deg, pna_towers=pna_towers, train_eps=train_eps)
+                     deg=deg, pna_towers=pna_towers, train_eps=train_eps,
+                     num_virtual_nodes=num_virtual_nodes)
             for _ in range(num_layers))
         # post-norm layers end with their own Norm
         self.final_norm = (make_norm(norm, hidden_dim) if norm_position == "pre"
@@ -113,14 +141,36 @@ class GPS(nn.Module):
         split)."""
         return mpnn == "pna"
 
+    @staticmethod
+    def config_checks(model) -> None:
+        """Cross-checks of the ``model:`` section (:mod:`~graph_transformers.models.registry`).
+
+        Raises:
+            ValueError: no MPNN and no attention, ``pe_embed_dim >= hidden_dim``, or
+                ``use_edge_features`` against what the MPNN reads.
+        """
+        if model.mpnn is None and model.attention == "none":
+            raise ValueError("model.mpnn is null and model.attention is 'none': a GPS layer "
+                             "needs at least one of them")
+        if model.pe is not None and model.pe_embed_dim >= model.hidden_dim:
+            raise ValueError(f"model.pe_embed_dim={model.pe_embed_dim} must be smaller than "
+                             f"model.hidden_dim={model.hidden_dim}")
+        if model.mpnn in ("gcn", "gin") and model.use_edge_features is True:
+            raise ValueError(f"model.mpnn={model.mpnn!r} takes no edge features: set "
+                             "model.use_edge_features=false")
+        if model.mpnn in ("gine", "gatedgcn") and model.use_edge_features is False:
+            raise ValueError(f"model.mpnn={model.mpnn!r} needs edge features: set "
+                             "model.use_edge_features=true, or, for graphs without edge "
+                             "features, model.mpnn=gin (or gcn)")
+
     def reset_parameters(self) -> None:
         reset_descendants(self)
 
     def _inputs(self, data: Batch) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        check_batch(data, need_edge_attr=self.use_edge_features)
+        check_inputs(data, need_edge_attr=self.use_edge_features)
         h = self.node_encoder(data.x)
         batch = getattr(data, "batch", None)
-        if self.pe is not None:  # its values are checked with the batch's (check_batch)
+        if self.pe is not None:  # its values are checked with the batch's (check_inputs)
             p = self.pe_encoder(encoding_input(data, self.pe), batch,
                                 getattr(data, "num_graphs", None))
             h = torch.cat([h, p], dim=-1)
@@ -136,9 +186,33 @@ class GPS(nn.Module):
         # linear / sgformer attention: per-graph sums sized by the batch's graph count (host int)
         num_graphs = getattr(data, "num_graphs", None) if batch is not None else None
         num_graphs = num_graphs if isinstance(num_graphs, int) and num_graphs > 0 else None
+        expander = self._expander_index(data) if self.attention == "exphormer" else None
         for layer in self.layers:
-            h, e = layer(h, data.edge_index, batch, e, dense=dense, num_graphs=num_graphs)
+            out = layer(h, data.edge_index, e, batch, dense=dense, num_graphs=num_graphs,
+                        expander_index=expander)
+            h, e = out if isinstance(out, tuple) else (out, e)  # GatedGCN updates e
         return self.final_norm(h)
+
+    @staticmethod
+    def _expander_index(data: Batch) -> Tensor:
+        """``data.expander_index [2, E_exp]`` for Exphormer attention; on a sampled subgraph
+        (``data.n_id``, PyG's ``NodeLoader``, which copies the attribute unchanged) the whole
+        graph's expander restricted to the sampled nodes and relabelled.
+
+        Raises:
+            ValueError: when the batch has no ``expander_index``.
+        """
+        index = getattr(data, "expander_index", None)
+        if index is None:
+            raise ValueError("model.attention 'exphormer' needs data.expander_index [2, E_exp]: "
+                             "set encodings.expander (e.g. 'encodings: {expander: {degree: 3}}') "
+                             "or add graph_transformers.encodings.AddExpanderGraph to the "
+                             "dataset's pre-transform")
+        n_id = getattr(data, "n_id", None)
+        if n_id is not None and index.numel():
+            size = int(torch.maximum(index.max(), n_id.max())) + 1  # the whole graph's ids
+            index, _ = subgraph(n_id, index, relabel_nodes=True, num_nodes=size)
+        return index
 
     def forward(self, data: Batch) -> Tensor:
         return level_head(self.head, self.encode(data), data, self.level, self.readout)
@@ -152,14 +226,17 @@ class GPS(nn.Module):
             keys j; padding rows and columns 0), ``mask`` is ``[batch, N]`` bool (real nodes).
 
         Raises:
-            NotImplementedError: for the linear attentions (Performer, linear, SGFormer) or no
-                global attention.
+            NotImplementedError: for the linear attentions (Performer, linear, SGFormer),
+                Exphormer or no global attention.
         """
         if self.attention != "full":
+            why = ("its sparse weights come from ExphormerAttention(..., "
+                   "return_attention_weights=True)" if self.attention == "exphormer" else
+                   "linear attention weights are never formed, and 'none' has no global "
+                   "attention")
             raise NotImplementedError(
                 f"attention maps need full softmax attention; this GPS uses "
-                f"attention={self.attention!r} (linear attention weights are never formed, and "
-                "'none' has no global attention)")
+                f"attention={self.attention!r} ({why})")
         was_training = self.training
         self.eval()
         try:
@@ -168,7 +245,8 @@ class GPS(nn.Module):
             for layer in self.layers:
                 w, mask = layer.attention_map(h, batch)
                 maps.append(w)
-                h, e = layer(h, data.edge_index, batch, e)
+                out = layer(h, data.edge_index, e, batch)
+                h, e = out if isinstance(out, tuple) else (out, e)
         finally:
             self.train(was_training)
         return maps, mask

@@ -8,15 +8,20 @@ from torch import Tensor, nn
 from torch_geometric.data import Batch
 from torch_geometric.utils import degree
 
-from ..data.checks import check_batch
 from ..nn.attention import aligned_bias, attention_dtype
 from ..nn.graphormer import GraphormerLayer
 from .encoders import FeatureEncoder
 from .grpe import PairRelationBuilder, TokenPairModel
 from .heads import MLPReadout
+from .registry import (NonNegativeInt, PositiveFloat, PositiveInt, Probability, model_config,
+                       register_model)
 from ..nn.reset import reset_descendants
+from .utils import check_inputs
 
 
+@register_model("graphormer")
+@model_config(defaults={"hidden_dim": 80, "num_layers": 12, "num_heads": 8},
+              encoding_args={"max_distance": "spd.max_distance"})
 class Graphormer(TokenPairModel):
     """Graphormer with the same dense path as :class:`~graph_transformers.models.GRPE`:
 
@@ -35,13 +40,25 @@ class Graphormer(TokenPairModel):
     The bias tables are shared by all layers (as in Graphormer, computed once per batch).
 
     Args:
-        hidden_dim, num_layers, num_heads, out_dim, level: as
-            :class:`~graph_transformers.models.GRPE`.
+        hidden_dim: ``d`` (as :class:`~graph_transformers.models.GRPE`).
+        num_layers: layers.
+        num_heads: attention heads.
+        out_dim, level: as GRPE.
         num_node_types, num_node_features, num_edge_types, num_edge_features: as GRPE.
-        use_edge_features, max_distance, ffn_dim, dropout, attn_dropout: as GRPE.
-        mlp_layers, memory_budget_gb, size_groups: as GRPE.
+        ffn_dim: FFN width (``None``: ``d``).
+        use_edge_features: use the edge types in the edge biases (else only presence).
+        max_distance: ``L`` of the spatial encoding (the ``encodings.spd.max_distance`` of the
+            data; a run passes that).
+        dropout: dropout in the layers.
+        attn_dropout: dropout on the attention weights.
+        mlp_layers: hidden layers of the head (0 = linear).
+        memory_budget_gb: dense-attention memory budget per batch (``None`` = unchecked).
+        size_groups: the layers run on up to this many groups of graphs of similar size (as
+            GRPE).
         max_degree: degrees above are clipped.
-        spatial_bias, edge_bias, degree_encoding: switches for the three encodings.
+        spatial_bias: the spatial encoding (eq. 6) in the attention scores.
+        edge_bias: the edge encoding (one-hop eq. 7) in the attention scores.
+        degree_encoding: the centrality encoding (eq. 5) added to the input embeddings.
 
     Forward takes a PyG ``Batch`` with ``x``, ``edge_index``, ``spd`` and ``pair_edge`` and returns
     ``[num_graphs, out_dim]`` or ``[num_nodes, out_dim]``.
@@ -51,16 +68,18 @@ class Graphormer(TokenPairModel):
         DenseBudgetError: for a batch beyond ``memory_budget_gb``.
     """
 
-    def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
-                 level: str = "graph", num_node_types: int | Sequence[int] | None = None,
+    def __init__(self, hidden_dim: PositiveInt, num_layers: PositiveInt, num_heads: PositiveInt,
+                 out_dim: int, level: str = "graph",
+                 num_node_types: int | Sequence[int] | None = None,
                  num_node_features: int | None = None,
                  num_edge_types: int | Sequence[int] | None = None,
-                 num_edge_features: int | None = None, use_edge_features: bool = True,
-                 max_distance: int = 5, ffn_dim: int | None = None, dropout: float = 0.1,
-                 attn_dropout: float = 0.1, max_degree: int = 64,
-                 spatial_bias: bool = True, edge_bias: bool = True,
-                 degree_encoding: bool = True, mlp_layers: int = 0,
-                 memory_budget_gb: float | None = 4.0, size_groups: int = 4) -> None:
+                 num_edge_features: int | None = None, ffn_dim: PositiveInt | None = None,
+                 use_edge_features: bool = True, max_distance: int = 5,
+                 dropout: Probability = 0.1, attn_dropout: Probability = 0.1,
+                 max_degree: PositiveInt = 64, spatial_bias: bool = True,
+                 edge_bias: bool = True, degree_encoding: bool = True,
+                 mlp_layers: NonNegativeInt = 0, memory_budget_gb: PositiveFloat | None = 4.0,
+                 size_groups: PositiveInt = 4) -> None:
         super().__init__()
         self._check_options("Graphormer", level, size_groups, use_edge_features, num_edge_types,
                             num_edge_features, "Graphormer's edge biases")
@@ -78,7 +97,8 @@ class Graphormer(TokenPairModel):
                              if spatial_bias else None)
         self.edge_bias = nn.Embedding(self.relations.num_edge, num_heads) if edge_bias else None
         self.layers = nn.ModuleList(
-            GraphormerLayer(hidden_dim, num_heads, ffn_dim, dropout, attn_dropout)
+            GraphormerLayer(hidden_dim, num_heads, ffn_dim=ffn_dim, dropout=dropout,
+                            attn_dropout=attn_dropout)
             for _ in range(num_layers))
         self.final_norm = nn.LayerNorm(hidden_dim)
         self.head = MLPReadout(hidden_dim, out_dim, mlp_layers)
@@ -92,7 +112,7 @@ class Graphormer(TokenPairModel):
                 nn.init.zeros_(emb.weight)  # start as plain attention, learn the biases
 
     def _encode(self, data: Batch, return_attention_weights: bool = False):
-        check_batch(data)
+        check_inputs(data)
         rel = self.relations(data)
         h = self.node_encoder(data.x)
         if self.degree_encoder is not None:

@@ -8,20 +8,21 @@ See ``docs/grit.md`` for the design and where it departs from the official code
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 from torch_geometric.data import Batch
 
-from ..data.checks import check_batch
-from ..data.dense import DenseBudgetError, count_per_graph, format_bytes, host_num_nodes
+from ..core.dense import DenseBudgetError, count_per_graph, format_bytes, host_num_nodes
 from ..nn.grit import GRITLayer, pair_bytes
 from ..nn.reset import reset_children
 from .encoders import FeatureEncoder
 from .heads import MLPReadout, batch_vector, level_head, sparse_attention_maps
-from .utils import full_graph_edge_index
+from .registry import (NonNegativeInt, Norm, PositiveFloat, PositiveInt, Probability, Readout,
+                       model_config, register_model)
+from .utils import check_inputs, full_graph_edge_index
 
 
 class GRITPairs(NamedTuple):
@@ -52,7 +53,7 @@ def grit_pairs(edge_index: Tensor, batch: Tensor, host_sizes: Tensor,
         edge_index: ``[2, num_edges]`` of the batch.
         batch: ``[num_nodes]`` sorted graph ids.
         host_sizes: ``[B]`` nodes per graph on the CPU
-            (:func:`~graph_transformers.data.dense.host_num_nodes`).
+            (:func:`~graph_transformers.core.dense.host_num_nodes`).
         dtype: of ``degree``.
 
     Returns:
@@ -92,6 +93,9 @@ class GraphGymHead(nn.Module):
         return self.out(x)
 
 
+@register_model("grit")
+@model_config(defaults={"hidden_dim": 64, "num_layers": 10, "num_heads": 8},
+              encoding_args={"walk_length": "rrwp.walk_length"})
 class GRIT(nn.Module):
     """GRIT: node features embedded plus a linear map of the RRWP diagonal ``P_ii``, pair
     representations ``e_ij`` from a linear map of ``P_ij`` plus the edge embedding where an edge
@@ -104,7 +108,8 @@ class GRIT(nn.Module):
 
     Args:
         hidden_dim: ``D`` (node and pair channels).
-        num_layers, num_heads: layers and heads.
+        num_layers: layers.
+        num_heads: attention heads.
         out_dim: outputs per graph, node or edge (by ``level``).
         level: ``"graph"``, ``"node"`` or ``"edge"``.
         num_node_types / num_node_features: categorical / continuous node features
@@ -117,7 +122,12 @@ class GRIT(nn.Module):
         full_attention: attend over all pairs (``True``, every official config) or only over
             the pairs with a nonzero RRWP value or an edge (a boolean selection per batch: one
             device sync).
-        dropout, attn_dropout, clamp, deg_scaler, edge_update, norm: passed to every layer.
+        dropout: dropout in every layer (official ``gt.dropout``).
+        attn_dropout: dropout on the attention weights (official ``gt.attn_dropout``).
+        clamp: attention scores clamped to ``±clamp`` before the softmax (``None``: no clamp).
+        deg_scaler: the degree scaler ``θ1 ⊙ x + log(1 + d) θ2 ⊙ x`` (GRIT §3.3).
+        edge_update: each layer passes its updated pair representations on.
+        norm: the layers' normalization: ``"batch"`` (the paper's), ``"layer"`` or ``"none"``.
         readout: ``"sum"`` (GRIT's ZINC), ``"mean"`` or ``"max"``.
         mlp_layers: hidden layers of the head.
         head: ``"halving"`` (:class:`~.heads.MLPReadout`, widths ``D/2, D/4, …``: the official
@@ -137,16 +147,18 @@ class GRIT(nn.Module):
         DenseBudgetError: in ``forward``, for a batch beyond ``memory_budget_gb``.
     """
 
-    def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
-                 level: str = "graph", num_node_types: int | Sequence[int] | None = None,
+    def __init__(self, hidden_dim: PositiveInt, num_layers: PositiveInt, num_heads: PositiveInt,
+                 out_dim: int, level: str = "graph",
+                 num_node_types: int | Sequence[int] | None = None,
                  num_node_features: int | None = None,
                  num_edge_types: int | Sequence[int] | None = None,
                  num_edge_features: int | None = None, use_edge_features: bool = True,
-                 walk_length: int = 21, full_attention: bool = True, dropout: float = 0.0,
-                 attn_dropout: float = 0.2, clamp: float | None = 5.0, deg_scaler: bool = True,
-                 edge_update: bool = True, norm: str = "batch", readout: str = "sum",
-                 mlp_layers: int = 2, head: str = "halving",
-                 memory_budget_gb: float | None = 8.0) -> None:
+                 walk_length: int = 21, full_attention: bool = True,
+                 dropout: Probability = 0.0, attn_dropout: Probability = 0.2,
+                 clamp: PositiveFloat | None = 5.0, deg_scaler: bool = True,
+                 edge_update: bool = True, norm: Norm = "batch", readout: Readout = "sum",
+                 mlp_layers: NonNegativeInt = 2, head: Literal["halving", "graphgym"] = "halving",
+                 memory_budget_gb: PositiveFloat | None = 8.0) -> None:
         super().__init__()
         if level not in ("graph", "node", "edge"):
             raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
@@ -216,7 +228,7 @@ class GRIT(nn.Module):
 
     def _inputs(self, data: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         """``(h [n, D], pair index [2, P], e [P, D], degree [n], batch [n])`` of a batch."""
-        check_batch(data, need_edge_attr=self.use_edge_features)
+        check_inputs(data, need_edge_attr=self.use_edge_features)
         node, pair = getattr(data, "rrwp", None), getattr(data, "rrwp_pair", None)
         if node is None or pair is None:
             raise ValueError("GRIT needs the RRWP encodings but the batch has no rrwp / "
@@ -252,10 +264,12 @@ class GRIT(nn.Module):
         h, index, e, degree, batch = self._inputs(data)
         attentions = []
         for layer in self.layers:
-            h, e, w = layer(h, index, e, batch, degree=degree,
-                            return_attention_weights=return_attention_weights)
+            out = layer(h, index, e, batch, degree=degree,
+                        return_attention_weights=return_attention_weights)
             if return_attention_weights:
-                attentions.append((index, w))
+                out, attention = out
+                attentions.append(attention)  # (index, weights)
+            h, e = out
         return (h, attentions) if return_attention_weights else h
 
     def forward(self, data: Batch) -> Tensor:

@@ -4,19 +4,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import Batch
 
-from ..data.checks import check_batch, checks_enabled
-from ..data.dense import DenseBatch, check_dense_budget
+from ..core.checks import checks_enabled
+from ..core.dense import DenseBatch, check_dense_budget
 from ..encodings.spd import PAIR_SELF, num_spd_ids
 from ..nn.grpe import EDGE_NONE, EDGE_OFFSET, EDGE_SELF, EDGE_VIRTUAL, GRPEEncodings, GRPELayer
 from .encoders import FeatureEncoder
 from .heads import MLPReadout
+from .registry import (NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt,
+                       Probability, model_config, register_model)
 from ..nn.reset import reset_descendants
+from .utils import check_inputs
 
 # the pair-edge ids EDGE_NONE, EDGE_SELF, EDGE_VIRTUAL, EDGE_OFFSET (shared by GRPE and Graphormer)
 # are defined with the layer (nn.grpe), whose PyG-native forward builds them too
@@ -244,6 +247,9 @@ class TokenPairModel(nn.Module):
         return maps, rel.dense.mask
 
 
+@register_model("grpe")
+@model_config(defaults={"hidden_dim": 80, "num_layers": 12, "num_heads": 8},
+              encoding_args={"max_distance": "spd.max_distance"})
 class GRPE(TokenPairModel):
     """GRPE (Park et al. 2022): node embeddings, a virtual node, ``num_layers``
     :class:`~graph_transformers.nn.GRPELayer` s with node-aware attention and graph-encoded values
@@ -251,8 +257,9 @@ class GRPE(TokenPairModel):
     (node tasks).
 
     Args:
-        hidden_dim: ``d_z``.
-        num_layers, num_heads: Table 1.
+        hidden_dim: ``d_z`` (GRPE-Small, Table 1: 80).
+        num_layers: layers (Table 1).
+        num_heads: attention heads (Table 1).
         out_dim: outputs per graph or node.
         level: ``"graph"`` or ``"node"``.
         num_node_types / num_node_features: categorical / continuous node features (see
@@ -261,13 +268,20 @@ class GRPE(TokenPairModel):
         num_edge_features: continuous edge features are not supported by GRPE's edge encodings
             (error).
         use_edge_features: use the edge types (else only presence).
-        max_distance: ``L`` (must equal the ``encodings.spd.max_distance`` of the data).
-        ffn_dim: FFN width (Table 1: ``d_z``).
-        dropout, attn_dropout: official defaults 0.1 / 0.1.
+        max_distance: ``L`` (must equal the ``encodings.spd.max_distance`` of the data; a run
+            passes that).
+        ffn_dim: FFN width (``None``: ``d_z``, Table 1).
+        dropout: dropout in the layers (official default 0.1).
+        attn_dropout: dropout on the attention weights (official default 0.1).
         input_noise: uniform noise ``U(-s, s)`` added to the node embeddings in training (the
             official ``perturb_noise``; 0.2 on ZINC).
         share_encodings: one set of topology/edge encodings for all layers (Table 10 "shared").
-        topology_attention, edge_attention, graph_encoded_value: Table 9 switches.
+        topology_attention: the topology terms ``q·P^q + k·P^k`` of the attention scores (a
+            Table 9 switch).
+        edge_attention: the edge terms ``q·E^q + k·E^k`` of the attention scores (a Table 9
+            switch).
+        graph_encoded_value: the values ``v_j + P^v + E^v`` (graph-encoded values; a Table 9
+            switch).
         attention_impl: ``"gather"`` or ``"materialized"`` (see :class:`GRPEAttention`).
         mlp_layers: hidden layers of the :class:`MLPReadout` head (0 = linear, as official).
         memory_budget_gb: dense-attention memory budget per batch (``None`` = unchecked).
@@ -285,17 +299,20 @@ class GRPE(TokenPairModel):
         DenseBudgetError: for a batch beyond ``memory_budget_gb``.
     """
 
-    def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
-                 level: str = "graph", num_node_types: int | Sequence[int] | None = None,
+    def __init__(self, hidden_dim: PositiveInt, num_layers: PositiveInt, num_heads: PositiveInt,
+                 out_dim: int, level: str = "graph",
+                 num_node_types: int | Sequence[int] | None = None,
                  num_node_features: int | None = None,
                  num_edge_types: int | Sequence[int] | None = None,
-                 num_edge_features: int | None = None, use_edge_features: bool = True,
-                 max_distance: int = 5, ffn_dim: int | None = None, dropout: float = 0.1,
-                 attn_dropout: float = 0.1, input_noise: float = 0.0,
-                 share_encodings: bool = True, topology_attention: bool = True,
-                 edge_attention: bool = True, graph_encoded_value: bool = True,
-                 attention_impl: str = "gather", mlp_layers: int = 0,
-                 memory_budget_gb: float | None = 4.0, size_groups: int = 4) -> None:
+                 num_edge_features: int | None = None, ffn_dim: PositiveInt | None = None,
+                 use_edge_features: bool = True, max_distance: int = 5,
+                 dropout: Probability = 0.1, attn_dropout: Probability = 0.1,
+                 input_noise: NonNegativeFloat = 0.0, share_encodings: bool = True,
+                 topology_attention: bool = True, edge_attention: bool = True,
+                 graph_encoded_value: bool = True,
+                 attention_impl: Literal["gather", "materialized"] = "gather",
+                 mlp_layers: NonNegativeInt = 0, memory_budget_gb: PositiveFloat | None = 4.0,
+                 size_groups: PositiveInt = 4) -> None:
         super().__init__()
         self._check_options("GRPE", level, size_groups, use_edge_features, num_edge_types,
                             num_edge_features, "GRPE's edge encodings")
@@ -314,8 +331,10 @@ class GRPE(TokenPairModel):
         n_enc = 1 if share_encodings else num_layers
         self.encodings = nn.ModuleList(GRPEEncodings(T, E, hidden_dim) for _ in range(n_enc))
         self.layers = nn.ModuleList(
-            GRPELayer(hidden_dim, num_heads, ffn_dim, dropout, attn_dropout,
-                      topology_attention, edge_attention, graph_encoded_value, attention_impl)
+            GRPELayer(hidden_dim, num_heads, ffn_dim=ffn_dim, dropout=dropout,
+                      attn_dropout=attn_dropout, topology_attention=topology_attention,
+                      edge_attention=edge_attention, graph_encoded_value=graph_encoded_value,
+                      attention_impl=attention_impl)
             for _ in range(num_layers))
         self.final_norm = nn.LayerNorm(hidden_dim)
         self.head = MLPReadout(hidden_dim, out_dim, mlp_layers)
@@ -326,7 +345,7 @@ class GRPE(TokenPairModel):
         nn.init.normal_(self.virtual_node)
 
     def _encode(self, data: Batch, return_attention_weights: bool = False):
-        check_batch(data)
+        check_inputs(data)
         rel = self.relations(data)
         h = self.node_encoder(data.x)
         if self.training and self.input_noise > 0:

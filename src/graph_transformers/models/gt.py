@@ -7,15 +7,19 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import Batch
 
-from ..data.checks import check_batch
-from ..data.dense import host_num_nodes
+from ..core.dense import host_num_nodes
+from ..nn.convention import ffn_width
 from ..nn.gt import GraphTransformerLayer
 from .encoders import encoding_input, feature_encoders, make_pe_encoder
 from .heads import MLPReadout, batch_vector, level_head, sparse_attention_maps
-from .utils import full_graph_edge_index
+from .registry import (NonNegativeInt, Norm, PEName, PositiveFloat, PositiveInt, Probability,
+                       Readout, SignFlip, model_config, register_model)
+from .utils import check_inputs, full_graph_edge_index
 from ..nn.reset import reset_descendants
 
 
+@register_model("gt")
+@model_config(defaults={"hidden_dim": 64, "num_layers": 10, "num_heads": 8})
 class GraphTransformer(nn.Module):
     """GT: input embeddings (eq. 2), a positional encoding added at the input only (eq. 3),
     ``num_layers`` :class:`~graph_transformers.nn.GraphTransformerLayer` s, and a task head.
@@ -42,7 +46,11 @@ class GraphTransformer(nn.Module):
             ``"none"``.
         full_graph: attend over all node pairs of each graph (the paper's "Full Graph" columns,
             no self-pairs, as the official code); edge features are then not used.
-        norm, dropout, ffn_multiplier, qkv_bias: passed to the layers.
+        norm: the layers' normalization: ``"batch"`` (BatchNorm, the paper's best), ``"layer"``
+            or ``"none"``.
+        dropout: dropout on the layers' attention output and inside their FFNs.
+        ffn_multiplier: the layers' FFN width, in multiples of ``hidden_dim``.
+        qkv_bias: biases in the layers' ``Q, K, V, E`` (the official code has none).
         in_feat_dropout: dropout on the input embeddings.
         readout: ``"mean"``, ``"sum"`` or ``"max"`` (graph task).
         mlp_layers: hidden layers of the :class:`MLPReadout` head.
@@ -52,15 +60,17 @@ class GraphTransformer(nn.Module):
     ``[num_edges, out_dim]``.
     """
 
-    def __init__(self, hidden_dim: int, num_layers: int, num_heads: int, out_dim: int,
-                 level: str = "graph", num_node_types: int | Sequence[int] | None = None,
+    def __init__(self, hidden_dim: PositiveInt, num_layers: PositiveInt, num_heads: PositiveInt,
+                 out_dim: int, level: str = "graph",
+                 num_node_types: int | Sequence[int] | None = None,
                  num_node_features: int | None = None,
                  num_edge_types: int | Sequence[int] | None = None,
                  num_edge_features: int | None = None, use_edge_features: bool = False,
-                 pe: str | None = "lap", pe_dim: int = 8, sign_flip: str = "batch",
-                 full_graph: bool = False, norm: str = "batch", dropout: float = 0.0,
-                 in_feat_dropout: float = 0.0, ffn_multiplier: float = 2.0,
-                 qkv_bias: bool = False, readout: str = "mean", mlp_layers: int = 2) -> None:
+                 pe: PEName | None = "lap", pe_dim: int = 8, sign_flip: SignFlip = "batch",
+                 full_graph: bool = False, norm: Norm = "batch", dropout: Probability = 0.0,
+                 in_feat_dropout: Probability = 0.0, ffn_multiplier: PositiveFloat = 2.0,
+                 qkv_bias: bool = False, readout: Readout = "mean",
+                 mlp_layers: NonNegativeInt = 2) -> None:
         super().__init__()
         if level not in ("graph", "node", "edge"):
             raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
@@ -77,11 +87,22 @@ class GraphTransformer(nn.Module):
         self.layers = nn.ModuleList(
             GraphTransformerLayer(hidden_dim, num_heads,
                                   edge_dim=hidden_dim if use_edge_features else None,
-                                  dropout=dropout, norm=norm, ffn_multiplier=ffn_multiplier,
-                                  qkv_bias=qkv_bias)
+                                  ffn_dim=ffn_width(hidden_dim, ffn_multiplier),
+                                  dropout=dropout, norm=norm, qkv_bias=qkv_bias)
             for _ in range(num_layers))
         self.head = MLPReadout(2 * hidden_dim if level == "edge" else hidden_dim, out_dim,
                                mlp_layers)
+
+    @staticmethod
+    def config_checks(model) -> None:
+        """Cross-checks of the ``model:`` section (:mod:`~graph_transformers.models.registry`).
+
+        Raises:
+            ValueError: ``full_graph`` with ``use_edge_features: true``.
+        """
+        if model.full_graph and model.use_edge_features is True:
+            raise ValueError("model.full_graph discards edge features (GT paper, Table 1): set "
+                             "model.use_edge_features=false")
 
     def reset_parameters(self) -> None:
         reset_descendants(self)
@@ -89,7 +110,7 @@ class GraphTransformer(nn.Module):
     def encode(self, data: Batch, return_attention_weights: bool = False):
         """Node embeddings after the last layer, ``[num_nodes, hidden_dim]`` (and, on request,
         the list of per-layer ``(edge_index, weights [num_edges, num_heads])``)."""
-        check_batch(data, need_edge_attr=self.use_edge_features)
+        check_inputs(data, need_edge_attr=self.use_edge_features)
         h = self.node_encoder(data.x)
         batch = batch_vector(data, h)
         if self.pe is not None:
@@ -101,10 +122,12 @@ class GraphTransformer(nn.Module):
         e = self.edge_encoder(data.edge_attr) if self.use_edge_features else None
         attentions = []
         for layer in self.layers:
-            h, e, weights = layer(h, edge_index, e,
-                                  return_attention_weights=return_attention_weights)
+            out = layer(h, edge_index, e, batch,
+                        return_attention_weights=return_attention_weights)
             if return_attention_weights:
-                attentions.append((edge_index, weights))
+                out, attention = out
+                attentions.append(attention)  # (edge_index, weights)
+            h, e = out if e is not None else (out, None)
         return (h, attentions) if return_attention_weights else h
 
     @torch.no_grad()

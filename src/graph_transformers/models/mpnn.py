@@ -16,18 +16,23 @@ which is the benchmark's ``Linear(1, d)`` applied to a constant edge feature of 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
 from torch_geometric.data import Batch
 
-from ..data.checks import check_batch
 from ..nn.mpnn import CONVS, MPNNBlock
 from .encoders import encoding_input, feature_encoders, make_pe_encoder
 from .heads import MLPReadout, batch_vector, graph_readout, level_head
+from .registry import (NonNegativeInt, Norm, PEName, PositiveInt, Probability, Readout,
+                       SignFlip, model_config, register_model)
 from ..nn.reset import reset_descendants
+from .utils import check_inputs
 
 
+@model_config(defaults={"hidden_dim": 64, "num_layers": 4}, heads_divide_hidden=False,
+              exclude=("conv",))
 class MPNN(nn.Module):
     """A benchmark MPNN network (module docstring) with the convolution ``conv``.
 
@@ -41,13 +46,16 @@ class MPNN(nn.Module):
             :class:`~graph_transformers.models.GraphTransformer`.
         use_edge_features: embed ``edge_attr`` and give it to the convolution (GatedGCN, GINE,
             PNA, GAT can use it; GINE requires it).
-        num_heads: GAT heads.
+        num_heads: GAT heads (``hidden_dim / num_heads`` channels each).
         pe: ``"lap"`` (``data.lap_pe``), ``"rwse"`` (``data.rwse``), any other registered node
             encoding (:func:`~.encoders.make_pe_encoder`) or ``None``; projected to ``d`` and
             added to the node embedding.
         pe_dim: width of the stored encoding.
         sign_flip: sign flips of the encoding in training (:func:`~.encoders.flip_signs`).
-        norm, residual, dropout: :class:`~graph_transformers.nn.MPNNBlock`.
+        norm: the blocks' normalization (:class:`~graph_transformers.nn.MPNNBlock`):
+            ``"batch"`` (the benchmark's), ``"layer"`` or ``"none"``.
+        residual: the blocks' residual connections.
+        dropout: dropout after each block's activation.
         in_feat_dropout: dropout on the input embeddings.
         readout: ``"mean"`` (the benchmark's), ``"sum"`` or ``"max"``.
         mlp_layers: hidden layers of the head.
@@ -58,9 +66,12 @@ class MPNN(nn.Module):
             ``nets/molecules_graph_regression/gin_net.py`` (``linears_prediction`` over
             ``hidden_rep``), which follows Xu et al. (2019), eq. 4.2, and produced the paper's
             GIN rows; on ZINC it is used with ``readout="sum"``.
-        gcn_norm, gat_self_loops: :class:`~graph_transformers.nn.mpnn.LocalMPNN` (``"mean"`` and
-            ``False`` are the benchmark's GCN and GAT layers).
-        deg: PNA's training in-degree histogram; pna_towers: PNA towers.
+        gcn_norm: GCN only: ``"sym"`` (PyG's ``GCNConv``), ``"sym_no_self_loops"`` or ``"mean"``
+            (the benchmark's layer); :class:`~graph_transformers.nn.mpnn.LocalMPNN`.
+        gat_self_loops: GAT only: attend over the node itself too (PyG); the benchmark's DGL
+            ``GATConv`` does not (``False``).
+        deg: PNA's training in-degree histogram.
+        pna_towers: PNA towers (``hidden_dim`` must be divisible by them).
 
     Forward: a PyG ``Batch`` (``x``, ``edge_index``, ``batch``, optional ``edge_attr`` and
     encodings) → ``[num_graphs | num_nodes | num_edges, out_dim]``.
@@ -73,17 +84,19 @@ class MPNN(nn.Module):
     #: set by the registered subclasses
     conv: str | None = None
 
-    def __init__(self, hidden_dim: int, num_layers: int, out_dim: int, level: str = "graph",
-                 num_node_types: int | Sequence[int] | None = None,
+    def __init__(self, hidden_dim: PositiveInt, num_layers: PositiveInt, out_dim: int,
+                 level: str = "graph", num_node_types: int | Sequence[int] | None = None,
                  num_node_features: int | None = None,
                  num_edge_types: int | Sequence[int] | None = None,
-                 num_edge_features: int | None = None,
-                 use_edge_features: bool = False, num_heads: int = 8, pe: str | None = None,
-                 pe_dim: int = 8, sign_flip: str = "batch", norm: str = "batch",
-                 residual: bool = True, dropout: float = 0.0, in_feat_dropout: float = 0.0,
-                 readout: str = "mean", mlp_layers: int = 2, deg: Tensor | None = None,
-                 pna_towers: int = 5, conv: str | None = None, head: str = "mlp",
-                 gcn_norm: str = "sym", gat_self_loops: bool = True) -> None:
+                 num_edge_features: int | None = None, use_edge_features: bool = False,
+                 num_heads: PositiveInt = 8, pe: PEName | None = None, pe_dim: int = 8,
+                 sign_flip: SignFlip = "batch", norm: Norm = "batch", residual: bool = True,
+                 dropout: Probability = 0.0, in_feat_dropout: Probability = 0.0,
+                 readout: Readout = "mean", mlp_layers: NonNegativeInt = 2,
+                 deg: Tensor | None = None, pna_towers: PositiveInt = 5, conv: str | None = None,
+                 head: Literal["mlp", "layer_sum"] = "mlp",
+                 gcn_norm: Literal["sym", "sym_no_self_loops", "mean"] = "sym",
+                 gat_self_loops: bool = True) -> None:
         super().__init__()
         conv = conv or self.conv
         if conv not in CONVS:
@@ -108,8 +121,8 @@ class MPNN(nn.Module):
         self.in_feat_dropout = nn.Dropout(in_feat_dropout)
         conv_edges = use_edge_features or conv == "gatedgcn"
         self.layers = nn.ModuleList(
-            MPNNBlock(conv, hidden_dim, conv_edges, num_heads=num_heads, deg=deg,
-                      pna_towers=pna_towers, norm=norm, residual=residual, dropout=dropout,
+            MPNNBlock(hidden_dim, conv, use_edge_features=conv_edges, num_heads=num_heads,
+                      deg=deg, pna_towers=pna_towers, norm=norm, residual=residual, dropout=dropout,
                       gcn_norm=gcn_norm, gat_self_loops=gat_self_loops)
             for _ in range(num_layers))
         if head == "layer_sum":
@@ -125,6 +138,34 @@ class MPNN(nn.Module):
         """Whether the constructor needs ``deg`` (PNA; overridden there)."""
         return False
 
+    @staticmethod
+    def config_checks(model) -> None:
+        """Cross-checks of the ``model:`` section (:mod:`~graph_transformers.models.registry`),
+        one section for the six baselines (``model.name`` picks the convolution).
+
+        Raises:
+            ValueError: an option of another convolution, ``num_heads`` (GAT) or ``pna_towers``
+                (PNA) not dividing ``hidden_dim``, or ``use_edge_features`` against what the
+                convolution reads.
+        """
+        if model.gcn_norm != "sym" and model.name != "gcn":
+            raise ValueError(f"model.gcn_norm applies to gcn only (model.name={model.name!r})")
+        if not model.gat_self_loops and model.name != "gat":
+            raise ValueError(f"model.gat_self_loops applies to gat only "
+                             f"(model.name={model.name!r})")
+        if model.name == "gat" and model.hidden_dim % model.num_heads:
+            raise ValueError(f"model.hidden_dim={model.hidden_dim} must be divisible by "
+                             f"model.num_heads={model.num_heads} (GAT)")
+        if model.name == "pna" and model.hidden_dim % model.pna_towers:
+            raise ValueError(f"model.hidden_dim={model.hidden_dim} must be divisible by "
+                             f"model.pna_towers={model.pna_towers} (PNA)")
+        if model.name in ("gcn", "gin") and model.use_edge_features is True:
+            raise ValueError(f"{model.name} takes no edge features: set "
+                             "model.use_edge_features=false")
+        if model.name == "gine" and model.use_edge_features is False:
+            raise ValueError("gine needs edge features: set model.use_edge_features=true (or "
+                             "use gin)")
+
     def reset_parameters(self) -> None:
         reset_descendants(self)
         if self.edge_constant is not None:
@@ -137,7 +178,7 @@ class MPNN(nn.Module):
     def encode_layers(self, data: Batch) -> list[Tensor]:
         """Node embeddings after the input embedding and after each layer: ``num_layers + 1``
         tensors ``[num_nodes, hidden_dim]``."""
-        check_batch(data, need_edge_attr=self.use_edge_features)
+        check_inputs(data, need_edge_attr=self.use_edge_features)
         h = self.node_encoder(data.x)
         if self.pe is not None:
             h = h + self.pe_encoder(encoding_input(data, self.pe), getattr(data, "batch", None),
@@ -151,7 +192,8 @@ class MPNN(nn.Module):
             e = None
         hs = [h]
         for layer in self.layers:
-            h, e = layer(h, data.edge_index, e)
+            out = layer(h, data.edge_index, e)
+            h, e = out if isinstance(out, tuple) else (out, e)  # GatedGCN updates e
             hs.append(h)
         return hs
 
@@ -164,31 +206,37 @@ class MPNN(nn.Module):
         return level_head(self.head, self.encode(data), data, self.level, self.readout)
 
 
+@register_model("gcn")
 class GCN(MPNN):
     """GCN baseline (Kipf & Welling 2017) with the benchmark's conventions; see :class:`MPNN`."""
     conv = "gcn"
 
 
+@register_model("gat")
 class GAT(MPNN):
     """GAT baseline (Veličković et al. 2018); see :class:`MPNN`."""
     conv = "gat"
 
 
+@register_model("gatedgcn")
 class GatedGCN(MPNN):
     """GatedGCN baseline (Bresson & Laurent 2017; with edge stream); see :class:`MPNN`."""
     conv = "gatedgcn"
 
 
+@register_model("gin")
 class GIN(MPNN):
     """GIN baseline (Xu et al. 2019); see :class:`MPNN`."""
     conv = "gin"
 
 
+@register_model("gine")
 class GINE(MPNN):
     """GINE baseline (Hu et al. 2020: GIN with edge features); see :class:`MPNN`."""
     conv = "gine"
 
 
+@register_model("pna")
 class PNA(MPNN):
     """PNA baseline (Corso et al. 2020): mean/min/max/std aggregators, identity/amplification/
     attenuation scalers, towers; needs the train split's in-degree histogram ``deg``."""

@@ -1,8 +1,12 @@
-"""Small tensor utilities shared by the models."""
+"""Small utilities shared by the models: input checks and tensor helpers."""
 from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch_geometric.data import Data
+
+from ..core.checks import check_batch
+from ..encodings.registry import float_encodings
 
 
 def full_graph_edge_index(batch: Tensor, self_loops: bool = False,
@@ -13,7 +17,7 @@ def full_graph_edge_index(batch: Tensor, self_loops: bool = False,
         batch: ``[num_nodes]`` graph id of each node, sorted (as in a PyG ``Batch``).
         self_loops: include the pairs ``(i, i)``.
         host_sizes: nodes per graph on the CPU
-            (:func:`~graph_transformers.data.dense.host_num_nodes`); the number of pairs is then
+            (:func:`~graph_transformers.core.dense.host_num_nodes`); the number of pairs is then
             known without a device sync.
 
     Returns:
@@ -43,3 +47,19 @@ def full_graph_edge_index(batch: Tensor, self_loops: bool = False,
     cols = ptr[batch][rows] + offset
     edge_index = torch.stack([cols, rows])
     return edge_index
+
+
+def check_inputs(data: Data, need_edge_attr: bool = False) -> None:
+    """The input checks a model runs before its forward:
+    :func:`~graph_transformers.core.checks.check_batch` with the float node encodings of the
+    encoding registry (:func:`~graph_transformers.encodings.registry.float_encodings`, including
+    any added with ``register_encoding``) value-checked too.
+
+    Args:
+        data: the PyG ``Batch`` (or ``Data``) given to the model.
+        need_edge_attr: the model reads ``edge_attr``.
+
+    Raises:
+        ValueError: naming the offending field (see ``check_batch``).
+    """
+    check_batch(data, need_edge_attr=need_edge_attr, encodings=float_encodings())

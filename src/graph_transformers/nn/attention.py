@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .convention import legacy_init, warn_deprecated
 from .fused import fused_sparse_attention, use_fused_sparse_attention
 
 
@@ -214,8 +215,10 @@ class QKVAttention(nn.Module):
     :class:`~graph_transformers.nn.linear_attention.PerformerAttention`) share: the fused Q/K/V
     projection ``qkv`` (``d → 3d``) and the output projection ``out`` (``d → d``) over
     ``num_heads`` heads of ``head_dim`` channels, initialised as ``nn.MultiheadAttention``
-    (see :meth:`reset_parameters`), and the check of their input ``x [batch, N, d]`` with its
-    key-padding ``mask [batch, N]``.
+    (see :meth:`reset_parameters`), the check of their dense input ``x [batch, N, d]`` with its
+    key-padding ``mask [batch, N]`` (``forward_dense``), and the PyG-native ``forward(x,
+    edge_index=None, edge_attr=None, batch=None)`` of the layer convention, which pads
+    ``x [num_nodes, d]`` per graph of ``batch`` and calls ``forward_dense``.
 
     Raises:
         ValueError: for ``hidden_dim`` not divisible by ``num_heads``.
@@ -247,6 +250,31 @@ class QKVAttention(nn.Module):
             raise ValueError(f"mask must be a bool tensor [batch, N] = {tuple(x.shape[:2])}, got "
                              f"{mask.dtype} {tuple(mask.shape)}")
 
+    def forward(self, x: Tensor, edge_index: Tensor | None = None,
+                edge_attr: Tensor | None = None, batch: Tensor | None = None) -> Tensor:
+        """PyG-native: ``x [num_nodes, d]`` with ``batch [num_nodes]`` (sorted graph ids; ``None``
+        = one graph) → ``[num_nodes, d]``, attention over the nodes of each graph;
+        ``edge_index`` and ``edge_attr`` are accepted (the layer convention) and unused."""
+        if isinstance(x, Tensor) and x.dim() == 3:  # the old forward(x [B, N, d], mask [B, N])
+            warn_deprecated(f"{type(self).__name__}(x [B, N, d], mask) is the old dense call; "
+                            f"call {type(self).__name__}.forward_dense(x, mask), or forward(x "
+                            "[num_nodes, d], batch=batch)")
+            return self.forward_dense(x, edge_index)
+        if not isinstance(x, Tensor) or x.dim() != 2 or x.size(1) != self.hidden_dim:
+            shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+            raise ValueError(f"x must be [num_nodes, {self.hidden_dim}] (padded [B, N, d]: "
+                             f"forward_dense), got {shape}")
+        if batch is None:
+            xd = x.unsqueeze(0)
+            mask = torch.ones(1, x.size(0), dtype=torch.bool, device=x.device)
+        else:
+            from torch_geometric.utils import to_dense_batch
+            xd, mask = to_dense_batch(x, batch)
+        return self.forward_dense(xd, mask)[mask]
+
+    def forward_dense(self, x: Tensor, mask: Tensor) -> Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
     def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         b, n, _ = x.shape
         q, k, v = self.qkv(x).view(b, n, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
@@ -276,15 +304,19 @@ class FullAttention(QKVAttention):
             linear memory on its CPU flash kernel); a larger call raises before allocating.
             ``None``: unchecked.
 
-    Shapes: ``x [batch, N, hidden_dim]``, ``mask [batch, N]`` bool (True = real node) →
-    ``[batch, N, hidden_dim]``.
+    Shapes: ``forward(x [num_nodes, hidden_dim], edge_index=None, edge_attr=None, batch=None)``
+    → ``[num_nodes, hidden_dim]`` (PyG-native, the layer convention; ``edge_index`` and
+    ``edge_attr`` unused); ``forward_dense(x [batch, N, hidden_dim], mask [batch, N])`` (bool, True
+    = real node) → ``[batch, N, hidden_dim]``.
 
     Raises:
         ValueError: for ``hidden_dim`` not divisible by ``num_heads``; in ``forward`` for a
             shape mismatch or a batch whose attention would exceed ``memory_budget_gb``.
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int, attn_dropout: float = 0.0,
+    @legacy_init(("hidden_dim", "num_heads", "attn_dropout", "bias", "memory_budget_gb"),
+                 new_form="FullAttention(hidden_dim, num_heads, *, attn_dropout=0.0, ...)")
+    def __init__(self, hidden_dim: int, num_heads: int, *, attn_dropout: float = 0.0,
                  bias: bool = True,
                  memory_budget_gb: float | None = DEFAULT_ATTENTION_BUDGET_GB) -> None:
         super().__init__(hidden_dim, num_heads, bias)
@@ -308,8 +340,8 @@ class FullAttention(QKVAttention):
         """Whether SDPA takes its ``N x N`` reference path (see :func:`full_attention_bytes`)."""
         return x.device.type != "cpu" or (self.training and self.attn_dropout > 0)
 
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        """See the class docstring."""
+    def forward_dense(self, x: Tensor, mask: Tensor) -> Tensor:
+        """Padded input; see the class docstring."""
         self._check(x, mask)
         self._check_memory(x.size(0), x.size(1), x.element_size(), self._math_kernel(x))
         q, k, v = self._qkv(x)

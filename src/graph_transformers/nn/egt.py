@@ -9,12 +9,19 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import acc_dtype, head_dim
-from .pyg_inputs import densify, pairs_input
+from .convention import legacy_init, renamed_multiplier, with_attention
+from .pyg_inputs import densify, pair_attention, pairs_input
 from .reset import reset_children
 
 
-class EGTOutput(NamedTuple):
-    """What :meth:`EGTLayer.forward` (PyG-native) returns.
+class _NodesAndEdges(NamedTuple):
+    x: Tensor
+    edge_attr: Tensor
+
+
+class EGTOutput(_NodesAndEdges):
+    """What :meth:`EGTLayer.forward` (PyG-native) returns: ``(x, edge_attr)``, a named tuple that
+    unpacks as two (the layer convention), with the all-pairs channels as an extra attribute.
 
     Attributes:
         x: ``[num_nodes, d_h]`` updated node channels.
@@ -23,15 +30,17 @@ class EGTOutput(NamedTuple):
         pair_attr: ``[Σ_b n_b², d_e]`` updated edge channels of *all* node pairs, each graph's
             ``[n_b, n_b, d_e]`` flattened row-major (``k = i · n_b + j``, pair ``j → i``), graph
             after graph; pass it as ``pair_attr`` to the next layer. Equal to the input pairs when
-            the layer has no edge output (EGT-Simple, ``edge_output=False``).
-        attention: ``[B, H, N, N]`` gated attention weights ``Ã`` over the padded view, with
-            ``return_attention_weights=True``; else ``None``.
+            the layer has no edge output (EGT-Simple, ``edge_output=False``). Not part of the
+            tuple: ``x, edge_attr = out`` and ``out.pair_attr``.
     """
 
-    x: Tensor
-    edge_attr: Tensor
-    pair_attr: Tensor
-    attention: Tensor | None = None
+    def __new__(cls, x: Tensor, edge_attr: Tensor, pair_attr: Tensor | None = None):
+        out = super().__new__(cls, x, edge_attr)
+        out.pair_attr = pair_attr
+        return out
+
+    def __getnewargs__(self):
+        return (self.x, self.edge_attr, self.pair_attr)
 
 
 class EGTDenseOutput(NamedTuple):
@@ -44,11 +53,13 @@ class EGTDenseOutput(NamedTuple):
 
 
 class FeedForward(nn.Module):
-    """Pointwise two-layer MLP with ELU, ``d → m·d → d`` (EGT §3.1, the FFN sublayer)."""
+    """Pointwise two-layer MLP with ELU, ``d → m·d → d`` (EGT §3.1, the FFN sublayer); ``hidden``
+    gives the width ``m·d`` directly."""
 
-    def __init__(self, dim: int, multiplier: float = 2.0, dropout: float = 0.0) -> None:
+    def __init__(self, dim: int, multiplier: float = 2.0, dropout: float = 0.0, *,
+                 hidden: int | None = None) -> None:
         super().__init__()
-        hidden = max(1, round(dim * multiplier))
+        hidden = max(1, round(dim * multiplier)) if hidden is None else hidden
         self.lin1 = nn.Linear(dim, hidden)
         self.lin2 = nn.Linear(hidden, dim)
         self.dropout = dropout
@@ -98,11 +109,12 @@ class EGTLayer(nn.Module):
 
     Args:
         hidden_dim: ``d_h``.
-        edge_dim: ``d_e``.
         num_heads: ``H`` (``d_h`` must be divisible by it; ``d_k = d_h / H``).
+        edge_dim: ``d_e`` (required, by keyword).
+        ffn_dim / edge_ffn_dim: hidden widths of the node and edge FFNs (default ``2 · d_h`` /
+            ``2 · d_e``).
         edge_update: keep residual edge channels (``False``: EGT-Simple).
         gated: sigmoid gates ``σ(G_e)`` on the attention weights.
-        node_ffn_multiplier / edge_ffn_multiplier: FFN widths as multiples of ``d_h`` / ``d_e``.
         attn_dropout: dropout on the attention weights (node channels only, as the paper's
             large-scale setting).
         dropout: dropout on the outputs of the node channels' two sublayers (as the official
@@ -121,7 +133,10 @@ class EGTLayer(nn.Module):
     Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`):
 
     * ``forward(x, edge_index, edge_attr=None, batch=None, *, pair_attr=None, non_edge=0.0,
-      constrained=False, return_attention_weights=False)`` → :class:`EGTOutput`: PyG-native. ``x
+      constrained=False, return_attention_weights=False)`` → :class:`EGTOutput` ``(x,
+      edge_attr)`` (with ``return_attention_weights=True``: ``(out, (pair_index [2, Σ_b n_b²],
+      weights [Σ_b n_b², H]))``, the gated weights ``Ã`` of every pair ``j → i`` of each graph,
+      :func:`~graph_transformers.nn.pyg_inputs.pair_attention`): PyG-native. ``x
       [num_nodes, d_h]``; the input edge channels are either ``edge_attr [num_edges, d_e]`` on the
       edges ``j → i`` of ``edge_index`` with every other pair (diagonal included) set to
       ``non_edge`` (a scalar or a ``[d_e]`` vector, e.g. a learned masking vector; add self-loops
@@ -155,19 +170,35 @@ class EGTLayer(nn.Module):
         >>> g = Data(x=torch.randn(4, 16), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
         ...          edge_attr=torch.randn(3, 8))                      # directed path 0→1→2→3
         >>> batch = Batch.from_data_list([g, g])
-        >>> layer = EGTLayer(hidden_dim=16, edge_dim=8, num_heads=4)
+        >>> layer = EGTLayer(16, 4, edge_dim=8)
         >>> out = layer(batch.x, batch.edge_index, batch.edge_attr, batch.batch)
-        >>> out.x.shape, out.edge_attr.shape, out.pair_attr.shape  # pairs: 2 graphs × 4²
+        >>> x, e = out                                                # (x, edge_attr)
+        >>> x.shape, e.shape, out.pair_attr.shape                     # pairs: 2 graphs × 4²
         (torch.Size([8, 16]), torch.Size([6, 8]), torch.Size([32, 8]))
-        >>> out2 = layer(out.x, batch.edge_index, batch=batch.batch, pair_attr=out.pair_attr)
+        >>> out2 = layer(x, batch.edge_index, batch=batch.batch, pair_attr=out.pair_attr)
     """
 
-    def __init__(self, hidden_dim: int, edge_dim: int, num_heads: int, edge_update: bool = True,
-                 gated: bool = True, node_ffn_multiplier: float = 2.0,
-                 edge_ffn_multiplier: float = 2.0, attn_dropout: float = 0.0,
+    @legacy_init(("hidden_dim", "edge_dim", "num_heads", "edge_update", "gated",
+                  "node_ffn_multiplier", "edge_ffn_multiplier", "attn_dropout", "dropout",
+                  "clamp", "edge_output", "scale_degree", "random_mask_prob"),
+                 new_form="EGTLayer(hidden_dim, num_heads, *, edge_dim, ffn_dim=None, "
+                          "edge_ffn_dim=None, ...)",
+                 # the old (hidden_dim, edge_dim, num_heads): a third positional, or the second
+                 # with num_heads by keyword
+                 is_legacy=lambda args, kwargs: len(args) > 2 or (len(args) == 2
+                                                                  and "num_heads" in kwargs),
+                 renamed=[renamed_multiplier("node_ffn_multiplier", "ffn_dim", 0, "hidden_dim"),
+                          renamed_multiplier("edge_ffn_multiplier", "edge_ffn_dim", None,
+                                             "edge_dim")])
+    def __init__(self, hidden_dim: int, num_heads: int, *, edge_dim: int | None = None,
+                 ffn_dim: int | None = None, edge_ffn_dim: int | None = None,
+                 edge_update: bool = True, gated: bool = True, attn_dropout: float = 0.0,
                  dropout: float = 0.0, clamp: float = 5.0, edge_output: bool = True,
                  scale_degree: bool = False, random_mask_prob: float = 0.0) -> None:
         super().__init__()
+        if edge_dim is None:
+            raise TypeError("EGTLayer needs the width of its edge channels: "
+                            "EGTLayer(hidden_dim, num_heads, edge_dim=...)")
         self.head_dim = head_dim(hidden_dim, num_heads)
         if scale_degree and not gated:
             raise ValueError("scale_degree sums the sigmoid gates: it needs gated=True")
@@ -186,12 +217,12 @@ class EGTLayer(nn.Module):
         self.eg = nn.Linear(edge_dim, (2 if gated else 1) * num_heads)
         self.out_h = nn.Linear(hidden_dim, hidden_dim)
         self.ffn_norm_h = nn.LayerNorm(hidden_dim)
-        self.ffn_h = FeedForward(hidden_dim, node_ffn_multiplier)
+        self.ffn_h = FeedForward(hidden_dim, hidden=ffn_dim)
         self.norm_e = nn.LayerNorm(edge_dim)
         if self.edge_output:
             self.out_e = nn.Linear(num_heads, edge_dim)
             self.ffn_norm_e = nn.LayerNorm(edge_dim)
-            self.ffn_e = FeedForward(edge_dim, edge_ffn_multiplier)
+            self.ffn_e = FeedForward(edge_dim, hidden=edge_ffn_dim)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -203,7 +234,7 @@ class EGTLayer(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, pair_attr: Tensor | None = None,
                 non_edge: Tensor | float = 0.0, constrained: bool = False,
-                return_attention_weights: bool = False) -> EGTOutput:
+                return_attention_weights: bool = False):
         """PyG-native entry point; see the class docstring."""
         dense = densify(self, x, edge_index, batch, self.hidden_dim)
         if pair_attr is not None:
@@ -237,8 +268,11 @@ class EGTLayer(nn.Module):
             attn_mask = dense.adjacency(self_loops=True) | eye
         out = self.forward_dense(dense.to_dense(x), e, dense.mask, attn_mask,
                                  return_attention_weights=return_attention_weights)
-        return EGTOutput(dense.to_sparse(out.h), dense.gather_edges(out.e),
-                         dense.flatten_pairs(out.e), out.attention)
+        result = EGTOutput(dense.to_sparse(out.h), dense.gather_edges(out.e),
+                           dense.flatten_pairs(out.e))
+        if not return_attention_weights:
+            return result
+        return with_attention(result, *pair_attention(dense, out.attention), True)
 
     def forward_dense(self, h: Tensor, e: Tensor, mask: Tensor, attn_mask: Tensor | None = None,
                       return_attention_weights: bool = False, num_virtual: int = 0
@@ -307,7 +341,7 @@ def pair_bytes(num_layers: int, edge_dim: int, num_heads: int, edge_update: bool
                edge_ffn_multiplier: float = 2.0, training: bool = True) -> float:
     """Estimated bytes an EGT network keeps per (graph, i, j) pair (float32): the edge channels
     and the ``[B, H, N, N]`` attention tensors each layer saves for backward. Used for the dense
-    memory budget (:func:`~graph_transformers.data.dense.check_dense_budget`)."""
+    memory budget (:func:`~graph_transformers.core.dense.check_dense_budget`)."""
     # saved per layer and pair: clipped scores, Ĥ, softmax, gates, gated weights, Ĥ for O_e, …
     per_layer = 7 * num_heads
     if edge_update:  # LN inputs and outputs (2 × 2 d_e) and the FFN's ELU output (m · d_e)

@@ -173,7 +173,7 @@ def fused_sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, 
                            edge_gate: Tensor | None = None, clamp: float = 5.0,
                            return_scores: bool = False) -> tuple[Tensor, Tensor | None]:
     """GT's neighbourhood attention, fused (the equations of
-    :func:`~graph_transformers.nn.sparse_attention`, without the attention weights).
+    :func:`~graph_transformers.nn.attention.sparse_attention`, without the attention weights).
 
     Args:
         q, k, v: ``[num_nodes, num_heads, head_dim]`` float32 / float64 CPU tensors (rows may be
@@ -193,14 +193,14 @@ def fused_sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, 
     """
     if load_kernels() is None:
         raise FusedKernelError(f"the fused kernels are unavailable ({ENV}="
-                               f"{kernel_mode()}): use graph_transformers.nn.sparse_attention")
+                               f"{kernel_mode()}): use graph_transformers.nn.attention.sparse_attention")
     out, per_dim = _SparseAttention.apply(q, k, v, edge_gate, edge_index, float(scale),
                                           float(clamp), return_scores)
     return out, (per_dim if return_scores else None)
 
 
 def use_fused_sparse_attention(q: Tensor, return_weights: bool) -> bool:
-    """Whether :func:`~graph_transformers.nn.sparse_attention` takes the fused path for these
+    """Whether :func:`~graph_transformers.nn.attention.sparse_attention` takes the fused path for these
     inputs: CPU, float32 / float64, no attention weights asked for, kernels available."""
     if return_weights or q.device.type != "cpu" or q.dtype not in (torch.float32, torch.float64):
         return False

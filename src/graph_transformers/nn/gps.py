@@ -19,13 +19,15 @@ after its residual and one after the MLP's:
         + \mathrm{Norm}_a(x + \mathrm{GlobalAttention}(x)),
     \qquad y = \mathrm{Norm}_2(h + \mathrm{MLP}(h)).
 
-Edge features go to the MPNN only. The attention is chosen from full softmax attention
+Edge features go to the MPNN (and to Exphormer attention) only. The attention is chosen from full softmax attention
 (:class:`~graph_transformers.nn.attention.FullAttention`, SDPA on the padded dense batch),
 Performer linear attention (:class:`~graph_transformers.nn.linear_attention.PerformerAttention`),
 the elu+1 linear attention of Katharopoulos et al. 2020
 (:class:`~graph_transformers.nn.kernel_attention.LinearGlobalAttention`), SGFormer's simple global
 attention (:class:`~graph_transformers.nn.kernel_attention.SGFormerAttention`; these two per graph
-by segment sums on the unpadded nodes) or none; the MPNN is any message-passing module (as PyG's ``GPSConv(channels, conv, heads)``),
+by segment sums on the unpadded nodes), Exphormer's sparse attention over the graph's edges, an
+expander graph and virtual nodes (:class:`~graph_transformers.nn.exphormer.ExphormerAttention`,
+which also reads the edge features) or none; the MPNN is any message-passing module (as PyG's ``GPSConv(channels, conv, heads)``),
 one of :data:`~graph_transformers.nn.mpnn.CONVS` by name, or none.
 """
 from __future__ import annotations
@@ -34,8 +36,10 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import to_dense_batch
 
-from ..data.dense import DenseBatch
+from ..core.dense import DenseBatch
 from .attention import DEFAULT_ATTENTION_BUDGET_GB, FullAttention, head_dim
+from .convention import is_node_batch, legacy_init, renamed_multiplier, warn_deprecated
+from .exphormer import ExphormerAttention
 from .kernel_attention import LinearGlobalAttention, SGFormerAttention
 from .linear_attention import PerformerAttention
 from .mpnn import CONVS, LocalMPNN
@@ -43,7 +47,7 @@ from .norm import make_norm
 from .reset import reset_children
 
 #: global attention kinds
-ATTENTIONS = ("full", "performer", "linear", "sgformer", "none")
+ATTENTIONS = ("full", "performer", "linear", "sgformer", "exphormer", "none")
 #: the global attentions computed on the unpadded nodes by segment sums over ``batch``
 SEGMENT_ATTENTIONS = ("linear", "sgformer")
 #: where the Norms sit: before each residual branch (the survey) or after each residual (GraphGPS)
@@ -53,9 +57,12 @@ NORM_POSITIONS = ("pre", "post")
 class GPSLayer(nn.Module):
     r"""One GPS block, survey eqs. 40-41 (module docstring).
 
+    Also built in the order of PyG's ``GPSConv(channels, conv, heads)``: ``GPSLayer(d, conv)`` or
+    ``GPSLayer(d, conv, heads)``, with ``conv`` the ``mpnn`` below (a module, a name or ``None``).
+
     Args:
         hidden_dim: ``d``.
-        num_heads: heads of the global attention (and of a GAT MPNN).
+        num_heads: heads of the global attention (and of a GAT MPNN); default 1, as ``GPSConv``.
         mpnn: the local message-passing term: a module called as ``mpnn(x, edge_index,
             edge_attr)`` (``mpnn(x, edge_index)`` without edge features) that returns
             ``x [num_nodes, d]`` or ``(x, e_hat)`` (an edge update, added residually to
@@ -65,8 +72,11 @@ class GPSLayer(nn.Module):
         attention: ``"full"``, ``"performer"``, ``"linear"`` (elu+1 linear attention,
             :class:`~graph_transformers.nn.kernel_attention.LinearGlobalAttention`),
             ``"sgformer"`` (:class:`~graph_transformers.nn.kernel_attention.SGFormerAttention`,
-            ``num_heads`` heads of width ``hidden_dim``, averaged) or ``"none"`` (no global
-            term).
+            ``num_heads`` heads of width ``hidden_dim``, averaged), ``"exphormer"``
+            (:class:`~graph_transformers.nn.exphormer.ExphormerAttention`: sparse softmax
+            attention over the graph's edges, ``expander_index`` and ``num_virtual_nodes``
+            virtual nodes; it reads ``edge_attr`` when ``use_edge_features``, else a learned
+            vector per graph edge) or ``"none"`` (no global term).
         use_edge_features: the MPNN reads ``edge_attr`` (``[num_edges, d]``). With ``gatedgcn``
             the edge features are also updated: ``e' = e + Dropout(ê)``, where ``ê`` is
             GatedGCN's edge output from ``Norm_e(e)`` (the same pre-norm residual form as eq. 40;
@@ -77,8 +87,8 @@ class GPSLayer(nn.Module):
             ``"post"`` (GraphGPS's layer: a Norm after each branch's residual and one after the
             MLP's, three per layer; see the module docstring).
         dropout: dropout on the attention, MPNN and MLP outputs.
-        attn_dropout: dropout on the attention weights (full attention only).
-        ffn_multiplier: MLP width ``ffn_multiplier * d`` (``Linear → ReLU → Dropout → Linear``).
+        attn_dropout: dropout on the attention weights (full and Exphormer attention).
+        ffn_dim: hidden width of the MLP (``Linear → ReLU → Dropout → Linear``; default ``2 · d``).
         num_features: Performer random features (default: see
             :class:`~graph_transformers.nn.linear_attention.PerformerAttention`).
         memory_budget_gb: memory budget of full attention in GiB, ``None`` = unchecked (see
@@ -87,12 +97,15 @@ class GPSLayer(nn.Module):
             given by name only.
         deg, pna_towers: PNA's options (:class:`~graph_transformers.nn.mpnn.LocalMPNN`; an
             ``mpnn`` given by name only).
+        num_virtual_nodes: Exphormer's virtual nodes per graph (``attention="exphormer"``
+            only).
 
     Shapes:
         - x: ``[num_nodes, hidden_dim]``; batch: ``[num_nodes]`` sorted graph ids (``None`` = one
           graph); edge_index: ``[2, num_edges]``; edge_attr: ``[num_edges, hidden_dim]``.
-        - returns ``(x [num_nodes, hidden_dim], edge_attr)``, ``edge_attr`` updated by GatedGCN
-          and passed through otherwise.
+        - returns ``x [num_nodes, hidden_dim]``; when the MPNN updates the edge features
+          (``gatedgcn``, or a module that returns ``(x, e_hat)``), ``(x, edge_attr [num_edges,
+          hidden_dim])``.
 
     Raises:
         ValueError: for an unknown attention/MPNN/norm position, both terms off, bad sizes; in
@@ -113,12 +126,12 @@ class GPSLayer(nn.Module):
         ...         mlp = lambda: torch.nn.Sequential(torch.nn.Linear(d, d), torch.nn.ReLU(),
         ...                                           torch.nn.Linear(d, d))
         ...         self.layers = torch.nn.ModuleList(
-        ...             GPSLayer(d, num_heads=4, mpnn=GINEConv(mlp())) for _ in range(2))
+        ...             GPSLayer(d, GINEConv(mlp()), 4) for _ in range(2))  # as GPSConv
         ...         self.head = torch.nn.Linear(d, 1)
         ...     def forward(self, data):
         ...         x, e = self.emb(data.x), self.edge_emb(data.edge_attr)
         ...         for layer in self.layers:
-        ...             x, e = layer(x, data.edge_index, data.batch, e)
+        ...             x = layer(x, data.edge_index, e, data.batch)  # GINE keeps e
         ...         return self.head(global_add_pool(x, data.batch))
         >>> g = Data(x=torch.randn(4, 3), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
         ...          edge_attr=torch.tensor([0, 3, 1]))
@@ -126,12 +139,21 @@ class GPSLayer(nn.Module):
         torch.Size([2, 1])
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int, mpnn: str | nn.Module | None = "gine",
+    @legacy_init(("hidden_dim", "num_heads", "mpnn", "attention", "use_edge_features", "norm",
+                  "norm_position", "dropout", "attn_dropout", "ffn_multiplier", "num_features",
+                  "memory_budget_gb", "deg", "pna_towers", "train_eps"),
+                 new_form="GPSLayer(hidden_dim, num_heads, *, mpnn='gine', attention='full', "
+                          "ffn_dim=None, ...) or PyG's GPSLayer(channels, conv, heads)",
+                 resolve=lambda args, kwargs: _gpsconv_order(args, kwargs),
+                 renamed=[renamed_multiplier("ffn_multiplier", "ffn_dim", 0, "hidden_dim")])
+    def __init__(self, hidden_dim: int, num_heads: int = 1, *,
+                 mpnn: str | nn.Module | None = "gine",
                  attention: str = "full", use_edge_features: bool = True, norm: str = "batch",
-                 norm_position: str = "pre", dropout: float = 0.0, attn_dropout: float = 0.0, ffn_multiplier: float = 2.0,
-                 num_features: int | None = None,
+                 norm_position: str = "pre", dropout: float = 0.0, attn_dropout: float = 0.0,
+                 ffn_dim: int | None = None, num_features: int | None = None,
                  memory_budget_gb: float | None = DEFAULT_ATTENTION_BUDGET_GB,
-                 deg: Tensor | None = None, pna_towers: int = 5, train_eps: bool = True) -> None:
+                 deg: Tensor | None = None, pna_towers: int = 5, train_eps: bool = True,
+                 num_virtual_nodes: int = 1) -> None:
         super().__init__()
         if attention not in ATTENTIONS:
             raise ValueError(f"unknown attention {attention!r}; expected one of {ATTENTIONS}")
@@ -158,23 +180,28 @@ class GPSLayer(nn.Module):
         self.norm1_local = make_norm(norm, hidden_dim) if post and mpnn is not None else None
         if attention == "full":
             self.attention: nn.Module | None = FullAttention(
-                hidden_dim, num_heads, attn_dropout, memory_budget_gb=memory_budget_gb)
+                hidden_dim, num_heads, attn_dropout=attn_dropout,
+                memory_budget_gb=memory_budget_gb)
         elif attention == "performer":
-            self.attention = PerformerAttention(hidden_dim, num_heads, num_features)
+            self.attention = PerformerAttention(hidden_dim, num_heads, num_features=num_features)
         elif attention == "linear":
             self.attention = LinearGlobalAttention(hidden_dim, num_heads)
         elif attention == "sgformer":
             self.attention = SGFormerAttention(hidden_dim, num_heads)
+        elif attention == "exphormer":
+            self.attention = ExphormerAttention(hidden_dim, num_heads,
+                                                num_virtual_nodes=num_virtual_nodes,
+                                                dropout=attn_dropout)
         else:
             self.attention = None
-        self.mpnn = (LocalMPNN(mpnn, hidden_dim, self.use_edge_features, num_heads=num_heads,
-                               deg=deg, pna_towers=pna_towers, gin_mlp_norm=False,
-                               train_eps=train_eps)
+        self.mpnn = (LocalMPNN(hidden_dim, mpnn, use_edge_features=self.use_edge_features,
+                               num_heads=num_heads, deg=deg, pna_towers=pna_towers,
+                               gin_mlp_norm=False, train_eps=train_eps)
                      if isinstance(mpnn, str) else mpnn)
         self.norm_e = (make_norm(norm, hidden_dim)
                        if mpnn == "gatedgcn" and self.use_edge_features else None)
         self.norm2 = make_norm(norm, hidden_dim)
-        hidden = int(round(hidden_dim * ffn_multiplier))
+        hidden = 2 * hidden_dim if ffn_dim is None else ffn_dim
         self.mlp = nn.Sequential(nn.Linear(hidden_dim, hidden), nn.ReLU(), nn.Dropout(dropout),
                                  nn.Linear(hidden, hidden_dim))
         self.dropout = nn.Dropout(dropout)
@@ -192,29 +219,47 @@ class GPSLayer(nn.Module):
             return xn.unsqueeze(0), torch.ones(1, xn.size(0), dtype=torch.bool, device=xn.device)
         return to_dense_batch(xn, batch)
 
-    def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None,
-                edge_attr: Tensor | None = None, dense: DenseBatch | None = None,
-                num_graphs: int | None = None) -> tuple[Tensor, Tensor | None]:
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
+                batch: Tensor | None = None, *, dense: DenseBatch | None = None,
+                num_graphs: int | None = None, expander_index: Tensor | None = None
+                ) -> Tensor | tuple[Tensor, Tensor]:
         """See the class docstring. ``dense`` (the batch's
-        :class:`~graph_transformers.data.dense.DenseBatch`, built once per forward by the
+        :class:`~graph_transformers.core.dense.DenseBatch`, built once per forward by the
         network) makes the padding of the attention input and its inverse index gathers with no
         device sync; without it PyG's ``to_dense_batch`` and a boolean mask are used.
         ``num_graphs`` (``data.num_graphs``) sizes the per-graph sums of ``"linear"`` and
         ``"sgformer"`` attention (see
-        :class:`~graph_transformers.nn.kernel_attention.LinearGlobalAttention`)."""
+        :class:`~graph_transformers.nn.kernel_attention.LinearGlobalAttention`) and the virtual
+        nodes of ``"exphormer"``; ``expander_index`` (``data.expander_index [2, E_exp]``) is the
+        expander graph ``"exphormer"`` attends over (``None``: the graph's edges and the virtual
+        nodes only)."""
         if x.dim() != 2 or x.size(1) != self.hidden_dim:
             raise ValueError(f"x must be [num_nodes, {self.hidden_dim}], got {tuple(x.shape)}")
+        if is_node_batch(edge_attr, x.size(0)) and not is_node_batch(batch, x.size(0)):
+            # the old forward(x, edge_index, batch, edge_attr): edge features are never an
+            # integer [num_nodes] vector here (the MPNN reads [num_edges, d])
+            warn_deprecated("GPSLayer.forward(x, edge_index, batch, edge_attr) is the old order; "
+                            "call forward(x, edge_index, edge_attr, batch)")
+            edge_attr, batch = batch, edge_attr
+        elif (isinstance(batch, Tensor) and batch.is_floating_point() and batch.dim() == 2
+              and edge_attr is None):  # the old forward(x, edge_index, None, edge_attr)
+            warn_deprecated("GPSLayer.forward(x, edge_index, batch, edge_attr) is the old order; "
+                            "call forward(x, edge_index, edge_attr, batch)")
+            edge_attr, batch = batch, None
         if self.use_edge_features and (edge_attr is None or edge_attr.shape !=
                                        (edge_index.size(1), self.hidden_dim)):
             shape = None if edge_attr is None else tuple(edge_attr.shape)
             raise ValueError(f"this GPS layer's MPNN uses edge features: edge_attr must be "
                              f"[num_edges={edge_index.size(1)}, {self.hidden_dim}], got {shape}")
+        # what the sparse (Exphormer) attention reads besides x
+        sparse = (edge_index, edge_attr if self.use_edge_features else None, expander_index)
         if self.norm_position == "post":
-            return self._forward_post(x, edge_index, batch, edge_attr, dense, num_graphs)
+            return self._forward_post(x, edge_index, batch, edge_attr, dense, num_graphs, sparse)
         xn = self.norm1(x)
         h = x
+        e_hat = None
         if self.attention is not None:
-            h = h + self.dropout(self._attend(xn, batch, dense, num_graphs))
+            h = h + self.dropout(self._attend(xn, batch, dense, num_graphs, sparse))
         if self.mpnn is not None:
             e_in = self.norm_e(edge_attr) if self.norm_e is not None else edge_attr
             local, e_hat = self._local(xn, edge_index, e_in)
@@ -222,32 +267,44 @@ class GPSLayer(nn.Module):
             if e_hat is not None:
                 edge_attr = edge_attr + self.dropout(e_hat)
         y = h + self.dropout(self.mlp(self.norm2(h)))
-        return y, edge_attr
+        return y if e_hat is None else (y, edge_attr)
 
     def _forward_post(self, x: Tensor, edge_index: Tensor, batch: Tensor | None,
                       edge_attr: Tensor | None, dense: DenseBatch | None,
-                      num_graphs: int | None = None) -> tuple[Tensor, Tensor | None]:
+                      num_graphs: int | None = None, sparse: tuple | None = None
+                      ) -> Tensor | tuple[Tensor, Tensor]:
         """GraphGPS's post-norm layer (module docstring)."""
         h: Tensor | None = None
+        e_hat = None
         if self.mpnn is not None:
             local, e_hat = self._local(x, edge_index, edge_attr)
             h = self.norm1_local(x + self.dropout(local))
             if e_hat is not None:
                 edge_attr = self.norm_e(edge_attr + self.dropout(e_hat))
         if self.attention is not None:
-            att = self.norm1(x + self.dropout(self._attend(x, batch, dense, num_graphs)))
+            att = self.norm1(x + self.dropout(self._attend(x, batch, dense, num_graphs,
+                                                           sparse)))
             h = att if h is None else h + att
-        return self.norm2(h + self.dropout(self.mlp(h))), edge_attr
+        y = self.norm2(h + self.dropout(self.mlp(h)))
+        return y if e_hat is None else (y, edge_attr)
 
     def _attend(self, x: Tensor, batch: Tensor | None, dense: DenseBatch | None,
-                num_graphs: int | None = None) -> Tensor:
-        """The global attention's output at the real nodes, ``[num_nodes, hidden_dim]``."""
+                num_graphs: int | None = None, sparse: tuple | None = None) -> Tensor:
+        """The global attention's output at the real nodes, ``[num_nodes, hidden_dim]``
+        (``sparse``: ``(edge_index, edge_attr or None, expander_index or None)`` for
+        ``"exphormer"``)."""
+        if self.attention_kind == "exphormer":  # edge lists, no padding
+            if num_graphs is None and dense is not None:
+                num_graphs = dense.num_graphs
+            edge_index, edge_attr, expander_index = sparse
+            return self.attention(x, edge_index, edge_attr, batch,
+                                  expander_index=expander_index, num_graphs=num_graphs)
         if self.attention_kind in SEGMENT_ATTENTIONS:  # no padding: segment sums over batch
             if num_graphs is None and dense is not None:
                 num_graphs = dense.num_graphs
             return self.attention(x, batch=batch, num_graphs=num_graphs)
         xd, mask = self._dense(x, batch, dense)
-        att = self.attention(xd, mask)
+        att = self.attention.forward_dense(xd, mask)
         return dense.to_sparse(att) if dense is not None else att[mask]
 
     def _local(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None
@@ -266,15 +323,19 @@ class GPSLayer(nn.Module):
             rows and columns of padding are 0.
 
         Raises:
-            NotImplementedError: for linear (Performer, linear, SGFormer) or no global
-                attention (the linear attentions never form the ``N × N`` matrix; their
-                weights are only implicit).
+            NotImplementedError: for linear (Performer, linear, SGFormer), Exphormer or no
+                global attention (the linear attentions never form the ``N × N`` matrix; their
+                weights are only implicit; Exphormer's sparse weights come from
+                ``ExphormerAttention(..., return_attention_weights=True)``).
         """
         if self.attention_kind != "full":
+            why = ("its sparse weights come from the attention called with "
+                   "return_attention_weights=True" if self.attention_kind == "exphormer" else
+                   "linear attention weights are never formed, and 'none' has no global "
+                   "attention")
             raise NotImplementedError(
                 f"attention maps need full softmax attention; this GPS layer uses "
-                f"attention={self.attention_kind!r} (linear attention weights are never "
-                "formed, and 'none' has no global attention)")
+                f"attention={self.attention_kind!r} ({why})")
         xa = self.norm1(x) if self.norm_position == "pre" else x
         dense, mask = self._dense(xa, batch)
         return self.attention.attention_weights(dense, mask).mean(1), mask
@@ -283,3 +344,15 @@ class GPSLayer(nn.Module):
         return (f"mpnn={self.mpnn_kind!r}, attention={self.attention_kind!r}, "
                 f"norm_position={self.norm_position!r}")
 
+
+def _gpsconv_order(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``GPSLayer(channels, conv, heads)`` (PyG's ``GPSConv`` order; a module, an MPNN name or
+    ``None`` second) → ``GPSLayer(channels, heads, mpnn=conv)``; other calls unchanged."""
+    if len(args) < 2 or (isinstance(args[1], int) and not isinstance(args[1], bool)):
+        return args, kwargs
+    if len(args) > 3:
+        raise TypeError("GPSLayer(channels, conv, heads) takes at most 3 positional arguments; "
+                        "pass the options by keyword")
+    if "mpnn" in kwargs:
+        raise TypeError("GPSLayer got its MPNN both as the second argument (conv) and as mpnn=")
+    return args[:1] + args[2:], {**kwargs, "mpnn": args[1]}

@@ -18,8 +18,9 @@ from torch import Tensor, nn
 
 from .attention import acc_dtype, sdpa
 from .attention import head_dim
+from .convention import legacy_init, warn_deprecated, with_attention
 from .grpe import PreNormBlock
-from .pyg_inputs import LayerOutput, densify, pairs_input
+from .pyg_inputs import LayerOutput, densify, pair_attention, pairs_input
 
 
 class GraphormerLayer(PreNormBlock):
@@ -28,38 +29,45 @@ class GraphormerLayer(PreNormBlock):
     Args:
         hidden_dim: ``d``.
         num_heads: ``H`` (``d`` divisible by ``H``).
+        edge_dim: ``None``, or the width of the edge features ``edge_attr`` the layer turns into
+            its edge encoding, ``c_ij = x_e · w^E`` per head for the edge ``e = j → i``
+            (Graphormer eq. 7 for a path of one edge; ``edge_proj``, a bias-free
+            ``Linear(edge_dim, H)``).
         ffn_dim: FFN width (default ``d``).
         dropout: on the attention and FFN outputs.
         attn_dropout: on the attention weights.
 
-    Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`), both returning a
-    :class:`~graph_transformers.nn.LayerOutput` ``(x, attention)``:
+    Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`):
 
-    * ``forward(x, edge_index, edge_attr=None, batch=None, *, pair_bias=None,
-      return_attention_weights=False)``: PyG-native. ``x [num_nodes, d]``; the bias ``b_ij`` of the
-      scores
-      is the sum of ``edge_attr [num_edges, H]`` (a per-head bias on the pairs ``(i, j)`` of the
-      edges ``j → i``, e.g. an edge encoding ``nn.Embedding(num_types, H)(edge_type)``; ``0`` on
-      other pairs) and ``pair_bias [Σ_b n_b², H]`` (a bias on every pair of each graph, flattened
-      row-major ``k = i · n_b + j``, the layout of
-      :class:`~graph_transformers.encodings.AddShortestPaths`' ``spd``, e.g. the spatial encoding
-      ``nn.Embedding(L + 3, H)(batch.spd.long())``); neither given is refused (plain attention
-      over each graph would ignore its edges). The layer builds nothing else (no distances, no graph token: those are
-      :class:`~graph_transformers.models.Graphormer`'s). Returns ``x [num_nodes, d]``.
+    * ``forward(x, edge_index, edge_attr=None, batch=None, *, edge_bias=None, pair_bias=None,
+      return_attention_weights=False)``: PyG-native. ``x [num_nodes, d]``; the bias ``b_ij`` of
+      the scores is the sum of the edge encoding of ``edge_attr [num_edges, edge_dim]`` (edge
+      features; a layer built with ``edge_dim``), ``edge_bias [num_edges, H]`` (a per-head bias on
+      the pairs ``(i, j)`` of the edges ``j → i``, e.g. an edge encoding
+      ``nn.Embedding(num_types, H)(edge_type)``; ``0`` on other pairs) and ``pair_bias [Σ_b n_b²,
+      H]`` (a bias on every pair of each graph, flattened row-major ``k = i · n_b + j``, the
+      layout of :class:`~graph_transformers.encodings.AddShortestPaths`' ``spd``, e.g. the
+      spatial encoding ``nn.Embedding(L + 3, H)(batch.spd.long())``); none given is refused
+      (plain attention over each graph would ignore its edges). The layer builds nothing else (no
+      distances, no graph token: those are :class:`~graph_transformers.models.Graphormer`'s).
+      Returns ``x [num_nodes, d]``; with ``return_attention_weights=True``, ``(x, (pair_index
+      [2, Σ_b n_b²], weights [Σ_b n_b², H]))`` over every pair ``j → i`` of each graph
+      (:func:`~graph_transformers.nn.pyg_inputs.pair_attention`).
     * ``forward_dense(x, bias, return_attention_weights=False)``: ``x [B, N, d]``;
       ``bias [B, H, N, N]``
       float added to the scaled scores, dst-major (``bias[b, h, i, j]``: query ``i``, key ``j``,
       the pair ``j → i``; from PyG's ``to_dense_adj``: ``.transpose(1, 2)``); ``-inf`` masks a key
-      (padding). Every row needs at least one finite entry. Returns ``x [B, N, d]``.
+      (padding). Every row needs at least one finite entry. Returns a
+      :class:`~graph_transformers.nn.LayerOutput` ``(x [B, N, d], attention)``, ``attention``
+      ``[B, H, N, N]`` with ``return_attention_weights=True``, else ``None``.
 
-    ``attention``: ``[B, H, N, N]`` weights over the padded view with
-    ``return_attention_weights=True``, else
-    ``None``.
+    Until the next release, ``edge_attr`` given to a layer built without ``edge_dim`` is taken as
+    the per-head bias ``edge_bias`` (its old meaning), with a ``FutureWarning``.
 
     Raises:
         ValueError: on mismatched shapes; in ``forward`` for dense tensors (naming
-            ``forward_dense``), or without ``edge_attr`` and ``pair_bias`` (the graph would be
-            ignored).
+            ``forward_dense``), or without ``edge_attr``, ``edge_bias`` and ``pair_bias`` (the
+            graph would be ignored).
 
     Example:
         >>> import torch
@@ -70,15 +78,19 @@ class GraphormerLayer(PreNormBlock):
         >>> g = spd(Data(x=torch.randn(4, 16), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]])))
         >>> batch = Batch.from_data_list([g, g])
         >>> spatial = torch.nn.Embedding(5 + 3, 4)                 # b_ψ(i,j), one per head
-        >>> layer = GraphormerLayer(hidden_dim=16, num_heads=4)
-        >>> out = layer(batch.x, batch.edge_index, batch=batch.batch,
-        ...             pair_bias=spatial(batch.spd.long()))
-        >>> out.x.shape
+        >>> layer = GraphormerLayer(16, 4)
+        >>> x = layer(batch.x, batch.edge_index, batch=batch.batch,
+        ...           pair_bias=spatial(batch.spd.long()))
+        >>> x.shape
         torch.Size([8, 16])
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int, ffn_dim: int | None = None,
-                 dropout: float = 0.0, attn_dropout: float = 0.0) -> None:
+    @legacy_init(("hidden_dim", "num_heads", "ffn_dim", "dropout", "attn_dropout"),
+                 new_form="GraphormerLayer(hidden_dim, num_heads, *, edge_dim=None, ffn_dim=None, "
+                          "dropout=0.0, attn_dropout=0.0)")
+    def __init__(self, hidden_dim: int, num_heads: int, *, edge_dim: int | None = None,
+                 ffn_dim: int | None = None, dropout: float = 0.0, attn_dropout: float = 0.0
+                 ) -> None:
         super().__init__()
         head_dim(hidden_dim, num_heads)  # raises unless num_heads divides hidden_dim
         if not 0.0 <= attn_dropout < 1.0:
@@ -90,25 +102,45 @@ class GraphormerLayer(PreNormBlock):
         self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim)
         self.out = nn.Linear(hidden_dim, hidden_dim)
         self._add_ffn(hidden_dim, ffn_dim, dropout)
+        # created last: a layer without edge features draws the same parameters as before
+        self.edge_dim = edge_dim
+        self.edge_proj = (nn.Linear(edge_dim, num_heads, bias=False) if edge_dim is not None
+                          else None)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
-                batch: Tensor | None = None, *, pair_bias: Tensor | None = None,
-                return_attention_weights: bool = False) -> LayerOutput:
+                batch: Tensor | None = None, *, edge_bias: Tensor | None = None,
+                pair_bias: Tensor | None = None, return_attention_weights: bool = False):
         """PyG-native entry point; see the class docstring."""
         dense = densify(self, x, edge_index, batch, self.hidden_dim)
-        if edge_attr is None and pair_bias is None:
+        H, E = self.num_heads, edge_index.size(1)
+        if edge_attr is not None and self.edge_proj is None:
+            if edge_bias is not None or edge_attr.shape != (E, H):
+                raise ValueError(f"edge_attr holds edge features: build the layer with edge_dim "
+                                 f"(GraphormerLayer(hidden_dim, num_heads, edge_dim=...)); a "
+                                 f"per-head bias [num_edges={E}, num_heads={H}] goes in "
+                                 f"edge_bias=, got edge_attr {tuple(edge_attr.shape)}")
+            warn_deprecated("GraphormerLayer: a per-head bias given as edge_attr is the old "
+                            "meaning; pass it as edge_bias=... (edge_attr now holds edge "
+                            "features, for a layer built with edge_dim)")
+            edge_attr, edge_bias = None, edge_attr
+        if edge_attr is None and edge_bias is None and pair_bias is None:
             raise ValueError(
-                "GraphormerLayer got edge_index without edge_attr or pair_bias: with no bias the "
-                "attention ignores the graph; pass pair_bias (e.g. a spatial encoding b(SPD_ij) "
-                "per head, as in the example) and/or a per-head edge_attr")
-        H = self.num_heads
+                "GraphormerLayer got edge_index without edge_attr, edge_bias or pair_bias: with no "
+                "bias the attention ignores the graph; pass pair_bias (e.g. a spatial encoding "
+                "b(SPD_ij) per head, as in the example), a per-head edge_bias and/or edge features "
+                "edge_attr (a layer built with edge_dim)")
         B, N = dense.num_graphs, dense.max_num_nodes
         bias = x.new_zeros(B, N, N, H)
         if edge_attr is not None:
-            if edge_attr.shape != (edge_index.size(1), H):
-                raise ValueError(f"edge_attr is a per-head bias: [num_edges={edge_index.size(1)}, "
-                                 f"num_heads={H}], got {tuple(edge_attr.shape)}")
-            bias = bias + dense.scatter_edges(edge_attr.to(x.dtype))
+            if edge_attr.shape != (E, self.edge_dim):
+                raise ValueError(f"edge_attr must be [num_edges={E}, edge_dim={self.edge_dim}], "
+                                 f"got {tuple(edge_attr.shape)}")
+            bias = bias + dense.scatter_edges(self.edge_proj(edge_attr).to(x.dtype))
+        if edge_bias is not None:
+            if edge_bias.shape != (E, H):
+                raise ValueError(f"edge_bias is a per-head bias: [num_edges={E}, "
+                                 f"num_heads={H}], got {tuple(edge_bias.shape)}")
+            bias = bias + dense.scatter_edges(edge_bias.to(x.dtype))
         if pair_bias is not None:
             if pair_bias.dim() != 2 or pair_bias.size(1) != H:
                 raise ValueError(f"pair_bias must be [Σ n², num_heads={H}], got "
@@ -116,7 +148,10 @@ class GraphormerLayer(PreNormBlock):
             bias = bias + pairs_input(dense, pair_bias.to(x.dtype), "pair_bias")
         bias = bias.permute(0, 3, 1, 2).masked_fill(~dense.mask.view(B, 1, 1, N), float("-inf"))
         out = self.forward_dense(dense.to_dense(x), bias, return_attention_weights)
-        return LayerOutput(dense.to_sparse(out.x), out.attention)
+        x = dense.to_sparse(out.x)
+        if not return_attention_weights:
+            return x
+        return with_attention(x, *pair_attention(dense, out.attention), True)
 
     def forward_dense(self, x: Tensor, bias: Tensor, return_attention_weights: bool = False
                       ) -> LayerOutput:

@@ -12,25 +12,25 @@ from torch import Tensor, nn
 from torch_geometric.utils import softmax as scatter_softmax
 
 from .attention import acc_dtype, clamped_edge_softmax, head_dim
+from .convention import legacy_init, with_attention
 from .norm import make_norm
 from .reset import reset_children
 
 
 class GRITOutput(NamedTuple):
-    """What :meth:`GRITLayer.forward` returns.
+    """What :meth:`GRITLayer.forward` returns: ``(x, edge_attr)``, a named tuple (it unpacks as
+    two). With ``return_attention_weights=True`` the layer returns ``(GRITOutput, (edge_index,
+    weights [num_pairs, num_heads]))``: the weights ``α_ij`` of each pair ``j → i`` (after the
+    softmax, before attention dropout).
 
     Attributes:
         x: ``[num_nodes, hidden_dim]`` updated node representations.
         edge_attr: ``[num_pairs, hidden_dim]`` updated pair representations ``e_ij`` (the input
             ones when the layer has ``edge_update=False`` or ``edge_output=False``).
-        attention: ``[num_pairs, num_heads]`` attention weights ``α_ij`` of each pair ``j → i``
-            (after the softmax, before attention dropout) with
-            ``return_attention_weights=True``, else ``None``.
     """
 
     x: Tensor
     edge_attr: Tensor
-    attention: Tensor | None = None
 
 
 class _SignedSqrt(torch.autograd.Function):
@@ -95,15 +95,18 @@ class GRITLayer(nn.Module):
     (``value_edge [H, d', d']``) are per head; the scores are not scaled by ``1/√d'`` and are
     clamped to ``±clamp`` before the softmax; attention dropout (``attn_dropout``) acts on
     :math:`\alpha` for both value terms; ``dropout`` acts on :math:`\hat x` (before the degree
-    scaler), on :math:`\hat e` (before ``O_e``) and inside the FFN (width ``2D``).
+    scaler), on :math:`\hat e` (before ``O_e``) and inside the FFN (width ``ffn_dim``, ``2D`` by
+    default).
 
     The attending pairs are whatever ``edge_index`` lists: all pairs of each graph for GRIT's
     full attention (the official ``full_attn: True``; :class:`~graph_transformers.models.GRIT`
     builds them), or a sparse set.
 
     Args:
-        hidden_dim: ``D``, node and pair channels (must be divisible by ``num_heads``).
+        hidden_dim: ``D``, node and pair channels (must be divisible by ``num_heads``); the pair
+            representations ``edge_attr`` are ``D`` wide too (GRIT builds them from RRWP).
         num_heads: ``H``.
+        ffn_dim: hidden width of the FFN (default ``2D``, the official code's).
         dropout: see above (official ``gt.dropout``).
         attn_dropout: dropout on :math:`\alpha` (official ``gt.attn_dropout``).
         clamp: ``c``; ``None``: no clamp (a max-subtracted softmax).
@@ -124,8 +127,8 @@ class GRITLayer(nn.Module):
           (the softmax groups pairs by their query node)
         - degree: ``[num_nodes]`` the nodes' degrees in the *graph* (not the number of pairs
           they attend over), any real or integer dtype
-        - output: :class:`GRITOutput` ``(x [num_nodes, D], edge_attr [num_pairs, D],
-          attention [num_pairs, H] or None)``
+        - output: :class:`GRITOutput` ``(x [num_nodes, D], edge_attr [num_pairs, D])``; with
+          ``return_attention_weights=True``, ``(output, (edge_index, weights [num_pairs, H]))``
 
     Memory: ``O(num_pairs · D)`` per layer (about 11 ``[num_pairs, D]`` tensors kept for the
     backward, :func:`pair_bytes`), ``O(D²)`` weights; no ``[B, N, N]`` padding.
@@ -143,17 +146,20 @@ class GRITLayer(nn.Module):
         >>> pairs = full_graph_edge_index(batch, self_loops=True)     # [2, 3² + 2²]
         >>> degree = torch.tensor([1, 2, 1, 1, 1])                    # path 0-1-2, edge 3-4
         >>> layer = GRITLayer(hidden_dim=16, num_heads=4).eval()
-        >>> out = layer(torch.randn(5, 16), pairs, torch.randn(13, 16), batch, degree=degree,
-        ...             return_attention_weights=True)
-        >>> out.x.shape, out.edge_attr.shape, out.attention.shape
+        >>> out, (index, weights) = layer(torch.randn(5, 16), pairs, torch.randn(13, 16), batch,
+        ...                               degree=degree, return_attention_weights=True)
+        >>> out.x.shape, out.edge_attr.shape, weights.shape
         (torch.Size([5, 16]), torch.Size([13, 16]), torch.Size([13, 4]))
-        >>> out2 = layer(out.x, pairs, out.edge_attr, batch, degree=degree)
+        >>> x, e = layer(out.x, pairs, out.edge_attr, batch, degree=degree)
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int, dropout: float = 0.0,
-                 attn_dropout: float = 0.0, clamp: float | None = 5.0, deg_scaler: bool = True,
-                 edge_update: bool = True, edge_output: bool = True, norm: str = "batch"
-                 ) -> None:
+    @legacy_init(("hidden_dim", "num_heads", "dropout", "attn_dropout", "clamp", "deg_scaler",
+                  "edge_update", "edge_output", "norm"),
+                 new_form="GRITLayer(hidden_dim, num_heads, *, ffn_dim=None, dropout=0.0, ...)")
+    def __init__(self, hidden_dim: int, num_heads: int, *, ffn_dim: int | None = None,
+                 dropout: float = 0.0, attn_dropout: float = 0.0, clamp: float | None = 5.0,
+                 deg_scaler: bool = True, edge_update: bool = True, edge_output: bool = True,
+                 norm: str = "batch") -> None:
         super().__init__()
         self.head_dim = head_dim(hidden_dim, num_heads)
         for name, p in (("dropout", dropout), ("attn_dropout", attn_dropout)):
@@ -174,8 +180,9 @@ class GRITLayer(nn.Module):
                             else None)
         self.out_h = nn.Linear(D, D)
         self.norm1_h = make_norm(norm, D)
-        self.ffn1 = nn.Linear(D, 2 * D)
-        self.ffn2 = nn.Linear(2 * D, D)
+        width = 2 * D if ffn_dim is None else ffn_dim
+        self.ffn1 = nn.Linear(D, width)
+        self.ffn2 = nn.Linear(width, D)
         self.norm2_h = make_norm(norm, D)
         if self.edge_output:
             self.out_e = nn.Linear(D, D)
@@ -201,7 +208,7 @@ class GRITLayer(nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, degree: Tensor | None = None,
-                return_attention_weights: bool = False) -> GRITOutput:
+                return_attention_weights: bool = False):
         """Applies the layer; see the class docstring for the shapes.
 
         Raises:
@@ -263,7 +270,7 @@ class GRITLayer(nn.Module):
         if self.edge_output:
             e_new = self.out_e(self._drop(e_hat.reshape(P, D), self.dropout))
             e = self.norm1_e(edge_attr + e_new)
-        return GRITOutput(h, e, weights)
+        return with_attention(GRITOutput(h, e), edge_index, weights, return_attention_weights)
 
     def extra_repr(self) -> str:
         return (f"hidden_dim={self.hidden_dim}, num_heads={self.num_heads}, clamp={self.clamp}, "

@@ -32,10 +32,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..data.checks import checks_enabled
-from ..data.dense import UNREACHABLE, DenseBatch
+from ..core.checks import checks_enabled
+from ..core.dense import UNREACHABLE, DenseBatch
 from .attention import acc_dtype, head_dim
-from .pyg_inputs import LayerOutput, densify, pairs_input
+from .convention import legacy_init, with_attention
+from .pyg_inputs import LayerOutput, densify, pair_attention, pairs_input
 from .reset import reset_children
 
 _LITTLE_ENDIAN = sys.byteorder == "little"
@@ -316,9 +317,10 @@ class _QKScores(torch.autograd.Function):
 def _pyg_forward(module: nn.Module, hidden_dim: int, x: Tensor, edge_index: Tensor,
                  edge_attr: Tensor | None, batch: Tensor | None,
                  encodings: GRPEEncodings | None, topology: Tensor | None,
-                 edge_ids: Tensor | None, return_attention_weights: bool) -> LayerOutput:
+                 edge_ids: Tensor | None, return_attention_weights: bool):
     """The PyG-native call of :class:`GRPEAttention` and :class:`GRPELayer`: densify, build (or
-    take) the relation ids, run ``module.forward_dense``, and return the node rows."""
+    take) the relation ids, run ``module.forward_dense``, and return the node rows (with
+    ``return_attention_weights``, ``(x, (pair_index, weights))``)."""
     dense = densify(module, x, edge_index, batch, hidden_dim)
     if encodings is None:
         raise ValueError(f"{type(module).__name__}.forward needs encodings=GRPEEncodings(...) "
@@ -326,7 +328,10 @@ def _pyg_forward(module: nn.Module, hidden_dim: int, x: Tensor, edge_index: Tens
     topo, edge = pyg_relations(dense, edge_index, edge_attr, topology, edge_ids, encodings)
     out = module.forward_dense(dense.to_dense(x), topo, edge, encodings, dense.mask,
                                return_attention_weights)
-    return LayerOutput(dense.to_sparse(out.x), out.attention)
+    x = dense.to_sparse(out.x)
+    if not return_attention_weights:
+        return x
+    return with_attention(x, *pair_attention(dense, out.attention), True)
 
 
 class GRPEAttention(nn.Module):
@@ -342,14 +347,13 @@ class GRPEAttention(nn.Module):
         attention_impl: ``"gather"`` (the paper's complexity trick) or ``"materialized"`` (naive
             ``[B, N, N, d]`` pair tensors, for benchmarking).
 
-    Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`), both returning a
-    :class:`~graph_transformers.nn.LayerOutput` ``(x, attention)``; ``attention`` is
-    ``[B, H, N, N]`` (after softmax, before dropout) with ``return_attention_weights=True``, else
-    ``None``:
+    Two entry points (see :mod:`graph_transformers.nn.pyg_inputs`); the attention weights are
+    taken after the softmax, before dropout:
 
     * ``forward(x, edge_index, edge_attr=None, batch=None, *, encodings, topology=None,
       edge_ids=None, return_attention_weights=False)``: PyG-native, ``x [num_nodes, d]`` →
-      ``[num_nodes, d]``.
+      ``x [num_nodes, d]`` (with ``return_attention_weights=True``: ``(x, (pair_index [2, Σ_b
+      n_b²], weights [Σ_b n_b², H]))`` over every pair ``j → i`` of each graph).
       ``encodings``: the :class:`GRPEEncodings` (``d`` = ``hidden_dim``).
       ``topology``: ``[Σ_b n_b²]`` ids ``ψ(i, j)``, each graph's pairs flattened row-major
       (``k = i · n_b + j``, pair ``j → i``): pass ``batch.spd`` of
@@ -358,7 +362,8 @@ class GRPEAttention(nn.Module):
       far ``L + 1``, unreachable ``L + 2``, with ``L = encodings.num_topology - 3``; a BFS with
       one device sync per hop). ``edge_ids``: ``[Σ_b n_b²]`` ids ``e_ij`` in ``[0, T_e)`` in the
       same layout; ``None``: built from ``edge_index`` and ``edge_attr`` (integer edge types
-      ``[num_edges]``; ``None`` = one type): :data:`EDGE_OFFSET` ``+ type`` on the pair of each
+      ``[num_edges]``, GRPE's categorical edge features, as its edge encodings are tables indexed
+      by type, eq. 7; ``None`` = one type): :data:`EDGE_OFFSET` ``+ type`` on the pair of each
       edge ``j → i``, :data:`EDGE_SELF` on the diagonal, :data:`EDGE_NONE` elsewhere (``T_e``
       must exceed ``EDGE_OFFSET + max type``). No virtual node (a model feature).
     * ``forward_dense(x, topology, edge, encodings, mask=None, return_attention_weights=False, *,
@@ -368,8 +373,8 @@ class GRPEAttention(nn.Module):
       bool, ``True`` at real nodes (keys at padding get no attention), ``None`` = all real;
       ``relations`` / ``tables``: :class:`GRPERelations` / :class:`GRPETables` from
       :meth:`prepare_relations` / :meth:`prepare_tables`, shared by the layers of a model (built
-      by the layer when ``None``). Returns ``[B, N, d]``; rows at padding are finite but
-      meaningless.
+      by the layer when ``None``). Returns a :class:`~graph_transformers.nn.LayerOutput` ``(x
+      [B, N, d], attention [B, H, N, N] or None)``; rows at padding are finite but meaningless.
 
     Raises:
         ValueError: on mismatched shapes; in ``forward`` for dense tensors (naming
@@ -378,7 +383,10 @@ class GRPEAttention(nn.Module):
             layer configuration or encodings.
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int, attn_dropout: float = 0.0,
+    @legacy_init(("hidden_dim", "num_heads", "attn_dropout", "topology_attention",
+                  "edge_attention", "graph_encoded_value", "attention_impl"),
+                 new_form="GRPEAttention(hidden_dim, num_heads, *, attn_dropout=0.0, ...)")
+    def __init__(self, hidden_dim: int, num_heads: int, *, attn_dropout: float = 0.0,
                  topology_attention: bool = True, edge_attention: bool = True,
                  graph_encoded_value: bool = True, attention_impl: str = "gather") -> None:
         super().__init__()
@@ -540,7 +548,7 @@ class GRPEAttention(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, encodings: GRPEEncodings | None = None,
                 topology: Tensor | None = None, edge_ids: Tensor | None = None,
-                return_attention_weights: bool = False) -> LayerOutput:
+                return_attention_weights: bool = False):
         """PyG-native entry point; see the class docstring."""
         return _pyg_forward(self, self.hidden_dim, x, edge_index, edge_attr, batch, encodings,
                             topology, edge_ids, return_attention_weights)
@@ -708,11 +716,9 @@ class GRPELayer(PreNormBlock):
 
     Entry points: as :class:`GRPEAttention` — ``forward(x, edge_index, edge_attr=None,
     batch=None, *, encodings, topology=None, edge_ids=None, return_attention_weights=False)``
-    (PyG-native,
-    ``x [num_nodes, d]``) and ``forward_dense(x, topology, edge, encodings, mask=None,
-    return_attention_weights=False)`` (``x [B, N, d]``, ids ``[B, N, N]`` dst-major), both
-    returning a
-    :class:`~graph_transformers.nn.LayerOutput`.
+    (PyG-native, ``x [num_nodes, d]`` → ``x``) and ``forward_dense(x, topology, edge, encodings,
+    mask=None, return_attention_weights=False)`` (``x [B, N, d]``, ids ``[B, N, N]`` dst-major,
+    returning a :class:`~graph_transformers.nn.LayerOutput`).
 
     Raises:
         ValueError: as :class:`GRPEAttention`.
@@ -727,27 +733,34 @@ class GRPELayer(PreNormBlock):
         ...              edge_attr=torch.tensor([0, 1, 1])))    # directed path, 2 bond types
         >>> batch = Batch.from_data_list([g, g])
         >>> enc = GRPEEncodings(num_topology=5 + 3, num_edge=3 + 2, hidden_dim=16)
-        >>> layer = GRPELayer(hidden_dim=16, num_heads=4)
-        >>> out = layer(batch.x, batch.edge_index, batch.edge_attr, batch.batch, encodings=enc,
-        ...             topology=batch.spd)
-        >>> out.x.shape
+        >>> layer = GRPELayer(16, 4)
+        >>> x = layer(batch.x, batch.edge_index, batch.edge_attr, batch.batch, encodings=enc,
+        ...           topology=batch.spd)
+        >>> x.shape
         torch.Size([8, 16])
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int, ffn_dim: int | None = None,
+    @legacy_init(("hidden_dim", "num_heads", "ffn_dim", "dropout", "attn_dropout",
+                  "topology_attention", "edge_attention", "graph_encoded_value",
+                  "attention_impl"),
+                 new_form="GRPELayer(hidden_dim, num_heads, *, ffn_dim=None, dropout=0.0, ...)")
+    def __init__(self, hidden_dim: int, num_heads: int, *, ffn_dim: int | None = None,
                  dropout: float = 0.0, attn_dropout: float = 0.0,
                  topology_attention: bool = True, edge_attention: bool = True,
                  graph_encoded_value: bool = True, attention_impl: str = "gather") -> None:
         super().__init__()
         self.attn_norm = nn.LayerNorm(hidden_dim)
-        self.attn = GRPEAttention(hidden_dim, num_heads, attn_dropout, topology_attention,
-                                  edge_attention, graph_encoded_value, attention_impl)
+        self.attn = GRPEAttention(hidden_dim, num_heads, attn_dropout=attn_dropout,
+                                  topology_attention=topology_attention,
+                                  edge_attention=edge_attention,
+                                  graph_encoded_value=graph_encoded_value,
+                                  attention_impl=attention_impl)
         self._add_ffn(hidden_dim, ffn_dim, dropout)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, encodings: GRPEEncodings | None = None,
                 topology: Tensor | None = None, edge_ids: Tensor | None = None,
-                return_attention_weights: bool = False) -> LayerOutput:
+                return_attention_weights: bool = False):
         """PyG-native entry point; see :class:`GRPEAttention`."""
         return _pyg_forward(self, self.attn.hidden_dim, x, edge_index, edge_attr, batch,
                             encodings, topology, edge_ids, return_attention_weights)

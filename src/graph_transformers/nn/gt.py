@@ -8,23 +8,22 @@ from typing import NamedTuple
 from torch import Tensor, nn
 
 from .attention import head_dim, sparse_attention
+from .convention import legacy_init, renamed_multiplier, warn_deprecated, with_attention
 from .norm import make_norm
 from .reset import reset_children
 
 
 class GTOutput(NamedTuple):
-    """What :class:`GraphTransformerLayer` returns, whatever its options.
+    """What :class:`GraphTransformerLayer` with an edge stream returns: ``(x, edge_attr)``, a
+    named tuple (it unpacks as two; the node-only layer returns ``x`` alone).
 
     Attributes:
         x: ``[num_nodes, hidden_dim]`` updated node features.
-        edge_attr: ``[num_edges, hidden_dim]`` updated edge features (edge form), else ``None``.
-        attention: ``[num_edges, num_heads]`` attention weights of each edge ``j → i`` (with
-            ``return_attention_weights=True``), else ``None``.
+        edge_attr: ``[num_edges, hidden_dim]`` updated edge features.
     """
 
     x: Tensor
-    edge_attr: Tensor | None = None
-    attention: Tensor | None = None
+    edge_attr: Tensor
 
 
 class GraphTransformerLayer(nn.Module):
@@ -52,10 +51,10 @@ class GraphTransformerLayer(nn.Module):
             layer receives (as PyG's ``TransformerConv``). The edge stream is residual in
             ``hidden_dim`` channels: another width is first projected by a ``Linear(edge_dim,
             hidden_dim)`` (``edge_proj``), and the layer returns ``hidden_dim``-wide edges.
+        ffn_dim: hidden width of the FFNs (default ``2 · d``, the paper's).
         dropout: dropout on the attention output and inside the FFNs.
         norm: ``"batch"`` (BatchNorm, the paper's best), ``"layer"`` or ``"none"``.
         residual: residual connections (eqs. 6, 8, 13, 15, 16, 18).
-        ffn_multiplier: FFN width as a multiple of ``d`` (the paper uses 2).
         qkv_bias: biases in ``Q, K, V, E`` (the official code has none; parameter counts in the
             paper's Table 1 match that).
         clamp: scores are clamped to ``[-clamp, clamp]`` before the exponential.
@@ -64,8 +63,12 @@ class GraphTransformerLayer(nn.Module):
         - x: ``[num_nodes, hidden_dim]``
         - edge_index: ``[2, num_edges]`` (messages flow ``edge_index[0] -> edge_index[1]``)
         - edge_attr: ``[num_edges, edge_dim]`` (edge form only)
-        - output: a :class:`GTOutput` ``(x [num_nodes, hidden_dim], edge_attr [num_edges,
-          hidden_dim] or None, attention [num_edges, num_heads] or None)``.
+        - batch: ``[num_nodes]`` or ``None``: accepted for the layer convention and unused (the
+          softmax runs over each node's incoming edges)
+        - output: ``x [num_nodes, hidden_dim]`` (node-only form) or a :class:`GTOutput` ``(x,
+          edge_attr [num_edges, hidden_dim])`` (edge form); with
+          ``return_attention_weights=True``, ``(output, (edge_index, weights [num_edges,
+          num_heads]))`` as PyG's ``TransformerConv``.
 
     Raises:
         ValueError: for ``hidden_dim`` not divisible by ``num_heads``; in ``forward`` when
@@ -89,7 +92,7 @@ class GraphTransformerLayer(nn.Module):
         ...     def forward(self, data):
         ...         x, e = self.emb(data.x), data.edge_attr
         ...         for layer in self.layers:
-        ...             x, e, _ = layer(x, data.edge_index, e)
+        ...             x, e = layer(x, data.edge_index, e, data.batch)
         ...         return self.head(global_mean_pool(x, data.batch))
         >>> g = Data(x=torch.randn(4, 3), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
         ...          edge_attr=torch.randn(3, 2))
@@ -97,10 +100,16 @@ class GraphTransformerLayer(nn.Module):
         torch.Size([2, 1])
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int, edge_dim: int | None = None,
-                 dropout: float = 0.0, norm: str = "batch", residual: bool = True,
-                 ffn_multiplier: float = 2.0, qkv_bias: bool = False, clamp: float = 5.0) -> None:
+    @legacy_init(("hidden_dim", "num_heads", "edge_dim", "dropout", "norm", "residual",
+                  "ffn_multiplier", "qkv_bias", "clamp"),
+                 new_form="GraphTransformerLayer(hidden_dim, num_heads, *, edge_dim=None, "
+                          "ffn_dim=None, dropout=0.0, ...)",
+                 renamed=[renamed_multiplier("ffn_multiplier", "ffn_dim", 0, "hidden_dim")])
+    def __init__(self, hidden_dim: int, num_heads: int, *, edge_dim: int | None = None,
+                 ffn_dim: int | None = None, dropout: float = 0.0, norm: str = "batch",
+                 residual: bool = True, qkv_bias: bool = False, clamp: float = 5.0) -> None:
         super().__init__()
+        ffn_dim = 2 * hidden_dim if ffn_dim is None else ffn_dim
         self.head_dim = head_dim(hidden_dim, num_heads)
         self.hidden_dim, self.num_heads = hidden_dim, num_heads
         self.edge_dim = edge_dim
@@ -112,7 +121,7 @@ class GraphTransformerLayer(nn.Module):
         self.qkv = nn.Linear(hidden_dim, 3 * hidden_dim, bias=qkv_bias)  # Q, K, V fused
         self.o_h = nn.Linear(hidden_dim, hidden_dim)
         self.norm1_h = make_norm(norm, hidden_dim)
-        self.ffn_h = _ffn(hidden_dim, ffn_multiplier, dropout)
+        self.ffn_h = _ffn(hidden_dim, ffn_dim, dropout)
         self.norm2_h = make_norm(norm, hidden_dim)
         self.edge_proj: nn.Linear | None = None
         if edge_dim is not None:
@@ -121,7 +130,7 @@ class GraphTransformerLayer(nn.Module):
             self.proj_e = nn.Linear(hidden_dim, hidden_dim, bias=qkv_bias)
             self.o_e = nn.Linear(hidden_dim, hidden_dim)
             self.norm1_e = make_norm(norm, hidden_dim)
-            self.ffn_e = _ffn(hidden_dim, ffn_multiplier, dropout)
+            self.ffn_e = _ffn(hidden_dim, ffn_dim, dropout)
             self.norm2_e = make_norm(norm, hidden_dim)
         self.reset_parameters()
 
@@ -130,23 +139,30 @@ class GraphTransformerLayer(nn.Module):
         reset_children(self)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
-                return_attention_weights: bool = False) -> GTOutput:
+                batch: Tensor | None = None, *, return_attention_weights: bool = False):
         """Apply the layer.
 
         Args:
             x: ``[num_nodes, hidden_dim]``.
             edge_index: ``[2, num_edges]``.
             edge_attr: ``[num_edges, edge_dim]``; required iff the layer has an edge stream.
-            return_attention_weights: also return the weights ``[num_edges, num_heads]``.
+            batch: unused (the layer convention's argument).
+            return_attention_weights: also return ``(edge_index, weights [num_edges,
+                num_heads])``.
 
         Returns:
-            :class:`GTOutput` ``(x, edge_attr, attention)``: ``edge_attr`` is ``None`` in the
-            node-only form, ``attention`` unless asked for.
+            ``x`` (node-only form) or :class:`GTOutput` ``(x, edge_attr)`` (edge form); with
+            ``return_attention_weights``, ``(that, (edge_index, weights))``.
 
         Raises:
             ValueError: when ``edge_attr`` is missing or given against the layer's form, or
                 has the wrong shape.
         """
+        if isinstance(batch, bool):  # the old forward(x, edge_index, edge_attr, weights)
+            warn_deprecated("GraphTransformerLayer.forward(x, edge_index, edge_attr, "
+                            "return_attention_weights) positionally is the old order; pass "
+                            "return_attention_weights=... by keyword")
+            batch, return_attention_weights = None, batch
         has_edges = self.edge_dim is not None
         if has_edges and edge_attr is None:
             raise ValueError("this GraphTransformerLayer has an edge stream: pass edge_attr")
@@ -169,7 +185,8 @@ class GraphTransformerLayer(nn.Module):
         if has_edges:
             e_att = self.o_e(self._dropout(per_dim.reshape(per_dim.size(0), -1)))
             edge_attr = self._ffn_block(edge_attr, e_att, self.norm1_e, self.ffn_e, self.norm2_e)
-        return GTOutput(x, edge_attr if has_edges else None, weights)
+        out = GTOutput(x, edge_attr) if has_edges else x
+        return with_attention(out, edge_index, weights, return_attention_weights)
 
     def _dropout(self, x: Tensor) -> Tensor:
         if self.dropout == 0.0 or not self.training:
@@ -188,8 +205,7 @@ class GraphTransformerLayer(nn.Module):
                 f"edge_dim={self.edge_dim})")
 
 
-def _ffn(dim: int, multiplier: float, dropout: float) -> nn.Sequential:
-    hidden = int(round(dim * multiplier))
+def _ffn(dim: int, hidden: int, dropout: float) -> nn.Sequential:
     return nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(),
                          nn.Dropout(dropout) if dropout > 0 else nn.Identity(),
                          nn.Linear(hidden, dim))

@@ -48,6 +48,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import QKVAttention, acc_dtype
+from .convention import legacy_init
 
 #: how :class:`SGFormerAttention` normalizes ``Q`` and ``K``
 QK_NORMS = ("frobenius", "row")
@@ -260,7 +261,9 @@ class LinearGlobalAttention(QKVAttention):
         True
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int = 1, dropout: float = 0.0,
+    @legacy_init(("hidden_dim", "num_heads", "dropout", "bias", "eps"),
+                 new_form="LinearGlobalAttention(hidden_dim, num_heads=1, *, dropout=0.0, ...)")
+    def __init__(self, hidden_dim: int, num_heads: int = 1, *, dropout: float = 0.0,
                  bias: bool = True, eps: float = 1e-6) -> None:
         super().__init__(hidden_dim, num_heads, bias)
         self.eps = eps
@@ -349,7 +352,9 @@ class SGFormerAttention(nn.Module):
         True
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int = 1, dropout: float = 0.0,
+    @legacy_init(("hidden_dim", "num_heads", "dropout", "qk_norm", "bias", "eps"),
+                 new_form="SGFormerAttention(hidden_dim, num_heads=1, *, dropout=0.0, ...)")
+    def __init__(self, hidden_dim: int, num_heads: int = 1, *, dropout: float = 0.0,
                  qk_norm: str = "frobenius", bias: bool = True, eps: float = 1e-12) -> None:
         super().__init__()
         if qk_norm not in QK_NORMS:

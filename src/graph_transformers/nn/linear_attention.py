@@ -31,6 +31,7 @@ import torch
 from torch import Tensor
 
 from .attention import QKVAttention, head_dim
+from .convention import legacy_init
 
 #: added to the normalizer ``D`` (which is > 0 for any real key) against underflow
 _DENOM_EPS = 1e-12
@@ -123,15 +124,20 @@ class PerformerAttention(QKVAttention):
     The random features are a buffer (saved in checkpoints, shared by all heads, as the reference
     code); :meth:`redraw_features` draws new ones.
 
-    Shapes: ``x [batch, N, hidden_dim]``, ``mask [batch, N]`` bool (True = real node) →
-    ``[batch, N, hidden_dim]``.
+    Shapes: ``forward(x [num_nodes, hidden_dim], edge_index=None, edge_attr=None, batch=None)``
+    → ``[num_nodes, hidden_dim]`` (PyG-native, the layer convention; ``edge_index`` and
+    ``edge_attr`` unused); ``forward_dense(x [batch, N, hidden_dim], mask [batch, N])`` (bool,
+    True = real node) → ``[batch, N, hidden_dim]``.
 
     Raises:
         ValueError: for ``hidden_dim`` not divisible by ``num_heads``; in ``forward`` for shape
             mismatches.
     """
 
-    def __init__(self, hidden_dim: int, num_heads: int, num_features: int | None = None,
+    @legacy_init(("hidden_dim", "num_heads", "num_features", "bias"),
+                 new_form="PerformerAttention(hidden_dim, num_heads, *, num_features=None, "
+                          "bias=True)")
+    def __init__(self, hidden_dim: int, num_heads: int, *, num_features: int | None = None,
                  bias: bool = True) -> None:
         dk = head_dim(hidden_dim, num_heads)
         if num_features is None:
@@ -155,8 +161,8 @@ class PerformerAttention(QKVAttention):
         w = orthogonal_gaussian_features(self.num_features, self.head_dim, generator)
         self.projection.copy_(w.to(self.projection))
 
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        """See the class docstring."""
+    def forward_dense(self, x: Tensor, mask: Tensor) -> Tensor:
+        """Padded input; see the class docstring."""
         self._check(x, mask)
         b, n, _ = x.shape
         q, k, v = self._qkv(x)

@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINConv, GINEConv, MessagePassing, PNAConv
 
 from .attention import acc_dtype
+from .convention import legacy_init
 from .norm import make_norm
 from .reset import reset_children, reset_descendants
 
@@ -50,7 +51,8 @@ class MeanGraphConv(MessagePassing):
     ``fn.mean``); the 2020 code, with a Python reducer, left such a node's input unaggregated.
     ZINC molecules have no isolated atoms, so the two agree there.
 
-    Shapes: ``x [num_nodes, in_dim]``, ``edge_index [2, num_edges]`` → ``[num_nodes, out_dim]``.
+    Shapes: ``x [num_nodes, in_dim]``, ``edge_index [2, num_edges]`` → ``[num_nodes, out_dim]``
+    (``edge_attr`` and ``batch`` are accepted for the layer convention and unused).
     """
 
     def __init__(self, in_dim: int, out_dim: int) -> None:
@@ -66,7 +68,8 @@ class MeanGraphConv(MessagePassing):
             self.lin.weight.copy_(full.weight)
             self.bias.copy_(full.bias)
 
-    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
+                batch: Tensor | None = None) -> Tensor:
         # W·mean(h_j) = mean(W·h_j): project first, then average
         return self.propagate(edge_index, x=self.lin(x), size=(x.size(0), x.size(0))) + self.bias
 
@@ -91,8 +94,8 @@ class GatedGCNConv(MessagePassing):
         hidden_dim: ``d`` (nodes and edges).
         eps: ``ε`` of the gate normalization (the benchmark uses ``1e-6``).
 
-    Shapes: ``x [num_nodes, d]``, ``edge_index [2, num_edges]``, ``edge_attr [num_edges, d]`` →
-    ``(ĥ [num_nodes, d], ê [num_edges, d])``.
+    Shapes: ``x [num_nodes, d]``, ``edge_index [2, num_edges]``, ``edge_attr [num_edges, d]``
+    (``batch`` unused) → ``(ĥ [num_nodes, d], ê [num_edges, d])``.
 
     Raises:
         ValueError: when ``edge_attr`` is missing or has the wrong shape.
@@ -112,8 +115,8 @@ class GatedGCNConv(MessagePassing):
     def reset_parameters(self) -> None:
         reset_children(self)
 
-    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None
-                ) -> tuple[Tensor, Tensor]:
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
+                batch: Tensor | None = None) -> tuple[Tensor, Tensor]:
         if edge_attr is None or edge_attr.shape != (edge_index.size(1), self.hidden_dim):
             shape = None if edge_attr is None else tuple(edge_attr.shape)
             raise ValueError(f"GatedGCN needs edge_attr [num_edges={edge_index.size(1)}, "
@@ -148,10 +151,11 @@ def _mlp(dim: int, norm: bool) -> nn.Sequential:
 
 
 class LocalMPNN(nn.Module):
-    """One message-passing convolution chosen by name, with a uniform call:
-    ``(x, edge_index, edge_attr) → (x_out, e_hat)``.
+    """One message-passing convolution chosen by name, with the layer convention's call:
+    ``(x, edge_index, edge_attr=None, batch=None) → x_out`` (GatedGCN: ``(x_out, e_hat)``).
 
     Args:
+        hidden_dim: ``d`` (input = output channels; edge features, when used, are also ``d``).
         kind: ``"gcn"`` (Kipf & Welling 2017, eq. 2; by default ``GCNConv`` with self-loops and
             symmetric normalization; see ``gcn_norm``), ``"gat"`` (Veličković et al. 2018,
             eqs. 3-5; ``GATConv`` with ``num_heads`` heads of ``hidden_dim / num_heads``
@@ -159,7 +163,7 @@ class LocalMPNN(nn.Module):
             (:class:`GatedGCNConv`), ``"gin"`` (Xu et al. 2019, eq. 4.1; ``GINConv`` with a
             learnable ``ε``), ``"gine"`` (Hu et al. 2020, GIN with edge features added to the
             messages; ``GINEConv``), ``"pna"`` (Corso et al. 2020, eq. 8; ``PNAConv``).
-        hidden_dim: ``d`` (input = output channels; edge features, when used, are also ``d``).
+            Second, as the convolution of PyG's ``GPSConv(channels, conv, heads)``.
         use_edge_features: the convolution reads ``edge_attr`` (required by ``gatedgcn`` and
             ``gine``; optional for ``gat`` and ``pna``; not possible for ``gcn`` and ``gin``).
         num_heads: GAT heads.
@@ -182,7 +186,8 @@ class LocalMPNN(nn.Module):
             default). DGL's ``GATConv``, which benchmarking-gnns' ``layers/gat_layer.py`` wraps,
             attends over the in-neighbours only (``False``).
 
-    ``e_hat`` is GatedGCN's ``[num_edges, d]`` edge update and ``None`` for the other kinds.
+    ``e_hat`` is GatedGCN's ``[num_edges, d]`` edge update; the other kinds return ``x_out``
+    alone.
 
     Raises:
         ValueError: for an unknown kind, edge features asked of a convolution that cannot use them
@@ -190,7 +195,12 @@ class LocalMPNN(nn.Module):
             in ``forward``, a missing ``edge_attr`` or unknown PNA degree statistics.
     """
 
-    def __init__(self, kind: str, hidden_dim: int, use_edge_features: bool = False,
+    @legacy_init(("kind", "hidden_dim", "use_edge_features", "num_heads", "deg", "pna_towers",
+                  "pna_aggregators", "pna_scalers", "gin_mlp_norm", "train_eps", "gcn_norm",
+                  "gat_self_loops"),
+                 new_form="LocalMPNN(hidden_dim, kind, *, use_edge_features=False, ...)",
+                 is_legacy=lambda args, kwargs: bool(args) and isinstance(args[0], str))
+    def __init__(self, hidden_dim: int, kind: str, *, use_edge_features: bool = False,
                  num_heads: int = 8, deg: Tensor | None = None, pna_towers: int = 5,
                  pna_aggregators: Sequence[str] = PNA_AGGREGATORS,
                  pna_scalers: Sequence[str] = PNA_SCALERS, gin_mlp_norm: bool = True,
@@ -245,10 +255,11 @@ class LocalMPNN(nn.Module):
     def reset_parameters(self) -> None:
         self.conv.reset_parameters()
 
-    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None
-                ) -> tuple[Tensor, Tensor | None]:
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
+                batch: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
         """``x [num_nodes, d]``, ``edge_index [2, num_edges]``, ``edge_attr [num_edges, d]`` (when
-        the convolution uses edges) → ``(x_out [num_nodes, d], e_hat [num_edges, d] or None)``.
+        the convolution uses edges; ``batch`` unused) → ``x_out [num_nodes, d]`` (GatedGCN:
+        ``(x_out, e_hat [num_edges, d])``).
 
         Raises:
             ValueError: for a missing ``edge_attr``, or a PNA built without ``deg`` whose degree
@@ -262,10 +273,8 @@ class LocalMPNN(nn.Module):
             if edge_attr is None:
                 raise ValueError(f"the {self.kind} convolution was built with edge features: pass "
                                  "edge_attr")
-            if self.kind == "gatedgcn":
-                return self.conv(x, edge_index, edge_attr)
-            return self.conv(x, edge_index, edge_attr), None
-        return self.conv(x, edge_index), None
+            return self.conv(x, edge_index, edge_attr)
+        return self.conv(x, edge_index)
 
     def extra_repr(self) -> str:
         return f"kind={self.kind!r}, edges={self.use_edge_features}"
@@ -283,14 +292,14 @@ class MPNNBlock(nn.Module):
     stream gets its own Norm, ReLU, dropout and residual (their eq. 24).
 
     Args:
-        kind, hidden_dim, use_edge_features, num_heads: :class:`LocalMPNN`.
+        hidden_dim, kind, use_edge_features, num_heads: :class:`LocalMPNN`.
         deg, pna_towers, gcn_norm, gat_self_loops: :class:`LocalMPNN`.
         norm: ``"batch"`` (the benchmark's), ``"layer"`` or ``"none"``.
         residual: add the input to the output (both streams).
         dropout: dropout after the activation.
 
-    Shapes: ``x [num_nodes, d]``, ``edge_attr [num_edges, d]`` (or ``None``) →
-    ``(x [num_nodes, d], edge_attr [num_edges, d] or the input edge_attr)``.
+    Shapes: ``x [num_nodes, d]``, ``edge_attr [num_edges, d]`` (or ``None``; ``batch`` unused) →
+    ``x [num_nodes, d]``; GatedGCN, which updates its edges: ``(x, edge_attr [num_edges, d])``.
 
     Example:
         GatedGCN blocks (with their edge stream) in a small PyG model on a ``Batch``:
@@ -299,24 +308,29 @@ class MPNNBlock(nn.Module):
         >>> from torch_geometric.data import Batch, Data
         >>> from torch_geometric.nn import global_mean_pool
         >>> from graph_transformers.nn import MPNNBlock
-        >>> blocks = torch.nn.ModuleList(MPNNBlock("gatedgcn", 16, use_edge_features=True)
+        >>> blocks = torch.nn.ModuleList(MPNNBlock(16, "gatedgcn", use_edge_features=True)
         ...                              for _ in range(2))
         >>> g = Data(x=torch.randn(4, 16), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
         ...          edge_attr=torch.randn(3, 16))
         >>> batch = Batch.from_data_list([g, g])
         >>> x, e = batch.x, batch.edge_attr
         >>> for block in blocks:
-        ...     x, e = block(x, batch.edge_index, e)
+        ...     x, e = block(x, batch.edge_index, e, batch.batch)
         >>> global_mean_pool(x, batch.batch).shape, e.shape
         (torch.Size([2, 16]), torch.Size([6, 16]))
     """
 
-    def __init__(self, kind: str, hidden_dim: int, use_edge_features: bool = False,
+    @legacy_init(("kind", "hidden_dim", "use_edge_features", "num_heads", "deg", "pna_towers",
+                  "norm", "residual", "dropout", "gcn_norm", "gat_self_loops"),
+                 new_form="MPNNBlock(hidden_dim, kind, *, use_edge_features=False, ...)",
+                 is_legacy=lambda args, kwargs: bool(args) and isinstance(args[0], str))
+    def __init__(self, hidden_dim: int, kind: str, *, use_edge_features: bool = False,
                  num_heads: int = 8, deg: Tensor | None = None, pna_towers: int = 5,
                  norm: str = "batch", residual: bool = True, dropout: float = 0.0,
                  gcn_norm: str = "sym", gat_self_loops: bool = True) -> None:
         super().__init__()
-        self.conv = LocalMPNN(kind, hidden_dim, use_edge_features, num_heads=num_heads, deg=deg,
+        self.conv = LocalMPNN(hidden_dim, kind, use_edge_features=use_edge_features,
+                              num_heads=num_heads, deg=deg,
                               pna_towers=pna_towers, gcn_norm=gcn_norm,
                               gat_self_loops=gat_self_loops)
         self.norm = make_norm(norm, hidden_dim)
@@ -328,12 +342,13 @@ class MPNNBlock(nn.Module):
     def reset_parameters(self) -> None:
         reset_descendants(self)
 
-    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None
-                ) -> tuple[Tensor, Tensor | None]:
-        h, e_hat = self.conv(x, edge_index, edge_attr)
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
+                batch: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
+        h = self.conv(x, edge_index, edge_attr)
+        h, e_hat = h if isinstance(h, tuple) else (h, None)
         h = self.dropout(self.act(self.norm(h)))
         x = x + h if self.residual else h
-        if e_hat is not None:
-            e = self.dropout(torch.relu(self.norm_e(e_hat)))
-            edge_attr = edge_attr + e if self.residual else e
-        return x, edge_attr
+        if e_hat is None:
+            return x
+        e = self.dropout(torch.relu(self.norm_e(e_hat)))
+        return x, (edge_attr + e if self.residual else e)

@@ -3,9 +3,11 @@
 Every such layer has
 
 * ``forward(x, edge_index, edge_attr=None, batch=None, ...)``: PyG-native inputs (``x [num_nodes,
-  d]``, as PyG's ``GPSConv``), densified inside the layer by
-  :class:`~graph_transformers.data.dense.DenseBatch` (exported as
-  ``graph_transformers.nn.DenseBatch``); returns ``x [num_nodes, d]``;
+  d]``, the layer convention of ``docs/layers.md``), densified inside the layer by
+  :class:`~graph_transformers.core.dense.DenseBatch` (exported as
+  ``graph_transformers.nn.DenseBatch``); returns ``x [num_nodes, d]`` (EGT: ``(x, edge_attr)``),
+  with ``return_attention_weights=True`` ``(out, (pair_index [2, Σ_b n_b²], weights [Σ_b n_b²,
+  H]))`` over all node pairs of each graph (:func:`pair_attention`);
 * ``forward_dense(...)``: padded tensors ``[B, N, ·]`` and pair tensors ``[B, N, N, ·]`` oriented
   dst-major, ``pairs[b, i, j]`` = the edge ``j → i`` (PyG's ``to_dense_adj`` output
   ``.transpose(1, 2)``), for models that densify once per batch and share it across layers.
@@ -19,16 +21,16 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from ..data.dense import DenseBatch
+from ..core.dense import DenseBatch
 
 
 class LayerOutput(NamedTuple):
-    """Output of :class:`~graph_transformers.nn.GRPELayer`,
+    """Output of ``forward_dense`` of :class:`~graph_transformers.nn.GRPELayer`,
     :class:`~graph_transformers.nn.GRPEAttention` and :class:`~graph_transformers.nn.GraphormerLayer`
-    (both entry points).
+    (their PyG-native ``forward`` returns ``x``, see :mod:`graph_transformers.nn.convention`).
 
     Attributes:
-        x: ``[num_nodes, d]`` (``forward``) or ``[B, N, d]`` (``forward_dense``).
+        x: ``[B, N, d]``.
         attention: ``[B, H, N, N]`` attention weights over the padded view (row ``i`` = query
             ``i``) when asked for (``return_attention_weights=True``), else ``None``.
     """
@@ -63,6 +65,18 @@ def densify(layer, x: Tensor, edge_index: Tensor, batch: Tensor | None,
     return DenseBatch.from_edge_index(edge_index, batch, num_nodes=x.size(0))
 
 
+def pair_attention(dense: DenseBatch, attention: Tensor) -> tuple[Tensor, Tensor]:
+    """Attention weights over the padded view ``[B, H, N, N]`` (row ``i`` = query ``i``) → PyG's
+    ``(pair_index [2, Σ_b n_b²], weights [Σ_b n_b², H])``: every pair ``j → i`` of each graph
+    (``pair_index[0] = j``, ``pair_index[1] = i``, global node ids), flattened row-major per graph
+    as :meth:`~graph_transformers.core.dense.DenseBatch.flatten_pairs`."""
+    B, H, N, _ = attention.shape
+    node = dense.to_dense(torch.arange(dense.batch.numel(), device=attention.device))  # [B, N]
+    dst = dense.flatten_pairs(node.view(B, N, 1).expand(B, N, N))
+    src = dense.flatten_pairs(node.view(B, 1, N).expand(B, N, N))
+    return torch.stack([src, dst]), dense.flatten_pairs(attention.permute(0, 2, 3, 1))
+
+
 def pairs_input(dense: DenseBatch, values: Tensor, name: str, fill=0) -> Tensor:
     """Per-graph pair values flattened row-major ``[Σ_b n_b², *]`` → ``[B, N, N, *]``, with an
     error naming the argument."""
@@ -72,4 +86,4 @@ def pairs_input(dense: DenseBatch, values: Tensor, name: str, fill=0) -> Tensor:
         raise ValueError(f"{name}: {err}") from None
 
 
-__all__ = ["LayerOutput", "densify", "pairs_input"]
+__all__ = ["LayerOutput", "densify", "pair_attention", "pairs_input"]

@@ -42,7 +42,8 @@ FINGERPRINT_KEYS = ("x", "edge_index", "edge_attr", "y")
 WHERE_KEYS = ("data_dir", "cache_dir", "num_workers", "pin_memory")
 #: data keys that change the batches, not the graphs or the split
 BATCH_KEYS = ("batch_size", "eval_batch_size", "bucket_by_size", "bucket_window",
-              "num_neighbors")
+              "num_neighbors", "sampler", "num_parts", "clusters_per_batch",
+              "eval_clusters_per_batch")
 
 
 def new_run_id() -> str:

@@ -3,19 +3,23 @@
 Sections: ``model``, ``data``, ``encodings``, ``optim``,
 ``trainer``, ``seed`` (and an optional run ``name``). Unknown keys and wrong types are errors that
 name the key; ``--set a.b=value`` overrides are applied before validation. Keys under ``trainer``
-use Lightning's ``Trainer`` argument names.
+use Lightning's ``Trainer`` argument names. The ``model`` section of each registered model is
+derived from that model's constructor (:func:`model_section`,
+:mod:`graph_transformers.models.registry`): its keys, types, defaults and descriptions are the
+constructor's arguments, and its cross-checks the model's ``config_checks``.
 """
 from __future__ import annotations
 
 import copy
 import os
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Callable, ClassVar, Literal, Union
 
 import yaml
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError,
-                      create_model, field_validator, model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_model,
+                      field_validator, model_validator)
 
 from ..encodings.registry import (ENCODINGS, LapPEConfig, RRWPConfig,  # noqa: F401 (re-exported)
                                   RWSEConfig, SPDConfig, SVDPEConfig, WLPEConfig, node_encoding)
@@ -25,19 +29,10 @@ PositiveInt = Annotated[int, Field(gt=0)]
 Probability = Annotated[float, Field(ge=0.0, lt=1.0)]
 
 
-def _registered_pe(pe: str) -> str:
-    node_encoding(pe)  # ValueError naming the known ones
-    return pe
-
-
 #: ``model.use_edge_features``: ``true``, ``false`` or ``auto`` (on exactly where the dataset has
 #: edge features and the model can read them; resolved by ``runner.model_kwargs``, which logs
 #: the value). The schema defaults stay booleans, so existing configs resolve as before.
 EdgeFeatures = Union[bool, Literal["auto"]]
-
-#: ``model.pe``: the ``pe`` name of a registered node encoding
-#: (:data:`~graph_transformers.encodings.registry.ENCODINGS`: ``lap``, ``wl``, ``svd``, ``rwse``)
-PEName = Annotated[str, AfterValidator(_registered_pe)]
 
 
 class ConfigError(ValueError):
@@ -51,277 +46,144 @@ class _Section(BaseModel):
 
 # ----------------------------------------------------------------------------- model sections
 class _ModelSection(_Section):
-    """Keys every model section has besides the model's own constructor arguments."""
+    """Base of every derived model section (:func:`model_section`): the keys every model
+    section has besides its model's constructor arguments, and the checks that call the
+    model's own."""
 
+    #: the model class the section is derived from (set on each derived section)
+    model_class: ClassVar[type | None] = None
     #: whether ``num_heads`` must divide ``hidden_dim`` (every attention model; the MPNN
     #: baselines check it for GAT only)
     heads_divide_hidden: ClassVar[bool] = True
+    #: the encodings the model reads constructor arguments from (``encodings.<name>``)
+    required_encodings: ClassVar[tuple[str, ...]] = ()
 
     #: compile the model with ``torch.compile`` (dynamic shapes; see training.device)
-    compile: bool = False
+    compile: bool = Field(False, description="compile the model with torch.compile (dynamic "
+                                             "shapes; see training.device)")
 
     @model_validator(mode="after")
     def _check_heads(self) -> "_ModelSection":
-        if self.heads_divide_hidden and self.hidden_dim % self.num_heads:
+        hidden, heads = getattr(self, "hidden_dim", None), getattr(self, "num_heads", None)
+        if self.heads_divide_hidden and hidden is not None and heads and hidden % heads:
             raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
                              f"model.num_heads={self.num_heads}")
         return self
 
-
-class _PairModelSection(_ModelSection):
-    """The keys GRPE and Graphormer share (dense attention over all pairs with the ``spd``
-    encodings); defaults are GRPE-Small (Table 1) with the official dropouts."""
-
-    required_encodings: ClassVar[tuple[str, ...]] = ("spd",)
-
-    name: str
-    hidden_dim: PositiveInt = 80
-    num_layers: PositiveInt = 12
-    num_heads: PositiveInt = 8
-    ffn_dim: PositiveInt | None = None
-    use_edge_features: EdgeFeatures = True
-    dropout: Probability = 0.1
-    attn_dropout: Probability = 0.1
-
-
-class GTModelConfig(_ModelSection):
-    """Graph Transformer (Dwivedi & Bresson 2020); see :class:`graph_transformers.models.GraphTransformer`."""
-
-    name: Literal["gt"] = "gt"
-    hidden_dim: PositiveInt = 64
-    num_layers: PositiveInt = 10
-    num_heads: PositiveInt = 8
-    use_edge_features: EdgeFeatures = False
-    pe: PEName | None = "lap"
-    sign_flip: Literal["batch", "graph", "none"] = "batch"
-    full_graph: bool = False
-    norm: Literal["batch", "layer", "none"] = "batch"
-    dropout: Probability = 0.0
-    in_feat_dropout: Probability = 0.0
-    ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
-    qkv_bias: bool = False
-    readout: Literal["mean", "sum", "max"] = "mean"
-    mlp_layers: Annotated[int, Field(ge=0)] = 2
-
     @model_validator(mode="after")
-    def _check(self) -> "GTModelConfig":
-        if self.full_graph and self.use_edge_features is True:
-            raise ValueError("model.full_graph discards edge features (GT paper, Table 1): set "
-                             "model.use_edge_features=false")
+    def _model_checks(self) -> "_ModelSection":
+        checks = getattr(self.model_class, "config_checks", None)
+        if checks is not None:  # the model's cross-checks: ValueError naming the keys
+            checks(self)
         return self
 
 
-class EGTModelConfig(_ModelSection):
-    """Edge-augmented Graph Transformer (Hussain et al. 2021, arXiv v1; KDD 2022 options); see
-    :class:`graph_transformers.models.EGT`. Defaults follow the paper's Table 4."""
-
-    name: Literal["egt"] = "egt"
-    hidden_dim: PositiveInt = 64
-    edge_hidden_dim: PositiveInt = 8
-    num_layers: PositiveInt = 4
-    num_heads: PositiveInt = 8
-    variant: Literal["egt", "simple", "constrained", "ungated"] = "egt"
-    use_edge_features: EdgeFeatures = True
-    structure: Literal["adjacency", "distance"] = "adjacency"
-    max_hops: PositiveInt = 16
-    #: a feature encoding (``svd``, ``lap``, ``rwse``; not the categorical ``wl``)
-    pe: PEName | None = None
-    sign_flip: Literal["batch", "graph", "none"] = "graph"  # per graph, as the official code
-    num_virtual_nodes: Annotated[int, Field(ge=0)] = 0
-    distance_objective: bool = False
-    distance_hops: PositiveInt = 3
-    distance_weight: Annotated[float, Field(ge=0)] = 0.0
-    #: classes of the distance objective: the official code's ν + 1 − max(d, 1), or d
-    distance_labels: Literal["official", "spd"] = "official"
-    node_ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
-    edge_ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
-    attn_dropout: Probability = 0.0
-    dropout: Probability = 0.0
-    clamp: Annotated[float, Field(gt=0)] = 5.0
-    #: the KDD version's degree scalers log(1 + Σ_j σ(G_ij)) (official code, large-scale configs)
-    scale_degree: bool = False
-    #: the official random attention masking (KDD version's configs: 0.1)
-    random_mask_prob: Annotated[float, Field(ge=0, lt=1)] = 0.0
-    mlp_layers: Annotated[int, Field(ge=0)] = 2
-    #: between the head layers; the official code uses ELU
-    head_activation: Literal["elu", "relu"] = "elu"
-    #: refuse batches whose dense pair tensors would need more memory (estimated beforehand)
-    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 8.0
-
-    @model_validator(mode="after")
-    def _check(self) -> "EGTModelConfig":
-        if self.scale_degree and self.variant == "ungated":
-            raise ValueError("model.scale_degree sums the sigmoid gates; EGT-Ungated has none")
-        if self.distance_objective and self.variant == "simple":
-            raise ValueError("model.distance_objective needs edge channels; EGT-Simple has none")
-        if self.pe is not None and node_encoding(self.pe).categorical:
-            raise ValueError(f"model.pe={self.pe!r} holds categorical ids; EGT projects "
-                             "features (W_enc, §3.2): use svd, lap or rwse")
-        if self.distance_objective and self.structure != "adjacency":
-            raise ValueError("model.distance_objective uses the adjacency as input (EGT §3.3): "
-                             "set model.structure=adjacency")
-        return self
+#: keys whose config type is wider than the constructor argument's, because the run resolves
+#: the config value into an argument value: ``use_edge_features: auto``
+#: (``runner.model_kwargs``). Config-only keys are ``name`` and ``compile``
+#: (:class:`_ModelSection`); old key names are :data:`RENAMED_MODEL_KEYS`.
+CONFIG_TYPES: dict[str, Any] = {"use_edge_features": EdgeFeatures}
 
 
-class GRPEModelConfig(_PairModelSection):
-    """GRPE (Park et al. 2022); see :class:`graph_transformers.models.GRPE`. Defaults are
-    GRPE-Small (Table 1) with the official dropouts."""
-
-    name: Literal["grpe"] = "grpe"
-    input_noise: Annotated[float, Field(ge=0)] = 0.0
-    share_encodings: bool = True
-    topology_attention: bool = True
-    edge_attention: bool = True
-    graph_encoded_value: bool = True
-    attention_impl: Literal["gather", "materialized"] = "gather"
-    mlp_layers: Annotated[int, Field(ge=0)] = 0
-    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
-    size_groups: PositiveInt = 4
+def _registered_models() -> dict[str, type]:
+    from ..models import MODELS  # the model classes (torch): imported on first use
+    return MODELS
 
 
-class GraphormerModelConfig(_PairModelSection):
-    """Graphormer-style attention biases (Ying et al. 2021); see
-    :class:`graph_transformers.models.Graphormer`."""
-
-    name: Literal["graphormer"] = "graphormer"
-    max_degree: PositiveInt = 64
-    spatial_bias: bool = True
-    edge_bias: bool = True
-    degree_encoding: bool = True
-    mlp_layers: Annotated[int, Field(ge=0)] = 0
-    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
-    size_groups: PositiveInt = 4
+_SECTIONS: dict[tuple, type[_ModelSection]] = {}
 
 
-class GPSModelConfig(_ModelSection):
-    """GPS (Rampášek et al. 2022; survey eqs. 40-41); see :class:`graph_transformers.models.GPS`."""
-
-    name: Literal["gps"] = "gps"
-    hidden_dim: PositiveInt = 64
-    num_layers: PositiveInt = 10
-    num_heads: PositiveInt = 4
-    mpnn: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"] | None = "gine"
-    #: ``linear`` (elu+1, Katharopoulos et al. 2020) and ``sgformer`` (Wu et al. 2023) are
-    #: linear in the nodes, per graph; see ``docs/gps.md``
-    attention: Literal["full", "performer", "linear", "sgformer", "none"] = "full"
-    use_edge_features: EdgeFeatures = True
-    pe: PEName | None = "rwse"
-    pe_embed_dim: PositiveInt = 28
-    sign_flip: Literal["batch", "graph", "none"] = "batch"
-    norm: Literal["batch", "layer", "none"] = "batch"
-    #: ``pre``: the survey's block (eqs. 40-41) and a final Norm; ``post``: GraphGPS's own layer
-    norm_position: Literal["pre", "post"] = "pre"
-    #: GIN/GINE's ε learned (``true``) or fixed at 0 (``false``, GraphGPS)
-    train_eps: bool = True
-    dropout: Probability = 0.0
-    attn_dropout: Probability = 0.0
-    ffn_multiplier: Annotated[float, Field(gt=0)] = 2.0
-    #: Performer random features (default ``head_dim * ceil(log head_dim)``)
-    num_features: PositiveInt | None = None
-    #: full attention refuses a batch whose ``[B, H, N, N]`` tensors would exceed this many GiB
-    #: (``None``: unchecked)
-    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 4.0
-    pna_towers: PositiveInt = 5
-    readout: Literal["mean", "sum", "max"] = "sum"
-    mlp_layers: Annotated[int, Field(ge=0)] = 2
-
-    @model_validator(mode="after")
-    def _check(self) -> "GPSModelConfig":
-        if self.mpnn is None and self.attention == "none":
-            raise ValueError("model.mpnn is null and model.attention is 'none': a GPS layer "
-                             "needs at least one of them")
-        if self.pe is not None and self.pe_embed_dim >= self.hidden_dim:
-            raise ValueError(f"model.pe_embed_dim={self.pe_embed_dim} must be smaller than "
-                             f"model.hidden_dim={self.hidden_dim}")
-        if self.mpnn in ("gcn", "gin") and self.use_edge_features is True:
-            raise ValueError(f"model.mpnn={self.mpnn!r} takes no edge features: set "
-                             "model.use_edge_features=false")
-        if self.mpnn in ("gine", "gatedgcn") and self.use_edge_features is False:
-            raise ValueError(f"model.mpnn={self.mpnn!r} needs edge features: set "
-                             "model.use_edge_features=true, or, for graphs without edge "
-                             "features, model.mpnn=gin (or gcn)")
-        return self
+def _annotation(function: Callable, param: Any) -> Any:
+    """A parameter's annotation, evaluated in its module where it is a string (``from
+    __future__ import annotations``); ``Any`` where there is none."""
+    if param.annotation is param.empty:
+        return Any
+    if isinstance(param.annotation, str):
+        return eval(param.annotation, function.__globals__)  # noqa: S307 - the module's own
+    return param.annotation
 
 
-class MPNNModelConfig(_ModelSection):
-    """MPNN baselines (benchmark conventions); see :class:`graph_transformers.models.MPNN`."""
+def model_section(name: str) -> type[_ModelSection]:
+    """The ``model:`` section of the registered model ``name``, derived from its constructor
+    (:mod:`graph_transformers.models.registry`): one key per argument except the wired ones
+    (:data:`~graph_transformers.models.registry.WIRED_ARGUMENTS`, the spec's
+    ``encoding_args`` and ``exclude``), typed by the annotation (:data:`CONFIG_TYPES` widens
+    ``use_edge_features``), with the argument's default (or the spec's ``defaults``; else
+    required) and its ``Args:`` description; plus ``name`` and ``compile``. Classes sharing a
+    declaration (the MPNN baselines) share one section, whose ``name`` is one of theirs. The
+    model's ``config_checks(section)`` runs after the fields are valid. Cached per
+    registration.
 
-    heads_divide_hidden: ClassVar[bool] = False  # GAT only: checked below
+    Raises:
+        ValueError: for an unknown name (listing the known ones).
+    """
+    import inspect
 
-    name: Literal["gcn", "gat", "gatedgcn", "gin", "gine", "pna"]
-    hidden_dim: PositiveInt = 64
-    num_layers: PositiveInt = 4
-    use_edge_features: EdgeFeatures = False
-    #: GAT heads (``hidden_dim / num_heads`` channels each)
-    num_heads: PositiveInt = 8
-    pe: PEName | None = None
-    sign_flip: Literal["batch", "graph", "none"] = "batch"
-    norm: Literal["batch", "layer", "none"] = "batch"
-    residual: bool = True
-    dropout: Probability = 0.0
-    in_feat_dropout: Probability = 0.0
-    readout: Literal["mean", "sum", "max"] = "mean"
-    mlp_layers: Annotated[int, Field(ge=0)] = 2
-    pna_towers: PositiveInt = 5
-    #: ``mlp`` on the last layer, or the benchmark GIN's per-layer linear predictions summed
-    head: Literal["mlp", "layer_sum"] = "mlp"
-    #: GCN only: ``sym`` (PyG GCNConv), ``sym_no_self_loops`` or ``mean`` (the benchmark's layer)
-    gcn_norm: Literal["sym", "sym_no_self_loops", "mean"] = "sym"
-    #: GAT only: attend over the node itself too (PyG); the benchmark's DGL GATConv does not
-    gat_self_loops: bool = True
-
-    @model_validator(mode="after")
-    def _check(self) -> "MPNNModelConfig":
-        if self.gcn_norm != "sym" and self.name != "gcn":
-            raise ValueError(f"model.gcn_norm applies to gcn only (model.name={self.name!r})")
-        if not self.gat_self_loops and self.name != "gat":
-            raise ValueError(f"model.gat_self_loops applies to gat only "
-                             f"(model.name={self.name!r})")
-        if self.name == "gat" and self.hidden_dim % self.num_heads:
-            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
-                             f"model.num_heads={self.num_heads} (GAT)")
-        if self.name == "pna" and self.hidden_dim % self.pna_towers:
-            raise ValueError(f"model.hidden_dim={self.hidden_dim} must be divisible by "
-                             f"model.pna_towers={self.pna_towers} (PNA)")
-        if self.name in ("gcn", "gin") and self.use_edge_features is True:
-            raise ValueError(f"{self.name} takes no edge features: set "
-                             "model.use_edge_features=false")
-        if self.name == "gine" and self.use_edge_features is False:
-            raise ValueError("gine needs edge features: set model.use_edge_features=true (or "
-                             "use gin)")
-        return self
+    from ..models.registry import (WIRED_ARGUMENTS, argument_docs, config_owner,
+                                   config_spec)
+    models = _registered_models()
+    if name not in models:
+        raise ValueError(f"unknown model name {name!r}; known: {sorted(models)}")
+    owner = config_owner(models[name])
+    names = tuple(n for n, cls in models.items() if config_owner(cls) is owner)
+    key = (owner, names)
+    if key in _SECTIONS:
+        return _SECTIONS[key]
+    spec = config_spec(owner)
+    docs = argument_docs(owner)
+    skip = {"self", *WIRED_ARGUMENTS, *spec.encoding_args, *spec.exclude}
+    fields: dict[str, Any] = {"name": (Literal[names], Field(
+        names[0] if len(names) == 1 else ..., description="the registered model name"))}
+    for param in inspect.signature(owner.__init__).parameters.values():
+        if param.name in skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        kind = CONFIG_TYPES.get(param.name) or _annotation(owner.__init__, param)
+        default = (param.default if param.default is not param.empty
+                   else spec.defaults.get(param.name, ...))
+        fields[param.name] = (kind, Field(default, description=docs.get(param.name)))
+    what = ", ".join(names)
+    section = create_model(
+        f"{owner.__name__}ModelConfig", __base__=_ModelSection, __module__=__name__,
+        __doc__=f"The ``model:`` section of {what}: the arguments of "
+                f":class:`{owner.__module__}.{owner.__qualname__}` (derived from its "
+                "constructor).",
+        **fields)
+    section.model_class = owner
+    section.heads_divide_hidden = spec.heads_divide_hidden
+    section.required_encodings = spec.required_encodings
+    _SECTIONS[key] = section
+    return section
 
 
-class GRITModelConfig(_ModelSection):
-    """GRIT (Ma et al. 2023); see :class:`graph_transformers.models.GRIT`. Defaults are the
-    official ZINC config (``zinc-GRIT-RRWP.yaml``); ``walk_length`` comes from
-    ``encodings.rrwp``."""
+class _ModelSections(Mapping):
+    """Model name → its section (:func:`model_section`), following the model registry."""
 
-    required_encodings: ClassVar[tuple[str, ...]] = ("rrwp",)
+    def __getitem__(self, name: str) -> type[_ModelSection]:
+        if name not in _registered_models():
+            raise KeyError(name)
+        return model_section(name)
 
-    name: Literal["grit"] = "grit"
-    hidden_dim: PositiveInt = 64
-    num_layers: PositiveInt = 10
-    num_heads: PositiveInt = 8
-    use_edge_features: EdgeFeatures = True
-    #: all pairs of each graph attend (official ``full_attn: True``), or only those with an
-    #: RRWP value or an edge
-    full_attention: bool = True
-    dropout: Probability = 0.0
-    attn_dropout: Probability = 0.2
-    #: attention scores clamped to ±clamp before the softmax (``null``: no clamp)
-    clamp: Annotated[float, Field(gt=0)] | None = 5.0
-    #: the degree scaler θ1 ⊙ x + log(1 + d) θ2 ⊙ x (GRIT §3.3)
-    deg_scaler: bool = True
-    edge_update: bool = True
-    norm: Literal["batch", "layer", "none"] = "batch"
-    readout: Literal["mean", "sum", "max"] = "sum"
-    mlp_layers: Annotated[int, Field(ge=0)] = 2
-    #: ``halving`` (official graph head ``san_graph``) or ``graphgym`` (official node head
-    #: ``inductive_node``: constant width, L2-normalized hidden rows)
-    head: Literal["halving", "graphgym"] = "halving"
-    #: refuse batches whose pair tensors would need more memory (estimated beforehand)
-    memory_budget_gb: Annotated[float, Field(gt=0)] | None = 8.0
+    def __iter__(self):
+        return iter(_registered_models())
+
+    def __len__(self) -> int:
+        return len(_registered_models())
+
+
+#: model name → config section, derived from the registered models
+#: (:data:`graph_transformers.models.MODELS`); a model registered later is included.
+MODEL_CONFIGS: Mapping[str, type[_ModelSection]] = _ModelSections()
+
+#: the section names before the sections were derived (issue 27): still importable from here
+_SECTION_ALIASES = {"GTModelConfig": "gt", "EGTModelConfig": "egt", "GRPEModelConfig": "grpe",
+                    "GraphormerModelConfig": "graphormer", "GPSModelConfig": "gps",
+                    "MPNNModelConfig": "gcn", "GRITModelConfig": "grit"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SECTION_ALIASES:
+        return model_section(_SECTION_ALIASES[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: model keys renamed for one name per concept across the package: old key → (new key, conversion of
@@ -356,13 +218,6 @@ def rename_model_keys(section: dict) -> dict:
     return out
 
 
-#: model name → config schema; models added later register here.
-MODEL_CONFIGS: dict[str, type[BaseModel]] = {
-    "gt": GTModelConfig, "egt": EGTModelConfig, "grpe": GRPEModelConfig,
-    "graphormer": GraphormerModelConfig, "gps": GPSModelConfig, "grit": GRITModelConfig,
-    **{n: MPNNModelConfig for n in ("gcn", "gat", "gatedgcn", "gin", "gine", "pna")}}
-
-
 # ----------------------------------------------------------------------------- other sections
 class DataConfig(_Section):
     """Which dataset, where its files are, and how it is batched."""
@@ -388,7 +243,7 @@ class DataConfig(_Section):
     #: extra keyword arguments of the dataset class (e.g. ``max_images`` for superpixels,
     #: ``max_rows`` for MoleculeNet, ``num_graphs`` for generated sets)
     options: dict[str, Any] = Field(default_factory=dict)
-    #: node features of a TU set (``graph_transformers.data.tu``): ``auto`` = the set's own,
+    #: node features of a TU set (``graph_transformers.datasets.tu``): ``auto`` = the set's own,
     #: one constant 1 per node where it has none (logged); ``constant`` = one constant 1 per
     #: node, the set's own dropped; ``degree`` = one-hot node degree capped at
     #: ``options.max_degree`` (default 64; higher degrees share the last column): the features
@@ -403,7 +258,7 @@ class DataConfig(_Section):
     #: a user's own data (``name`` is then ignored): a molecule CSV (``.csv``, ``.csv.gz``),
     #: featurized like MoleculeNet and split by scaffold, or a saved list of PyG graphs
     #: (``.pt``: ``InMemoryDataset.save(data_list, path)`` or ``torch.save(data_list, path)``;
-    #: ``graph_transformers.data.graph_list``)
+    #: ``graph_transformers.datasets.user.graph_list``)
     path: str | None = None
     smiles_column: str = "smiles"
     target_columns: list[str] | None = None
@@ -426,8 +281,9 @@ class DataConfig(_Section):
     #: a graph file's split: ``{train, val, test}`` → text files of 0-based graph ids (node or
     #: edge ids for one graph); without it, the graph's masks or 10 seeded folds (``fold``)
     split_files: dict[Literal["train", "val", "test"], str] | None = None
-    #: ``name: node_table`` (``graph_transformers.data.node_table``): the edge list (CSV / TSV,
-    #: two id columns, header optional) or a ``.graphml`` / ``.gml`` / ``.edgelist`` file
+    #: ``name: node_table`` (``graph_transformers.datasets.user.node_table``): the edge list
+    #: (CSV / TSV, two id columns, header optional) or a ``.graphml`` / ``.gml`` / ``.edgelist``
+    #: file
     edges: str | None = None
     #: ``node_table``: the node table (CSV / TSV with a header: id, label, features, masks);
     #: optional for a graph file whose nodes carry the attributes
@@ -449,6 +305,43 @@ class DataConfig(_Section):
     #: neighbour sampling for node tasks on one large graph (PyG ``NeighborLoader``): neighbours
     #: sampled per hop, e.g. ``[10, 10]``; ``batch_size`` is then the number of seed nodes
     num_neighbors: list[Annotated[int, Field(ge=-1)]] | None = None
+    #: how a node task on one large graph is cut into mini-batches: ``neighbor`` (sampled
+    #: neighbourhoods, ``num_neighbors``; the default when that is set) or ``cluster``
+    #: (Cluster-GCN: ``num_parts`` METIS clusters, ``clusters_per_batch`` of them merged at
+    #: random per batch with the edges between them; ``batch_size`` is then unused;
+    #: ``graph_transformers.data.cluster``)
+    sampler: Literal["neighbor", "cluster"] | None = None
+    #: ``sampler: cluster``: METIS clusters of the graph (computed once, cached with the dataset)
+    num_parts: PositiveInt | None = None
+    #: ``sampler: cluster``: clusters merged into one training batch (default 1)
+    clusters_per_batch: PositiveInt | None = None
+    #: ``sampler: cluster``: clusters per evaluation batch (default ``clusters_per_batch``;
+    #: ``num_parts`` evaluates the whole graph at once, exactly)
+    eval_clusters_per_batch: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _sampler(self) -> "DataConfig":
+        cluster_keys = [k for k in ("num_parts", "clusters_per_batch", "eval_clusters_per_batch")
+                        if getattr(self, k) is not None]
+        if self.sampler == "cluster":
+            if self.num_parts is None:
+                raise ValueError("data.sampler: cluster needs data.num_parts (METIS clusters)")
+            if self.num_neighbors is not None:
+                raise ValueError("data.num_neighbors applies to data.sampler: neighbor; "
+                                 "data.sampler: cluster takes num_parts and clusters_per_batch")
+            q = self.clusters_per_batch or 1
+            for key, value in (("clusters_per_batch", q),
+                               ("eval_clusters_per_batch", self.eval_clusters_per_batch)):
+                if value is not None and value > self.num_parts:
+                    raise ValueError(f"data.{key} ({value}) exceeds data.num_parts "
+                                     f"({self.num_parts})")
+        elif cluster_keys:
+            raise ValueError(f"data.{', data.'.join(cluster_keys)} apply to data.sampler: "
+                             "cluster (Cluster-GCN batches); set it")
+        elif self.sampler == "neighbor" and self.num_neighbors is None:
+            raise ValueError("data.sampler: neighbor needs data.num_neighbors (neighbours "
+                             "sampled per hop, e.g. [10, 10])")
+        return self
 
     @model_validator(mode="after")
     def _csv(self) -> "DataConfig":
@@ -659,7 +552,8 @@ class Config(_Section):
     """A whole run."""
 
     name: str | None = None
-    model: Any = Field(default_factory=GTModelConfig)
+    #: validated by :func:`model_section` (the registered model ``name``; default ``gt``)
+    model: Any = Field(default_factory=lambda: model_section("gt")())
     data: DataConfig = Field(default_factory=DataConfig)
     #: validated by :func:`encodings_config` (the registered encodings)
     encodings: Any = Field(default_factory=lambda: encodings_config()())
@@ -709,6 +603,13 @@ class Config(_Section):
             if getattr(self.encodings, enc, None) is None:
                 raise ValueError(f"model {self.model.name!r} needs encodings.{enc} (e.g. "
                                  f"'encodings: {{{enc}: {{}}}}')")
+        # Exphormer attention (GPS) attends over the expander graph the expander encoding
+        # precomputes per graph: an error, not a silent default, so the cache key stays explicit
+        if getattr(self.model, "attention", None) == "exphormer" and getattr(
+                self.encodings, "expander", None) is None:
+            raise ValueError("model.attention 'exphormer' attends over a per-graph expander "
+                             "graph: set encodings.expander (e.g. 'encodings: {expander: "
+                             "{degree: 3, seed: 0}}')")
         return self
 
     def to_dict(self) -> dict:

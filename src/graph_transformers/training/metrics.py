@@ -206,8 +206,8 @@ class MultitaskROCAUC(torchmetrics.Metric):
 class OGBEvaluatorROCAUC(MultitaskROCAUC):
     """:class:`MultitaskROCAUC` computed by OGB's own ``ogb.graphproppred.Evaluator(name)``
     (scikit-learn's ``roc_auc_score`` per task, the same rules), for a dataset read from OGB's
-    published files (:class:`graph_transformers.data.ogb_mol.OGBGraphPropPred`), so the reported
-    number is the one OGB's leaderboard computes. Where no task has both classes it returns NaN
+    published files (:class:`graph_transformers.datasets.molecules.ogb.OGBGraphPropPred`), so
+    the reported number is the one OGB's leaderboard computes. Where no task has both classes it returns NaN
     and warns, as :class:`MultitaskROCAUC` (OGB's evaluator would raise).
 
     Raises:

@@ -23,11 +23,11 @@ from torch.utils.data import BatchSampler, SequentialSampler
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from torch_geometric.loader import DataLoader
 
-from ..data.checks import validate_dataset
+from ..core.checks import is_debug_enabled, validate_dataset
 from ..data.registry import DatasetSpec, choose_metric, load_splits, resolve_spec
 from ..data.sampler import (DistributedBatchSampler, DistributedSizeBucketBatchSampler,
                             EpochShuffleSampler, graph_sizes)
-from ..encodings.registry import pe_dim
+from ..encodings.registry import float_encodings, pe_dim
 from ..models import build_model, count_parameters
 from ..errors import RunError, RunTerminated
 from .allocator import configure_for_training
@@ -120,10 +120,13 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
         kw.update(num_edge_types=spec.edge_types, num_edge_features=spec.edge_dim)
     if kw.get("pe") is not None:  # the width the registry gives the encoding's section
         kw["pe_dim"] = pe_dim(kw["pe"], config.encodings)
-    if "spd" in getattr(type(config.model), "required_encodings", ()):
-        kw["max_distance"] = config.encodings.spd.max_distance
-    if "rrwp" in getattr(type(config.model), "required_encodings", ()):  # GRIT
-        kw["walk_length"] = config.encodings.rrwp.walk_length
+    from ..models.registry import config_spec
+    # arguments read from an encoding's section (GRPE / Graphormer: spd.max_distance, GRIT:
+    # rrwp.walk_length), as the model declares them (models.registry.model_config)
+    owner = getattr(type(config.model), "model_class", None) or object
+    for arg, path in config_spec(owner).encoding_args.items():
+        encoding, key = path.split(".", 1)
+        kw[arg] = getattr(getattr(config.encodings, encoding), key)
     return {"name": name, **kw}
 
 
@@ -250,6 +253,14 @@ def make_loader(config: Config, dataset, split: str):
     evaluation batches keep the dataset's order (metrics averaged per batch, as the benchmark's
     weighted accuracy, depend on batch composition).
 
+    With ``data.sampler: cluster``, Cluster-GCN batches of the single graph
+    (:func:`~graph_transformers.data.cluster.cluster_loader`): ``data.clusters_per_batch`` of
+    ``data.num_parts`` METIS clusters merged at random per training batch (seeded by
+    ``seed + epoch``), with the edges between them; evaluation goes over the clusters in order,
+    ``data.eval_clusters_per_batch`` at a time, each node of the split once. Only the clusters
+    holding nodes of the split's ``node_mask`` are used, and only those nodes count. The METIS
+    partition is cached in ``partitions/`` next to the dataset's processed files.
+
     Graph loaders deal their batches to the ranks of a DDP run themselves
     (:class:`~graph_transformers.data.sampler.DistributedBatchSampler`; the trainer runs with
     ``use_distributed_sampler=False``): training batches padded to equal counts per rank,
@@ -257,15 +268,18 @@ def make_loader(config: Config, dataset, split: str):
     they are the batches of PyG's ``DataLoader`` (``shuffle`` for training) unchanged.
 
     Raises:
-        ValueError: when neighbour sampling is asked of a dataset that is not one graph with a
-            node mask.
+        ValueError: when neighbour sampling or cluster batches are asked of a dataset that is
+            not one graph with a node mask.
+        MissingDependencyError: for cluster batches without a METIS backend (names the
+            ``large`` extra).
     """
     train = split == "train"
     bs = config.data.batch_size if train else (config.data.eval_batch_size or
                                                config.data.batch_size)
     workers = loader_options(config.data.num_workers, config.data.pin_memory,
                              config.trainer.accelerator, config.trainer.devices)
-    if config.data.num_neighbors is None:
+    cluster = config.data.sampler == "cluster"
+    if config.data.num_neighbors is None and not cluster:
         if config.data.bucket_by_size and train:
             sampler = DistributedSizeBucketBatchSampler(
                 graph_sizes(dataset), bs, window=config.data.bucket_window, seed=config.seed)
@@ -279,13 +293,49 @@ def make_loader(config: Config, dataset, split: str):
         return DataLoader(dataset, batch_sampler=sampler, **workers)
     from ..data.sampling import neighbor_loader
     if len(dataset) != 1 or getattr(dataset[0], "node_mask", None) is None:
-        raise ValueError("data.num_neighbors (neighbour sampling) needs a single-graph node task "
+        what = ("data.sampler: cluster (Cluster-GCN batches)" if cluster else
+                "data.num_neighbors (neighbour sampling)")
+        raise ValueError(f"{what} needs a single-graph node task "
                          f"with split masks (e.g. cora, citeseer, synthetic_large); "
                          f"{config.data.name!r} has {len(dataset)} graphs")
     data = dataset[0]
+    if cluster:
+        return _cluster_loader(config, dataset, train)
     return neighbor_loader(data, config.data.num_neighbors, batch_size=bs,
                            input_nodes=data.node_mask, shuffle=train, transform=SeedNodeMask(),
                            **workers)
+
+
+def _cluster_loader(config: Config, dataset, train: bool,
+                    world: tuple[int, int] | None = None):
+    """The Cluster-GCN loader of a one-graph split (:func:`make_loader`); ``world``:
+    ``(num_replicas, rank)`` to deal the batches for, ``None``: the process group's."""
+    from ..data.cluster import cluster_loader
+    data = dataset[0]
+    q = config.data.clusters_per_batch or 1
+    if not train:
+        q = config.data.eval_clusters_per_batch or q
+    num_replicas, rank = world if world is not None else (None, None)
+    return cluster_loader(data, config.data.num_parts, q, node_mask=data.node_mask,
+                          shuffle=train, seed=config.seed,
+                          cache_dir=_partition_dir(config, dataset), num_replicas=num_replicas,
+                          rank=rank, **loader_options(config.data.num_workers,
+                                                      config.data.pin_memory,
+                                                      config.trainer.accelerator,
+                                                      config.trainer.devices))
+
+
+def _partition_dir(config: Config, dataset) -> Path:
+    """Where a graph's METIS partitions are cached: ``partitions/`` next to the dataset's
+    processed files, else in the data cache (``data.cache_dir``)."""
+    from ..data.cache import resolve_cache_dir
+    try:
+        processed = getattr(dataset, "processed_dir", None)
+    except (TypeError, AttributeError):  # a dataset without a root
+        processed = None
+    if processed:
+        return Path(processed) / "partitions"
+    return resolve_cache_dir(config.data.cache_dir) / "partitions"
 
 
 def make_loaders(config: Config, splits: dict) -> dict[str, DataLoader]:
@@ -351,8 +401,8 @@ def graph_list_splits(config: Config, dataset) -> tuple[DatasetSpec, dict]:
         DataError: graphs the task cannot be read off, or a bad split
             (:func:`~..data.graph_list.infer_info`, :func:`~..data.graph_list.make_split`).
     """
-    from ..data.graph_list import GraphList, infer_info
-    from ..data.registry import build_pre_transform, graph_list_spec
+    from ..data.registry import build_pre_transform
+    from ..datasets.user.graph_list import GraphList, graph_list_spec, infer_info
     graphs = list(dataset)
     d = config.data
     info = infer_info(graphs, d.level, d.task)
@@ -365,8 +415,7 @@ def graph_list_splits(config: Config, dataset) -> tuple[DatasetSpec, dict]:
 def graph_list_spec_of(config: Config, dataset) -> DatasetSpec:
     """The spec of a user's in-memory graphs alone (what :func:`graph_list_splits` returns first,
     without splitting them or computing encodings)."""
-    from ..data.graph_list import infer_info
-    from ..data.registry import graph_list_spec
+    from ..datasets.user.graph_list import graph_list_spec, infer_info
     return choose_metric(graph_list_spec(infer_info(list(dataset), config.data.level,
                                                     config.data.task), "graph_list"),
                          config.data.metric)
@@ -404,7 +453,7 @@ def train(config: Config, out_dir: str | Path, resume: bool = False,
 
     ``dataset``: a user's graphs (a list of ``torch_geometric.data.Data`` or a PyG dataset)
     instead of the dataset ``config.data`` names; the task is read off the graphs
-    (:mod:`graph_transformers.data.graph_list`) and the saved config gets
+    (:mod:`graph_transformers.datasets.user.graph_list`) and the saved config gets
     ``data.name: graph_list``.
 
     ``init_from``: a trained run's directory whose matching weights the new model starts from
@@ -462,7 +511,7 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
     _write_run_files(config, out, stored["run_id"])
     if not trains_on_cpu(config.trainer.accelerator):  # per batch, value checks run on CPU only
         for s, ds in splits.items():
-            validate_dataset(ds, f"{spec.name} {s} split")
+            validate_dataset(ds, f"{spec.name} {s} split", encodings=float_encodings())
     provenance = collect_provenance(splits)
     _log_provenance(spec.name, provenance)
     loaders = make_loaders(config, splits)
@@ -583,7 +632,6 @@ def _open_run_dir(config: Config, out: Path, resume: bool, check_resume_compatib
 def _watch_in_debug_mode(model: torch.nn.Module) -> None:
     """In debug mode (``GRAPH_TRANSFORMERS_DEBUG=1``), every sub-module's output is checked and
     the first non-finite one is named (:func:`~.numerics.watch_nonfinite`)."""
-    from ..data.checks import is_debug_enabled
     if is_debug_enabled():
         from .numerics import watch_nonfinite
         watch_nonfinite(model)
@@ -686,7 +734,7 @@ def check_splits(splits: dict, config: Config) -> None:
     sizes = "/".join(str(len(ds)) for ds in splits.values())
     hint = ""
     if config.data.path is not None or hasattr(next(iter(splits.values())), "split_indices"):
-        from ..data.molecules import min_molecules_per_split
+        from ..datasets.molecules.moleculenet import min_molecules_per_split
         frac = getattr(next(iter(splits.values())), "frac", (0.8, 0.1, 0.1))
         hint = (f"; the scaffold split with frac={tuple(frac)} needs at least "
                 f"{min_molecules_per_split(frac)} valid molecules with distinct scaffolds (more "
@@ -863,7 +911,10 @@ def device_name() -> str:
 
 def _eval_loader(config: Config, dataset, split: str):
     """Evaluation loader: graphs in order (``eval_batch_size``), or the neighbour-sampling loader of
-    the split's seed nodes."""
+    the split's seed nodes, or all of the split's Cluster-GCN batches (rank 0 evaluates alone
+    after a DDP fit, while the process group still exists)."""
+    if config.data.sampler == "cluster":
+        return _cluster_loader(config, dataset, train=False, world=(1, 0))
     if config.data.num_neighbors is not None:
         return make_loader(config, dataset, "eval")
     return DataLoader(dataset, batch_size=config.data.eval_batch_size or config.data.batch_size)

@@ -7,7 +7,7 @@ graphs are drawn from stochastic block models (SBMs). The original pickles
 datasets with the procedure and parameters of graphdeeplearning/benchmarking-gnns
 ``data/SBMs/generate_SBM_{PATTERN,CLUSTER}.ipynb``.
 Where the published files can be had (PyG's ``PATTERN_v2.pt`` / ``CLUSTER_v2.pt``), the registry
-reads those instead (``data.source``, :mod:`graph_transformers.data.canonical`).
+reads those instead (``data.source``, :mod:`graph_transformers.datasets.canonical`).
 
 **SBM.** Each of ``K`` communities gets a size drawn uniformly from ``5..34``
 (``randint(5, 35)``, upper bound exclusive). Every pair of nodes ``i < j`` is connected
@@ -64,17 +64,21 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from functools import cached_property, lru_cache
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from .generated import (SPLITS, GeneratedDataset, check_count, check_seed, check_split_counts,
-                        size_tag)
+from ...data.generated import (SPLITS, GeneratedDataset, check_count, check_seed,
+                               check_source, check_split_counts, size_tag)
+from ...data.registry import DatasetSpec
+from ..canonical import GNNBenchmark, canonical_root
 
 __all__ = [
     "CLUSTER",
+    "CLUSTER_SPEC",
     "CLUSTER_NUM_CLASSES",
     "CLUSTER_NUM_COMMUNITIES",
     "CLUSTER_NUM_GRAPHS",
@@ -82,6 +86,7 @@ __all__ = [
     "CLUSTER_P",
     "CLUSTER_Q",
     "PATTERN",
+    "PATTERN_SPEC",
     "PATTERN_GRAPHS_PER_PATTERN",
     "PATTERN_NUM_CLASSES",
     "PATTERN_NUM_COMMUNITIES",
@@ -95,6 +100,8 @@ __all__ = [
     "SBM_SIZE_MIN",
     "generate_cluster",
     "generate_pattern",
+    "load_cluster",
+    "load_pattern",
     "sbm_graph",
 ]
 
@@ -431,7 +438,7 @@ class _SBMDataset(GeneratedDataset):
         return {
             "provenance": "generated",
             "procedure": "benchmarking-gnns generate_SBM_{PATTERN,CLUSTER}.ipynb parameters, "
-                         "re-implemented in graph_transformers.data.sbm",
+                         "re-implemented in graph_transformers.datasets.synthetic.sbm",
             "seed": self.seed,
             "note": "a fresh draw from the benchmark's distribution, not the published graphs",
         }
@@ -563,3 +570,79 @@ class CLUSTER(_SBMDataset):
 
     def _generate_split(self, split: str) -> list[Data]:
         return _cluster_split(self.seed, split, self.num_graphs[SPLITS.index(split)])
+
+
+# --------------------------------------------------------------------------------------------
+# Loaders and registry entries
+# --------------------------------------------------------------------------------------------
+def load_pattern(
+    root: str | os.PathLike,
+    split: str = "train",
+    transform: Callable | None = None,
+    pre_transform: Callable | None = None,
+    force_reload: bool = False,
+    *,
+    source: str = "generated",
+    seed: int = 0,
+    data_dir: str | os.PathLike | None = None,
+    num_graphs_per_pattern: Sequence[int] = PATTERN_GRAPHS_PER_PATTERN,
+    num_patterns: int = PATTERN_NUM_PATTERNS,
+) -> GNNBenchmark | PATTERN:
+    """One split of PATTERN (``data.name: pattern``): the published ``PATTERN_v2.pt`` read by
+    PyG's ``GNNBenchmarkDataset`` (``source="canonical"``, under ``root/canonical/PATTERN/``) or
+    the graphs generated in code (``source="generated"``, :class:`PATTERN`, cached under
+    ``root/PATTERN/``; ``seed`` and the sizes apply to this one).
+
+    Args:
+        root: the cache directory.
+        split, transform, pre_transform, force_reload: as in PyG.
+        source: ``"canonical"`` or ``"generated"``.
+        seed, num_graphs_per_pattern, num_patterns: as :class:`PATTERN`.
+        data_dir: where the published files are looked for.
+
+    Raises:
+        DataNotFoundError: ``source="canonical"`` and the published files cannot be had.
+    """
+    if check_source("PATTERN", source):
+        return GNNBenchmark("PATTERN", split, data_dir=data_dir, root=canonical_root(root),
+                            transform=transform, pre_transform=pre_transform,
+                            force_reload=force_reload)
+    return PATTERN(root=str(Path(root) / "PATTERN"), split=split, seed=seed, transform=transform,
+                   pre_transform=pre_transform, force_reload=force_reload,
+                   num_graphs_per_pattern=num_graphs_per_pattern, num_patterns=num_patterns)
+
+
+def load_cluster(
+    root: str | os.PathLike,
+    split: str = "train",
+    transform: Callable | None = None,
+    pre_transform: Callable | None = None,
+    force_reload: bool = False,
+    *,
+    source: str = "generated",
+    seed: int = 0,
+    data_dir: str | os.PathLike | None = None,
+    num_graphs: Sequence[int] = CLUSTER_NUM_GRAPHS,
+) -> GNNBenchmark | CLUSTER:
+    """One split of CLUSTER (``data.name: cluster``), as :func:`load_pattern`: the published
+    ``CLUSTER_v2.pt`` through PyG (``source="canonical"``) or :class:`CLUSTER` generated in code
+    under ``root/CLUSTER/`` (``source="generated"``)."""
+    if check_source("CLUSTER", source):
+        return GNNBenchmark("CLUSTER", split, data_dir=data_dir, root=canonical_root(root),
+                            transform=transform, pre_transform=pre_transform,
+                            force_reload=force_reload)
+    return CLUSTER(root=str(Path(root) / "CLUSTER"), split=split, seed=seed, transform=transform,
+                   pre_transform=pre_transform, force_reload=force_reload,
+                   num_graphs=num_graphs)
+
+
+#: ``data.name: pattern``
+PATTERN_SPEC = DatasetSpec("pattern", "node", "classification", PATTERN_NUM_CLASSES,
+                           "weighted_accuracy", load_pattern,
+                           node_types=PATTERN_NUM_NODE_TYPES, loss="weighted_ce",
+                           source="generated", published=True)
+#: ``data.name: cluster``
+CLUSTER_SPEC = DatasetSpec("cluster", "node", "classification", CLUSTER_NUM_CLASSES,
+                           "weighted_accuracy", load_cluster,
+                           node_types=CLUSTER_NUM_NODE_TYPES, loss="weighted_ce",
+                           source="generated", published=True)

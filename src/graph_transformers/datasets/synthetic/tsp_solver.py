@@ -1,5 +1,5 @@
 """Euclidean TSP tours by LKH-3 (through the ``elkai`` wheel), and the tour checks the TSP
-dataset (:mod:`graph_transformers.data.tsp`) shares with it.
+dataset (:mod:`graph_transformers.datasets.synthetic.tsp`) shares with it.
 
 The benchmark's original tours came from Concorde, which has no wheel on PyPI. Here one
 deterministic LKH run (:data:`LKH_RUNS`) per instance; ``docs/datasets.md`` ("TSP: the solver")
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 from torch import Tensor
 
-from .._optional import require
-from .generated import check_count
+from ..._optional import require
+from ...data.generated import check_count
 
 __all__ = ["LKH_RUNS", "LKH_SCALE", "solve_tour", "tour_length"]
 

@@ -38,6 +38,7 @@ import http.client
 import json
 import logging
 import os
+import os.path as osp
 import pickle
 import time
 import zipfile
@@ -48,12 +49,18 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, InMemoryDataset
 
-from .cache import (KeyedCacheDataset, DATA_ENV, DataNotFoundError, check_sha256,
-                    pre_transform_key, resolve_cache_dir, resolve_data_dir, sha256_of,
-                    write_cache_json)
-from .download import OFFLINE_ENV, fetch_url, offline
-from .molecules import parse_smiles
-from .generated import SPLITS, check_split
+from torch_geometric.datasets import ZINC as PyGZINC
+
+from ..._optional import require
+from ...data.cache import (DATA_ENV, DataNotFoundError, KeyedCacheDataset, check_sha256,
+                           pre_transform_key, resolve_cache_dir, resolve_data_dir, sha256_of,
+                           write_cache_json)
+from ...data.download import OFFLINE_ENV, fetch_url, offline
+from ...data.generated import SPLITS, check_source, check_split
+from ...data.registry import DatasetSpec
+from ..canonical import (PublishedFiles, canonical_root, dir_with, download_blocked, files_tag,
+                         link_together, looked, with_fields)
+from .moleculenet import parse_smiles
 
 __all__ = [
     "ATOM_TYPES",
@@ -69,6 +76,9 @@ __all__ = [
     "load_zinc_graphs",
     "download_zinc",
     "ZINCSubset",
+    "CanonicalZINC",
+    "load_zinc",
+    "ZINC_SPEC",
 ]
 
 log = logging.getLogger(__name__)
@@ -147,7 +157,7 @@ def atom_token(atom: Any) -> str:
 
 
 def _parse(smiles: str):
-    """The RDKit molecule of ``smiles`` (:func:`~.molecules.parse_smiles`).
+    """The RDKit molecule of ``smiles`` (:func:`~.moleculenet.parse_smiles`).
 
     Raises:
         ValueError: for a SMILES that RDKit cannot parse and sanitize, or one without atoms.
@@ -740,13 +750,13 @@ class ZINCSubset(KeyedCacheDataset):
     ``LongTensor [2, num_edges]``, ``edge_attr`` ``LongTensor [num_edges]`` (bond types 1..3),
     ``y`` ``FloatTensor [1]`` — the layout of PyG's ``ZINC(subset=True)``. (Named after what it
     is, the benchmark's subset, so that it does not shadow PyG's
-    :class:`torch_geometric.datasets.ZINC`, which :class:`~.canonical.CanonicalZINC` wraps.)
+    :class:`torch_geometric.datasets.ZINC`, which :class:`CanonicalZINC` wraps.)
 
     Raw files are read in place from ``resolve_data_dir(data_dir) / "ZINC"`` (never copied),
     then from ``root/raw`` (where downloads go). ``val``/``test`` are always exact. ``train`` is
     exact when the benchmark's ``train.pickle`` is available (locally or by download), otherwise
-    reconstructed (see :mod:`graph_transformers.data.zinc`), which is logged as a WARNING and
-    recorded in :attr:`provenance`.
+    reconstructed (see the module docstring), which is logged as a WARNING and recorded in
+    :attr:`provenance`.
 
     Args:
         root: cache directory (default ``resolve_cache_dir() / "ZINC"``). Processed graphs go to
@@ -857,3 +867,162 @@ class ZINCSubset(KeyedCacheDataset):
     def __repr__(self) -> str:
         prov = getattr(self, "provenance", {}).get(self.split, "?")
         return f"{self.__class__.__name__}({len(self)}, split={self.split!r}, {prov})"
+
+
+# --------------------------------------------------------------------------------------------
+# The published files, read by PyG's ZINC
+# --------------------------------------------------------------------------------------------
+_ZINC_RAW = [f"{s}.pickle" for s in SPLITS] + [f"{s}.index" for s in SPLITS]
+
+
+def _locate_zinc(data_dir: Path | None, download_dir: Path, download: bool) -> tuple[str, Path]:
+    """``("raw", folder with PyG's six raw files)`` or ``("processed", PyG's processed folder)``.
+
+    Raises:
+        DataNotFoundError: nothing found and no download.
+    """
+    base = ([data_dir / "ZINC" / "raw", data_dir / "ZINC", data_dir / "ZINC" / "molecules"]
+            if data_dir is not None else [])
+    dl = [download_dir, download_dir / "molecules"]
+
+    def gather() -> Path | None:
+        files = {}
+        for n in _ZINC_RAW:
+            hit = next((d / n for d in base + dl if (d / n).is_file()), None)
+            if hit is None:
+                return None
+            files[n] = hit
+        return link_together(files, download_dir.parent / "raw")
+
+    found = gather()
+    if found is not None:
+        return "raw", found
+    processed = [f"{s}.pt" for s in SPLITS]
+    if data_dir is not None and dir_with([data_dir / "ZINC" / "subset" / "processed"], processed):
+        return "processed", data_dir / "ZINC" / "subset" / "processed"
+    why = download_blocked(download)
+    if not why:
+        try:
+            download_zinc(download_dir)
+            why = "the download finished without the files"
+        except DataNotFoundError as err:
+            why = f"download failed: {err}"
+        found = gather()
+        if found is not None:
+            return "raw", found
+    raise DataNotFoundError(
+        f"ZINC: the published files ({', '.join(_ZINC_RAW)}, or PyG's "
+        f"subset/processed/{{train,val,test}}.pt) were not found; {why}. Looked in: "
+        f"{looked(base + dl)}. To use them, put them in DATA_DIR/ZINC/raw/ (PyG's layout, "
+        f"ZINC(root=DATA_DIR/ZINC, subset=True)) or extract the benchmark's {ZINC_URL} there")
+
+
+class CanonicalZINC(PublishedFiles, PyGZINC):
+    r"""One split of ZINC-12k (Dwivedi et al.) read from the benchmark's files by PyG's
+    :class:`~torch_geometric.datasets.ZINC` (``subset=True``): the exact 10,000 / 1,000 / 1,000
+    graphs with their stored targets.
+
+    PyG's class does the reading (``process``: ``{split}.pickle`` subset by ``{split}.index``);
+    this subclass reads them in place (files in different folders are linked together in
+    ``root/ZINC/raw/``), converts with :class:`ToBenchmarkFields` before ``pre_transform`` and
+    writes the processed splits atomically, checksummed, into
+    ``root/ZINC/processed/<pre_transform key>_<files tag>/``. PyG's own processed files
+    (``DATA_DIR/ZINC/subset/processed/{train,val,test}.pt``) are accepted instead of the raw
+    files.
+
+    Args:
+        split (str): ``"train"``, ``"val"`` or ``"test"``.
+        data_dir, root, transform, pre_transform, download, force_reload: as in
+            :class:`GNNBenchmark`.
+
+    Attributes:
+        provenance (dict): ``{split: "exact"}``.
+        canonical_info (dict): loader and folder.
+
+    Raises:
+        DataNotFoundError: the files are neither local nor downloadable.
+    """
+
+    def __init__(
+        self,
+        split: str = "train",
+        data_dir: str | os.PathLike | None = None,
+        root: str | os.PathLike | None = None,
+        transform: Callable | None = None,
+        pre_transform: Callable | None = None,
+        *,
+        download: bool = True,
+        force_reload: bool = False,
+    ) -> None:
+        check_split("ZINC", split)
+        base = (Path(root).expanduser() if root is not None else canonical_root()) / "ZINC"
+        kind, self._found = _locate_zinc(resolve_data_dir(data_dir), base / "download", download)
+        self._from_processed = kind == "processed"
+        pre = with_fields("ZINC", pre_transform)
+        files = [f"{s}.pt" for s in SPLITS] if self._from_processed else _ZINC_RAW
+        self._key = f"{pre_transform_key(pre)}_{files_tag([self._found / f for f in files])}"
+        super().__init__(str(base), subset=True, split=split, transform=transform,
+                         pre_transform=pre, force_reload=force_reload)
+        self._record(split, "torch_geometric.datasets.ZINC(subset=True)")
+
+    @property
+    def processed_dir(self) -> str:
+        return osp.join(self.root, "processed", self._key)
+
+    def _pyg_processed_files(self) -> list[str]:
+        return [f"{split}.pt" for split in SPLITS]
+
+    def __repr__(self) -> str:
+        return f"ZINC({len(self)}, split={self.split!r}, published files)"
+
+
+# --------------------------------------------------------------------------------------------
+# The loader and the registry entry
+# --------------------------------------------------------------------------------------------
+def load_zinc(
+    root: str | os.PathLike,
+    split: str = "train",
+    transform: Callable | None = None,
+    pre_transform: Callable | None = None,
+    force_reload: bool = False,
+    *,
+    source: str = "generated",
+    data_dir: str | os.PathLike | None = None,
+) -> InMemoryDataset:
+    """One split of ZINC-12k (``data.name: zinc``): the published files read by PyG's ``ZINC``
+    (``source="canonical"``, :class:`CanonicalZINC`, processed under ``root/canonical/ZINC/``) or
+    this library's reader with the reconstructed train split (``source="generated"``,
+    :class:`ZINCSubset`, cached under ``root/ZINC/``; needs RDKit).
+
+    Args:
+        root: the cache directory.
+        split, transform, pre_transform, force_reload: as in PyG.
+        source: ``"canonical"`` or ``"generated"``.
+        data_dir: the raw-data directory holding ``ZINC/`` (default ``$GRAPH_TRANSFORMERS_DATA``).
+
+    Raises:
+        DataNotFoundError: the files are neither local nor downloadable.
+        MissingDependencyError: ``source="generated"`` without RDKit.
+    """
+    if check_source("ZINC", source):
+        return CanonicalZINC(split, data_dir=data_dir, root=canonical_root(root),
+                             transform=transform, pre_transform=pre_transform,
+                             force_reload=force_reload)
+    require("rdkit", "the ZINC dataset")
+    return ZINCSubset(root=str(Path(root) / "ZINC"), split=split, data_dir=data_dir,
+                      transform=transform, pre_transform=pre_transform,
+                      force_reload=force_reload)
+
+
+def featurize_smiles(smiles: str) -> Data:
+    """A SMILES string as a ZINC-benchmark graph (28 atom types, :func:`smiles_to_graph`), for
+    predictions of a ZINC run."""
+    require("rdkit", "featurizing SMILES for a ZINC run")
+    return smiles_to_graph(smiles)
+
+
+#: ``data.name: zinc``
+ZINC_SPEC = DatasetSpec("zinc", "graph", "regression", 1, "mae", load_zinc, node_types=28,
+                        edge_types=4, featurize=featurize_smiles,
+                        targets=("logP_SA_cycle_normalized",), source="reconstructed",
+                        published=True)

@@ -5,16 +5,18 @@ OGB's ``PygGraphPropPredDataset`` reads the files (``raw/*.csv.gz``: OGB's featu
 bond as two directed edges) and gives the official split (``get_idx_split()``, OGB's scaffold
 split), and OGB's ``Evaluator`` scores it
 (:class:`graph_transformers.training.metrics.OGBEvaluatorROCAUC`). Where the files are looked
-for: :func:`graph_transformers.data.canonical.locate_ogb`. Without them, ``data.source: auto``
-falls back to :class:`graph_transformers.data.molecules.MoleculeNetCSV` (``hiv``: the same
-molecules and label, featurized by this library, with a re-derived scaffold split).
+for: :func:`graph_transformers.datasets.canonical.locate_ogb`. Without them, ``data.source: auto``
+falls back to :class:`graph_transformers.datasets.molecules.moleculenet.MoleculeNetCSV`
+(``hiv``: the same molecules and label, featurized by this library, with a re-derived scaffold
+split); both come from one loader,
+:func:`graph_transformers.datasets.molecules.moleculenet.load_moleculenet`.
 
-OGB's node and edge features are the columns of :mod:`graph_transformers.data.molecules`
-(``ATOM_FEATURE_DIMS`` ``[119, 5, 12, 12, 10, 6, 6, 2, 2]`` = OGB's ``get_atom_feature_dims()``,
+OGB's node and edge features are the columns of
+:mod:`graph_transformers.datasets.molecules.moleculenet` (``ATOM_FEATURE_DIMS`` ``[119, 5, 12, 12, 10, 6, 6, 2, 2]`` = OGB's ``get_atom_feature_dims()``,
 ``BOND_FEATURE_DIMS`` ``[5, 6, 2]`` = ``get_bond_feature_dims()``; ``tests/test_canonical.py``
 checks this, and that OGB's ``smiles2graph`` and
-:func:`~graph_transformers.data.molecules.smiles_to_graph` give the same tensors), so the same
-model config runs on either source.
+:func:`~graph_transformers.datasets.molecules.moleculenet.smiles_to_graph` give the same
+tensors), so the same model config runs on either source.
 
 OGB 1.3.6 loads its processed file with ``torch.load`` defaults, which since torch 2.6 refuse
 PyG's data classes; the loader is run with exactly those classes allowed
@@ -33,9 +35,9 @@ from ogb.graphproppred import PygGraphPropPredDataset
 from torch_geometric.data.data import Data, DataEdgeAttr, DataTensorAttr
 from torch_geometric.data.storage import GlobalStorage
 
-from .cache import cache_file_problem, pre_transform_key, record_cache_file, resolve_data_dir
-from .canonical import (OGB_DATASETS, canonical_root, files_tag, locate_ogb, ogb_folder,
-                        with_fields)
+from ...data.cache import cache_file_problem, pre_transform_key, record_cache_file, resolve_data_dir
+from ..canonical import (OGB_DATASETS, canonical_root, files_tag, locate_ogb, ogb_folder,
+                         with_fields)
 
 __all__ = ["OGBGraphPropPred"]
 
@@ -53,8 +55,8 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
 
     The raw files are read in place (``DATA_DIR/ogbg_molhiv/``, or a download in
     ``root/ogbg_molhiv/``); every graph is converted by
-    :class:`~graph_transformers.data.canonical.ToBenchmarkFields` (``y`` to float32 ``[1, 1]``, the
-    binary task's layout) before ``pre_transform``, and the processed file goes to
+    :class:`~graph_transformers.datasets.canonical.ToBenchmarkFields` (``y`` to float32
+    ``[1, 1]``, the binary task's layout) before ``pre_transform``, and the processed file goes to
     ``root/<folder>/processed/<pre_transform key>_<files tag>/`` with a recorded checksum (a file
     that fails it is rebuilt).
 
@@ -62,11 +64,11 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
     ``edge_attr`` ``LongTensor [E, 3]``, ``y`` ``FloatTensor [1, 1]``.
 
     Args:
-        name (str): a key of :data:`~graph_transformers.data.canonical.OGB_DATASETS`.
+        name (str): a key of :data:`~graph_transformers.datasets.canonical.OGB_DATASETS`.
         split (str): ``"train"``, ``"val"`` (OGB's ``valid``) or ``"test"``.
         data_dir: where OGB's folder is looked for (default ``$GRAPH_TRANSFORMERS_DATA``).
         root: processing and download folder (default
-            :func:`~graph_transformers.data.canonical.canonical_root`).
+            :func:`~graph_transformers.datasets.canonical.canonical_root`).
         transform, pre_transform: as in PyG.
         download (bool): allow downloading OGB's archive (also disabled by
             ``$GRAPH_TRANSFORMERS_OFFLINE``).

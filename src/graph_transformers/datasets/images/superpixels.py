@@ -5,9 +5,9 @@ r"""MNIST and CIFAR10 superpixel graphs: the image-classification benchmarks of 
 Every image becomes one graph: a node per SLIC superpixel, edges from a Gaussian-kernel k-NN on
 the superpixel centroids, graph label = image class (10 classes, metric accuracy). This module
 holds the dataset classes; the image → graph construction (SLIC, node features, k-NN edges, and
-how each step follows the benchmark's code) is in :mod:`graph_transformers.data.superpixel_graph`,
-the raw-file readers and downloads in :mod:`graph_transformers.data.image_files`. Both are
-re-exported here.
+how each step follows the benchmark's code) is in
+:mod:`graph_transformers.datasets.images.superpixel_graph`, the raw-file readers and downloads in
+:mod:`graph_transformers.datasets.images.image_files`. Both are re-exported here.
 
 Splits: test = the 10,000 test images; val = the first 5,000 training images; train = the
 other 55,000 (MNIST) / 45,000 (CIFAR10) — ``SuperPixDatasetDGL(num_val=5000)`` takes
@@ -19,7 +19,7 @@ float16), and no self-loops are added (the benchmark adds them in the model code
 
 Raw files: MNIST's four IDX files and CIFAR-10's python archive (or its extracted batches), read
 from ``resolve_data_dir(data_dir) / "MNIST"`` / ``"CIFAR10"`` (details and md5 checks in
-:mod:`graph_transformers.data.image_files`).
+:mod:`graph_transformers.datasets.images.image_files`).
 
 Speed: about 30 MNIST images/s and 5 CIFAR10 images/s per core (``docs/datasets.md``,
 "Superpixels: build time"); each split is processed once and cached, and ``num_workers`` spreads
@@ -33,15 +33,19 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .cache import (KeyedCacheDataset, DATA_ENV, DataNotFoundError, pre_transform_key,
-                    resolve_cache_dir, resolve_data_dir, write_cache_json)
-from .download import OFFLINE_ENV, md5_of, offline
-from .generated import check_split
+from ..._optional import require
+from ...data.cache import (DATA_ENV, DataNotFoundError, KeyedCacheDataset, pre_transform_key,
+                           resolve_cache_dir, resolve_data_dir, write_cache_json)
+from ...data.download import OFFLINE_ENV, md5_of, offline
+from ...data.generated import check_source, check_split
+from ...data.registry import DatasetSpec
+from ..canonical import GNNBenchmark, canonical_root
 from .image_files import (
     CIFAR10_ARCHIVE,
     CIFAR10_BATCHES,
@@ -75,6 +79,7 @@ from .superpixel_graph import (
 )
 
 __all__ = [
+    "CIFAR10_SPEC",
     "CIFAR10Superpixels",
     "CIFAR10_ARCHIVE",
     "CIFAR10_COMPACTNESS",
@@ -83,6 +88,7 @@ __all__ = [
     "CIFAR10_NUM_SUPERPIXELS",
     "CIFAR10_URL",
     "KNN_K",
+    "MNIST_SPEC",
     "MNISTSuperpixels",
     "MNIST_COMPACTNESS",
     "MNIST_FILES",
@@ -94,6 +100,7 @@ __all__ = [
     "download_cifar10",
     "download_mnist",
     "image_to_superpixel_graph",
+    "load_superpixels",
     "read_cifar10",
     "read_idx",
     "read_mnist",
@@ -287,7 +294,7 @@ class MNISTSuperpixels(_SuperpixelDataset):
     28), ``pos`` float32 ``[N, 2]``, ``edge_index`` int64 ``[2, 8N]`` (each node → its 8 nearest
     by the Gaussian kernel), ``edge_attr`` float32 ``[8N, 1]`` (kernel weight in (0, 1]), ``y``
     int64 ``[1]``. The procedure and its sources are in
-    :mod:`graph_transformers.data.superpixel_graph`.
+    :mod:`graph_transformers.datasets.images.superpixel_graph`.
 
     Raw files (IDX, ``.gz`` or not) are read from ``resolve_data_dir(data_dir) / "MNIST"`` (or its
     ``raw/``; or ``data_dir`` itself), then from ``root/raw`` (where downloads go): ``test`` needs
@@ -366,7 +373,7 @@ class CIFAR10Superpixels(_SuperpixelDataset):
     Each graph: ``x`` float32 ``[N, 5]`` (mean R, G, B in [0, 1], centroid row / 32, column / 32),
     ``pos`` float32 ``[N, 2]``, ``edge_index`` int64 ``[2, 8N]``, ``edge_attr`` float32
     ``[8N, 1]`` (kernel weight in (0, 1]), ``y`` int64 ``[1]``. The procedure and its sources are
-    in :mod:`graph_transformers.data.superpixel_graph`.
+    in :mod:`graph_transformers.datasets.images.superpixel_graph`.
 
     Raw files are read from ``resolve_data_dir(data_dir) / "CIFAR10"`` (or its ``raw/``; or
     ``data_dir`` itself), then from ``root/raw`` (where downloads go): ``cifar-10-python.tar.gz``
@@ -429,3 +436,58 @@ class CIFAR10Superpixels(_SuperpixelDataset):
             raise ValueError(f"CIFAR10: {found} has md5 {md5_of(found)}, expected {CIFAR10_MD5}")
         images, labels = read_cifar10(found, source)
         return images, labels, [str(found)]
+
+
+# --------------------------------------------------------------------------------------------
+# Loader and registry entries
+# --------------------------------------------------------------------------------------------
+_CLASSES: dict[str, type[_SuperpixelDataset]] = {"MNIST": MNISTSuperpixels,
+                                                 "CIFAR10": CIFAR10Superpixels}
+
+
+def load_superpixels(
+    root: str | os.PathLike,
+    name: str,
+    split: str = "train",
+    transform: Callable | None = None,
+    pre_transform: Callable | None = None,
+    force_reload: bool = False,
+    *,
+    source: str = "generated",
+    data_dir: str | os.PathLike | None = None,
+    max_images: int | None = None,
+    num_workers: int = 0,
+) -> GNNBenchmark | _SuperpixelDataset:
+    """One split of ``name`` (``"MNIST"`` or ``"CIFAR10"``; ``data.name: mnist`` /
+    ``cifar10``): the published ``<NAME>_v2.pt`` read by PyG's ``GNNBenchmarkDataset``
+    (``source="canonical"``, under ``root/canonical/<NAME>/``) or the superpixel graphs rebuilt
+    from the images (``source="generated"``, :class:`MNISTSuperpixels` /
+    :class:`CIFAR10Superpixels`, cached under ``root/<class name>/``; needs scikit-image;
+    ``max_images`` and ``num_workers`` apply to this one).
+
+    Raises:
+        DataNotFoundError: the files are neither local nor downloadable.
+        MissingDependencyError: ``source="generated"`` without scikit-image.
+    """
+    if check_source(name, source):
+        return GNNBenchmark(name, split, data_dir=data_dir, root=canonical_root(root),
+                            transform=transform, pre_transform=pre_transform,
+                            force_reload=force_reload)
+    require("skimage", f"the {name} superpixel dataset")
+    cls = _CLASSES[name]
+    return cls(root=str(Path(root) / cls.__name__), split=split, data_dir=data_dir,
+               transform=transform, pre_transform=pre_transform, force_reload=force_reload,
+               max_images=max_images, num_workers=num_workers)
+
+
+def _spec(name: str) -> DatasetSpec:
+    cls = _CLASSES[name]
+    return DatasetSpec(name.lower(), "graph", "classification", cls.num_classes, "accuracy",
+                       partial(load_superpixels, name=name), node_dim=cls.node_dim,
+                       edge_dim=cls.edge_dim, source="reconstructed", published=True)
+
+
+#: ``data.name: mnist``
+MNIST_SPEC = _spec("MNIST")
+#: ``data.name: cifar10``
+CIFAR10_SPEC = _spec("CIFAR10")

@@ -6,7 +6,7 @@ original files (``TSP.pkl``, ``tsp50-500_{train,val,test}.txt``) are not availab
 regenerates the dataset with the procedure and parameters of graphdeeplearning/benchmarking-gnns
 ``data/TSP/generate_TSP.py`` and ``data/TSP.py``.
 Where the published files can be had (PyG's ``TSP_v2.pt``), the registry reads those instead
-(``data.source``, :mod:`graph_transformers.data.canonical`).
+(``data.source``, :mod:`graph_transformers.datasets.canonical`).
 
 **Instances.** A graph has ``n ~ randint(50, 501)`` nodes (50..500 inclusive) with coordinates
 drawn uniformly from the unit square. Its label is an (optimal or near-optimal, see below)
@@ -29,8 +29,8 @@ Each generated graph is a :class:`~torch_geometric.data.Data` with
   (its tour neighbours, when they are among its ``k`` nearest).
 
 **Solver.** The original used Concorde, which has no wheel on PyPI. Tours here come from one
-deterministic LKH-3 run per instance (:func:`~graph_transformers.data.tsp_solver.solve_tour`,
-through ``elkai``); ``docs/datasets.md`` ("TSP: the solver") records the measured optimality gap,
+deterministic LKH-3 run per instance
+(:func:`~graph_transformers.datasets.synthetic.tsp_solver.solve_tour`, through ``elkai``); ``docs/datasets.md`` ("TSP: the solver") records the measured optimality gap,
 the run time (about 4.3 CPU-hours for the 12,000 instances) and the comparison with the other
 solvers and with the original's tours.
 
@@ -51,20 +51,24 @@ import logging
 import os
 import os.path as osp
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from ..fileio import atomic_save
-from .generated import (SPLITS, GeneratedDataset, check_count, check_seed, check_split,
-                        check_split_counts, size_tag)
-from .parallel import default_workers, parallel_map, resumable_map
+from ...data.generated import (SPLITS, GeneratedDataset, check_count, check_seed,
+                               check_source, check_split, check_split_counts, size_tag)
+from ...data.parallel import default_workers, parallel_map, resumable_map
+from ...data.registry import DatasetSpec
+from ...fileio import atomic_save
+from ..canonical import GNNBenchmark, canonical_root
 from .tsp_solver import LKH_RUNS, check_coords, check_tour, distance_matrix, solve_tour
 
 __all__ = [
     "TSP",
+    "TSP_SPEC",
     "TSP_CHUNK_SIZE",
     "TSP_MAX_NODES",
     "TSP_MIN_NODES",
@@ -73,6 +77,7 @@ __all__ = [
     "TSP_NUM_NEIGHBORS",
     "TSP_SOLVER_TAG",
     "generate_tsp",
+    "load_tsp",
     "solve_split_tours",
     "tsp_graph",
     "tsp_instance",
@@ -398,3 +403,39 @@ class TSP(GeneratedDataset):
         for split in SPLITS:
             yield [tsp_graph(tsp_instance(self.seed, split, i), tour)
                    for i, tour in enumerate(tours.pop(split))]
+
+
+# --------------------------------------------------------------------------------------------
+# Loader and registry entry
+# --------------------------------------------------------------------------------------------
+def load_tsp(
+    root: str | os.PathLike,
+    split: str = "train",
+    transform: Callable | None = None,
+    pre_transform: Callable | None = None,
+    force_reload: bool = False,
+    *,
+    source: str = "generated",
+    seed: int = 0,
+    data_dir: str | os.PathLike | None = None,
+    num_graphs: Sequence[int] | None = None,
+) -> GNNBenchmark | TSP:
+    """One split of TSP (``data.name: tsp``): the published ``TSP_v2.pt`` read by PyG's
+    ``GNNBenchmarkDataset`` (``source="canonical"``, under ``root/canonical/TSP/``) or the
+    instances generated and solved in code (``source="generated"``, :class:`TSP`, cached under
+    ``root/TSP/``; ``seed`` and ``num_graphs`` apply to this one).
+
+    Raises:
+        DataNotFoundError: ``source="canonical"`` and the published files cannot be had.
+    """
+    if check_source("TSP", source):
+        return GNNBenchmark("TSP", split, data_dir=data_dir, root=canonical_root(root),
+                            transform=transform, pre_transform=pre_transform,
+                            force_reload=force_reload)
+    return TSP(root=str(Path(root) / "TSP"), split=split, seed=seed, transform=transform,
+               pre_transform=pre_transform, force_reload=force_reload, num_graphs=num_graphs)
+
+
+#: ``data.name: tsp``
+TSP_SPEC = DatasetSpec("tsp", "edge", "classification", TSP_NUM_CLASSES, "f1", load_tsp,
+                       node_dim=2, edge_dim=1, source="generated", published=True)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import torch
+import torch_geometric
 from torch import Tensor
 from torch_geometric.data import Data
 
@@ -49,7 +50,6 @@ def is_debug_enabled() -> bool:
         return _debug
     if os.environ.get(DEBUG_ENV, "").lower() in ("1", "true", "yes", "on"):
         return True
-    import torch_geometric
     return bool(torch_geometric.is_debug_enabled())
 
 
@@ -90,17 +90,25 @@ def _check_values(t: Tensor, what: str, plural: bool = True) -> None:
                          "their inputs (normalization, attention scores); standardize them")
 
 
-def check_batch(data: Data, need_edge_attr: bool = False) -> None:
+def check_batch(data: Data, need_edge_attr: bool = False,
+                encodings: Sequence[str] = ()) -> None:
     """Validates a PyG ``Data``/``Batch`` before a forward pass.
 
     Always checks that ``x`` exists, ``edge_index`` is ``[2, num_edges]`` integer, ``edge_attr``
     (when needed) has one row per edge and the input has at least one node. When
-    :func:`checks_enabled` (CPU tensors, or debug mode) it also checks that ``x``, ``edge_attr``
-    and the float positional / structural encodings (the registry's float node encodings and
-    ``pos``) are finite and at most :data:`MAX_INPUT_MAGNITUDE` in magnitude, that no graph of a batch is empty (an empty graph has no defined output: its readout
+    :func:`checks_enabled` (CPU tensors, or debug mode) it also checks that ``x``, ``edge_attr``,
+    ``pos`` and the float node encodings named in ``encodings`` (the models pass the registry's,
+    :func:`graph_transformers.encodings.registry.float_encodings`) are finite and at most :data:`MAX_INPUT_MAGNITUDE` in magnitude, that no graph of a batch is empty (an empty graph has no defined output: its readout
     would divide by zero and dense models would attend over nothing), and that the ids of
     ``edge_index`` lie in ``[0, num_nodes)``. These value checks read tensors back to the host,
     so on an accelerator they run once per dataset (:func:`validate_dataset`) instead.
+
+    Args:
+        data: the graph or batch (``x [num_nodes, ·]``, ``edge_index [2, num_edges]``,
+            ``edge_attr [num_edges, ·]``, ``batch [num_nodes]``).
+        need_edge_attr: the model reads ``edge_attr``: it must exist with one row per edge.
+        encodings: attribute names of float node encodings ``[num_nodes, ·]`` to value-check
+            (absent ones are skipped).
 
     Raises:
         ValueError: naming the offending field (and graph, for an empty one).
@@ -142,30 +150,24 @@ def check_batch(data: Data, need_edge_attr: bool = False) -> None:
         if values and ea.is_floating_point():
             _check_values(ea, "edge features edge_attr")
     if values:
-        for name in (*float_encodings(), "pos"):
+        for name in (*encodings, "pos"):
             pe = getattr(data, name, None)
             if isinstance(pe, torch.Tensor) and pe.is_floating_point():
                 _check_values(pe, f"positional encoding {name}", plural=False)
 
 
-def float_encodings() -> tuple[str, ...]:
-    """``Data`` attributes of the registered float node encodings (``lap_pe``, ``svd_pe``,
-    ``rwse``, and any encoding added with ``register_encoding``): the values checked for NaN /
-    inf."""
-    from ..encodings.registry import ENCODINGS
-    return tuple(name for name, e in ENCODINGS.items() if e.pe is not None and not e.categorical)
-
-
-def _float_fields() -> tuple[str, ...]:
-    """Float attributes of a graph that must not hold NaN (features and cached encodings)."""
-    return ("x", "edge_attr", *float_encodings())
-
-
-def validate_dataset(dataset, name: str = "dataset") -> None:
+def validate_dataset(dataset, name: str = "dataset", encodings: Sequence[str] = ()) -> None:
     """Validates every graph of a dataset once, on the host (the data-pipeline counterpart of
     the per-batch value checks, which are off for accelerator tensors): features and encodings
     finite and within :data:`MAX_INPUT_MAGNITUDE`, ``edge_index`` ids inside each graph. Reads the collated storage of an
     ``InMemoryDataset`` in one pass when it can (fast), else graph by graph.
+
+    Args:
+        dataset: a sequence of graphs (an ``InMemoryDataset`` is read from its collated
+            storage).
+        name: how errors name it.
+        encodings: attribute names of float node encodings to value-check besides ``x`` and
+            ``edge_attr`` (the runner passes the registry's float node encodings).
 
     Raises:
         ValueError: naming the dataset, the field and (graph by graph) the graph's index.
@@ -178,7 +180,7 @@ def validate_dataset(dataset, name: str = "dataset") -> None:
         graphs = [(i, dataset[i]) for i in range(len(dataset))]
     for i, g in graphs:
         where = f"{name}" if i is None else f"{name} graph {i}"
-        for field in _float_fields():
+        for field in ("x", "edge_attr", *encodings):
             t = getattr(g, field, None)
             if isinstance(t, Tensor) and t.is_floating_point():
                 try:

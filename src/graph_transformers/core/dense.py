@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import torch
 from torch import Tensor
+
+from .checks import checks_enabled
 
 #: ids of :meth:`DenseBatch.shortest_paths` for pairs that are not at a finite distance
 UNREACHABLE = -1
@@ -182,7 +185,7 @@ class DenseBatch:
         No device-to-host synchronization: the padded size ``N`` comes from the batch's host-side
         slice table (:func:`host_num_nodes`); the consistency checks (sorted ``batch``, edges inside
         one graph) read values and run when
-        :func:`~graph_transformers.data.checks.checks_enabled` (CPU tensors, or debug mode).
+        :func:`~graph_transformers.core.checks.checks_enabled` (CPU tensors, or debug mode).
 
         Args:
             data: has ``edge_index`` and ``num_nodes``; ``batch`` (absent for one graph).
@@ -192,7 +195,6 @@ class DenseBatch:
             ValueError: when ``max_num_nodes`` is smaller than a graph, or (checks enabled)
                 ``edge_index`` joins nodes of two different graphs or points outside the batch.
         """
-        from .checks import checks_enabled
         edge_index = data.edge_index
         total = int(data.num_nodes)
         device = edge_index.device
@@ -246,7 +248,6 @@ class DenseBatch:
         Raises:
             ValueError: as :meth:`from_batch`.
         """
-        from types import SimpleNamespace
         if num_nodes is None:
             if batch is not None:
                 num_nodes = batch.numel()

@@ -70,27 +70,31 @@ and ``degree`` are applied as a pre-transform, so each has its own processed cac
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import os.path as osp
 import shutil
 import zipfile
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from torch_geometric.datasets import TUDataset
-from torch_geometric.transforms import BaseTransform, Constant
+from torch_geometric.transforms import BaseTransform, Compose, Constant
 from torch_geometric.utils import degree as node_degree
 from torch_geometric.utils import one_hot
 
-log = logging.getLogger(__name__)
+from ..data.cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transform_key,
+                          resolve_cache_dir, resolve_data_dir, sha256_of)
+from ..data.download import OFFLINE_ENV, fetch_url, offline
+from ..data.generated import SPLITS, check_split, stratified_kfold
+from ..data.registry import DatasetSpec
 
-from .cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transform_key,
-                    resolve_cache_dir, resolve_data_dir, sha256_of)
-from .download import OFFLINE_ENV, fetch_url, offline
-from .generated import SPLITS, check_split
+log = logging.getLogger(__name__)
 
 __all__ = [
     "TU",
@@ -110,6 +114,11 @@ __all__ = [
     "CappedOneHotDegree",
     "node_feature_transform",
     "node_feature_dim",
+    "load_tu",
+    "tu_spec",
+    "MUTAG_SPEC",
+    "ENZYMES_SPEC",
+    "NCI1_SPEC",
 ]
 
 #: The TU datasets this module knows (case as in the TU file names).
@@ -183,38 +192,6 @@ def _check_sha(path: Path) -> None:
 # --------------------------------------------------------------------------------------------
 # Splits
 # --------------------------------------------------------------------------------------------
-def stratified_kfold(labels: Sequence[int] | np.ndarray | torch.Tensor, n_splits: int = 10,
-                     seed: int = TU_SPLIT_SEED) -> list[np.ndarray]:
-    """Cut ``range(len(labels))`` into ``n_splits`` stratified folds, deterministically.
-
-    Recipe (numpy only): ``rng = numpy.random.default_rng(seed)``; for each class in increasing
-    label order, its ids are shuffled with ``rng.permutation``; the class-wise shuffled lists are
-    concatenated and position ``j`` of the concatenation goes to fold ``j % n_splits``. Hence every
-    fold holds ``floor`` or ``ceil`` of ``n_c / n_splits`` graphs of each class ``c``, and the
-    fold sizes differ by at most one.
-
-    Args:
-        labels: ``[N]`` integer class labels.
-        n_splits (int): number of folds (``2 <= n_splits <= N``).
-        seed (int): seed of the shuffles; the same seed gives the same folds.
-
-    Returns:
-        list of ``n_splits`` sorted ``int64`` arrays, disjoint, covering ``0..N-1``.
-
-    Raises:
-        ValueError: for labels that are not 1-D, or an ``n_splits`` outside ``[2, N]``.
-    """
-    y = np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels).reshape(-1)
-    n = y.shape[0]
-    if not 2 <= int(n_splits) <= n:
-        raise ValueError(f"stratified_kfold needs 2 <= n_splits <= {n}, got {n_splits}")
-    rng = np.random.default_rng(seed)
-    order = np.concatenate([rng.permutation(np.flatnonzero(y == c)) for c in np.unique(y)])
-    fold_of = np.empty(n, dtype=np.int64)
-    fold_of[order] = np.arange(n) % int(n_splits)
-    return [np.flatnonzero(fold_of == k).astype(np.int64) for k in range(int(n_splits))]
-
-
 def stratified_fold_split(labels: Sequence[int] | np.ndarray | torch.Tensor, fold: int,
                           n_splits: int = TU_NUM_FOLDS,
                           seed: int = TU_SPLIT_SEED) -> dict[str, list[int]]:
@@ -717,3 +694,121 @@ class TU(TUDataset):
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}({self.name}, {len(self)}, split={self.split!r}, "
                 f"fold={self.fold})")
+
+
+# --------------------------------------------------------------------------------------------
+# Loader and registry entries
+# --------------------------------------------------------------------------------------------
+def _log_features(name: str, featureless: bool, mode: str, cap: int) -> None:
+    """One INFO line on the node features a TU run uses (``data.node_features``)."""
+    if mode == "degree":
+        log.info("TU %s: node features = one-hot node degree, %d columns (degree >= %d in the "
+                 "last; data.options.max_degree)%s", name, cap + 1, cap,
+                 "" if featureless else ", appended after the set's own node features")
+    elif mode == "constant":
+        log.info("TU %s: node features = one constant 1 per node (data.node_features: "
+                 "constant)%s", name, "" if featureless else "; the set's own node features "
+                 "are not used")
+    elif featureless:
+        log.info("TU %s has no node labels or attributes: each node gets one constant feature 1 "
+                 "(data.node_features: auto); data.node_features=degree gives the one-hot node "
+                 "degree instead (capped at data.options.max_degree, default %d), the usual "
+                 "choice for such sets", name, cap)
+
+
+def load_tu(
+    root: str | os.PathLike,
+    name: str,
+    split: str = "train",
+    transform: Callable | None = None,
+    pre_transform: Callable | None = None,
+    force_reload: bool = False,
+    *,
+    fold: int = 0,
+    data_dir: str | os.PathLike | None = None,
+    node_features: str = "auto",
+    max_degree: int | None = None,
+    featureless: bool = False,
+) -> TU:
+    """One split of one fold of the TU set ``name`` (``data.name: mutag`` / ``tu:<NAME>``),
+    cached under ``root/TU/``, with the node features of ``data.node_features``
+    (:func:`node_feature_transform`, capped at ``max_degree``, ``data.options.max_degree``)
+    applied as a pre-transform before ``pre_transform`` (their own cache). ``featureless``: the
+    set has no node features of its own; with ``auto`` each graph then gets the constant as it
+    is read (a transform, as before ``data.node_features`` existed, so earlier caches still
+    hold). The benchmark split is fixed: no data seed reshuffles the folds."""
+    cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
+    auto_constant = node_features == "auto" and featureless
+    features = None if auto_constant else node_feature_transform(node_features, featureless,
+                                                                 cap)
+    if split == "train":
+        _log_features(name, featureless, node_features, cap)
+    pre = features if pre_transform is None else (
+        pre_transform if features is None else Compose([features, pre_transform]))
+    if auto_constant:
+        constant = Constant(value=1.0)
+        transform = constant if transform is None else Compose([constant, transform])
+    return TU(name, root=str(Path(root) / "TU"), split=split, fold=fold, data_dir=data_dir,
+              pre_transform=pre, transform=transform, force_reload=force_reload)
+
+
+@functools.lru_cache(maxsize=32)
+def tu_spec(name: str, data_dir: Any = None, cache_dir: Any = None, node_features: str = "auto",
+            max_degree: int | None = None) -> DatasetSpec:
+    """The spec of any TU dataset by its TU name (``data.name: tu:<NAME>``, e.g. ``tu:DD``),
+    read once from the data: classes, node feature width (one-hot node labels, plus the node
+    attributes where present; a constant 1 for sets with neither; changed by ``node_features``,
+    see :func:`node_feature_dim`) and edge feature width (one-hot edge labels, or none).
+    Raw files come from ``DATA_DIR/TU/<NAME>.zip`` or TUDataset's download; splits are the
+    set's own index files in ``DATA_DIR/TU/`` where present, else the 10 stratified folds of
+    this module. The spec is read once per (name, data_dir, cache_dir, node_features,
+    max_degree) in a process (a run resolves it several times).
+
+    Raises:
+        DataNotFoundError: when the raw files are neither local nor downloadable.
+        ValueError: an unknown ``node_features``, a bad ``max_degree``, or malformed index
+            files.
+    """
+    if max_degree is not None:
+        CappedOneHotDegree(max_degree)  # ValueError naming the key
+    full = TU(name, root=str(resolve_cache_dir(cache_dir) / "TU"), split="train", fold=0,
+              data_dir=data_dir)
+    own = int(full.num_features)
+    cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
+    edge_dim = int(full.num_edge_features) or None
+    return DatasetSpec(f"tu:{full.name}", "graph", "classification", int(full.num_classes),
+                       "accuracy", functools.partial(load_tu, name=full.name,
+                                                     featureless=own == 0),
+                       node_dim=node_feature_dim(node_features, own, cap), edge_dim=edge_dim)
+
+
+def adapt_tu_spec(spec: DatasetSpec, node_features: str = "auto",
+                  max_degree: int | None = None) -> DatasetSpec:
+    """A registered TU spec (all have node features) for ``data.node_features`` and
+    ``data.options.max_degree``: ``node_dim`` of the features the loader builds.
+
+    Raises:
+        ValueError: an unknown ``node_features`` or a bad ``max_degree``.
+    """
+    if max_degree is not None:
+        CappedOneHotDegree(max_degree)  # ValueError naming the key
+    if node_features == "auto":
+        return spec
+    cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
+    return replace(spec, node_dim=node_feature_dim(node_features, int(spec.node_dim), cap))
+
+
+def _registered(name: str) -> DatasetSpec:
+    stats = TU_STATS[name]
+    return DatasetSpec(name.lower(), "graph", "classification", stats["num_classes"],
+                       "accuracy", functools.partial(load_tu, name=name),
+                       node_dim=stats["num_features"],
+                       edge_dim=stats["num_edge_features"] or None, adapt=adapt_tu_spec)
+
+
+#: ``data.name: mutag``
+MUTAG_SPEC = _registered("MUTAG")
+#: ``data.name: enzymes``
+ENZYMES_SPEC = _registered("ENZYMES")
+#: ``data.name: nci1``
+NCI1_SPEC = _registered("NCI1")

@@ -43,17 +43,19 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 from torch_geometric.data import Data, InMemoryDataset
 
-from ..errors import DataError
-from .cache import (DataNotFoundError, FileBackedDataset, pre_transform_key,
-                    resolve_cache_dir, sha256_of, write_cache_json)
-from .generated import SPLITS, check_split
-from .tu import stratified_kfold
+from torch_geometric.transforms import Compose
+
+from ...core.serialization import load_weights_only
+from ...data.cache import (DataNotFoundError, FileBackedDataset, pre_transform_key,
+                           resolve_cache_dir, sha256_of, write_cache_json)
+from ...data.generated import SPLITS, check_split, stratified_kfold
+from ...data.registry import DatasetSpec
+from ...errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +110,6 @@ def load_graph_file(path: str | os.PathLike) -> list[Data]:
     from torch_geometric.data.separate import separate
     from torch_geometric.data.storage import GlobalStorage
 
-    from ..training.checkpoint import load_weights_only
     path = Path(path).expanduser()
     if not path.is_file():
         raise DataNotFoundError(f"graph file not found: {path}")
@@ -301,7 +302,8 @@ def read_index_file(path: str | os.PathLike, size: int, what: str) -> list[int]:
 def fold_split(num_items: int, fold: int, seed: int, labels: np.ndarray | None = None
                ) -> dict[str, list[int]]:
     """Train / val / test ids of ``num_items`` items: :data:`NUM_FOLDS` folds drawn from
-    ``seed`` (stratified by ``labels`` when given, with :func:`~.tu.stratified_kfold`), test =
+    ``seed`` (stratified by ``labels`` when given, with
+    :func:`~graph_transformers.data.generated.stratified_kfold`), test =
     fold ``fold``, val = the next fold, train = the rest.
 
     Raises:
@@ -438,7 +440,7 @@ class GraphList(InMemoryDataset):
     Example:
         >>> import torch
         >>> from torch_geometric.data import Data
-        >>> from graph_transformers.data.graph_list import GraphList
+        >>> from graph_transformers.datasets.user.graph_list import GraphList
         >>> graphs = [Data(x=torch.randn(4, 3), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]),
         ...                y=torch.tensor([i % 2])) for i in range(20)]
         >>> train = GraphList(graphs, "train")
@@ -476,7 +478,6 @@ class GraphList(InMemoryDataset):
 def _compose(first, second):
     if second is None:
         return first
-    from torch_geometric.transforms import Compose
     return Compose([first, second])
 
 
@@ -572,3 +573,42 @@ class GraphFile(FileBackedDataset):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path.name}, {len(self)}, split={self.split!r})"
+
+
+# --------------------------------------------------------------------------------------------
+# Loader and registry entries
+# --------------------------------------------------------------------------------------------
+def load_graph_file_split(
+    root: str | os.PathLike,
+    split: str = "train",
+    transform=None,
+    pre_transform=None,
+    force_reload: bool = False,
+    *,
+    path: str | os.PathLike,
+    level: str | None = None,
+    task: str | None = None,
+    fold: int = 0,
+    seed: int = 0,
+    split_files: dict[str, str] | None = None,
+) -> GraphFile:
+    """One split of a user's graph file (``data.path: <file>.pt``; :class:`GraphFile`, cached
+    under ``root/GraphFile/``), with ``data.level``, ``data.task``, ``data.fold``,
+    ``data.seed`` and ``data.split_files``."""
+    return GraphFile(root=Path(root) / "GraphFile", split=split, path=path, level=level,
+                     task=task, fold=fold, seed=seed, split_files=split_files,
+                     transform=transform, pre_transform=pre_transform, force_reload=force_reload)
+
+
+def graph_list_spec(info: GraphListInfo, name: str = "graph_file",
+                    load=load_graph_file_split) -> DatasetSpec:
+    """The spec of a user's graphs from what :func:`infer_info` read off them."""
+    return DatasetSpec(name, info.level, info.task, info.out_dim, info.metric, load,
+                       node_types=info.node_types, edge_types=info.edge_types,
+                       node_dim=info.node_dim, edge_dim=info.edge_dim, source="user")
+
+
+def graph_file_spec(path: str | os.PathLike, level: str | None = None,
+                    task: str | None = None) -> DatasetSpec:
+    """The spec of a user's graph file (``data.path: <file>.pt``), read off the graphs."""
+    return graph_list_spec(graph_file_info(path, level, task))

@@ -16,14 +16,18 @@ neighbour sampling (``data.num_neighbors``); its size is a data option.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch_geometric.data import Data
+from torch_geometric.transforms import Compose
 from torch_geometric.utils import coalesce, remove_self_loops
 
-from .cache import KeyedCacheDataset, pre_transform_key
-from .generated import check_seed
+from ...data.cache import KeyedCacheDataset, pre_transform_key
+from ...data.generated import NodeSplitMask, check_seed
+from ...data.registry import DatasetSpec
 
 #: classes and feature width of the registered dataset (``DatasetSpec`` fixes them)
 NUM_CLASSES = 10
@@ -87,18 +91,19 @@ class SyntheticLargeGraph(KeyedCacheDataset):
     Args:
         root: cache folder.
         num_nodes, avg_degree, p_intra, signal, seed: :func:`make_sbm_graph`.
-        transform, pre_transform: as in PyG (the registry's transform sets ``node_mask`` for the
-            split).
+        transform, pre_transform, force_reload: as in PyG (the loader's transform sets
+            ``node_mask`` for the split, :func:`load_synthetic_large`).
     """
 
     def __init__(self, root: str, num_nodes: int = 100_000, avg_degree: float = 10.0,
                  p_intra: float = 0.7, signal: float = 0.5, seed: int = 0,
-                 transform: Callable | None = None, pre_transform: Callable | None = None) -> None:
+                 transform: Callable | None = None, pre_transform: Callable | None = None,
+                 force_reload: bool = False) -> None:
         self.options = dict(num_nodes=int(num_nodes), avg_degree=float(avg_degree),
                             p_intra=float(p_intra), signal=float(signal), seed=int(seed))
         self._key = pre_transform_key(json.dumps(self.options, sort_keys=True) + "|" +
                                       pre_transform_key(pre_transform))
-        super().__init__(root, transform, pre_transform)
+        super().__init__(root, transform, pre_transform, force_reload=force_reload)
         self.load(self.processed_paths[0])
 
     @property
@@ -116,3 +121,34 @@ class SyntheticLargeGraph(KeyedCacheDataset):
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}({self.options})"
+
+
+def load_synthetic_large(
+    root: str | os.PathLike,
+    split: str = "train",
+    transform: Callable | None = None,
+    pre_transform: Callable | None = None,
+    force_reload: bool = False,
+    *,
+    seed: int = 0,
+    num_nodes: int = 100_000,
+    avg_degree: float = 10.0,
+    p_intra: float = 0.7,
+    signal: float = 0.5,
+) -> SyntheticLargeGraph:
+    """The graph of ``data.name: synthetic_large`` (:class:`SyntheticLargeGraph`, cached under
+    ``root/SyntheticLarge/``) with ``node_mask`` selecting the nodes of ``split``
+    (:class:`~graph_transformers.data.generated.NodeSplitMask`, then ``transform``). The sizes
+    are data options (``data.options.num_nodes``, ...)."""
+    mask = NodeSplitMask(split)
+    return SyntheticLargeGraph(
+        root=str(Path(root) / "SyntheticLarge"), num_nodes=num_nodes, avg_degree=avg_degree,
+        p_intra=p_intra, signal=signal, seed=seed, pre_transform=pre_transform,
+        transform=mask if transform is None else Compose([mask, transform]),
+        force_reload=force_reload)
+
+
+#: ``data.name: synthetic_large``
+SYNTHETIC_LARGE_SPEC = DatasetSpec("synthetic_large", "node", "classification", NUM_CLASSES,
+                                   "accuracy", load_synthetic_large, node_dim=FEATURE_DIM,
+                                   source="generated")

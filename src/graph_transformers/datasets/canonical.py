@@ -1,4 +1,9 @@
-r"""The published benchmark files, read by the loaders the community maintains.
+r"""The published benchmark files, read by the loaders the community maintains: the shared
+machinery (finding, unpacking, downloading the files; :class:`ToBenchmarkFields`;
+:class:`PublishedFiles`) and PyG's ``GNNBenchmarkDataset`` (:class:`GNNBenchmark`), which six
+benchmarks of three families share. Each benchmark's own loader (``load_pattern``, ``load_zinc``,
+...) takes ``source="canonical"`` to read these files, ``source="generated"`` for this library's
+version.
 
 Where the published files of a benchmark can be had — in the data directory, or by a download
 that succeeds — they are read with the well-kept loaders instead of this library's generators and
@@ -7,9 +12,9 @@ reconstructions:
 * PyG's :class:`~torch_geometric.datasets.GNNBenchmarkDataset` for PATTERN, CLUSTER, MNIST,
   CIFAR10, TSP and CSL (:class:`GNNBenchmark`);
 * PyG's :class:`~torch_geometric.datasets.ZINC` (``subset=True``) for ZINC-12k
-  (:class:`CanonicalZINC`);
+  (:class:`~graph_transformers.datasets.molecules.zinc.CanonicalZINC`);
 * OGB's ``PygGraphPropPredDataset`` with its official split and ``Evaluator`` for
-  ``ogbg-molhiv`` (:mod:`graph_transformers.data.ogb_mol`, needs the ``[ogb]`` extra).
+  ``ogbg-molhiv`` (:mod:`graph_transformers.datasets.molecules.ogb`, needs the ``[ogb]`` extra).
 
 Which one a run uses is ``data.source`` (:data:`SOURCES`), applied by
 :func:`graph_transformers.data.registry.load_splits`: ``auto`` (default) reads the published files
@@ -59,8 +64,8 @@ model config works with either source:
 * ZINC: ``x`` ``LongTensor [N, 1]`` atom type, ``edge_attr`` ``LongTensor [E]`` bond type,
   ``y`` ``FloatTensor [1]`` (extra fields of a processed file are dropped);
 * ogbg-molhiv: ``x`` ``LongTensor [N, 9]``, ``edge_attr`` ``LongTensor [E, 3]`` (OGB's
-  featurization, the same columns as :mod:`graph_transformers.data.molecules`), ``y``
-  ``FloatTensor [1, 1]``.
+  featurization, the same columns as
+  :mod:`graph_transformers.datasets.molecules.moleculenet`), ``y`` ``FloatTensor [1, 1]``.
 
 Every canonical split records ``provenance = {split: "exact"}`` (the published graphs) and
 ``canonical_info`` (loader and files), which ``metrics.json`` carries.
@@ -82,27 +87,30 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.io import fs
-from torch_geometric.datasets import ZINC as PyGZINC
 from torch_geometric.datasets import GNNBenchmarkDataset
 from torch_geometric.transforms import BaseTransform, Compose
 
 from ..errors import DataError
 from ..fileio import atomic_writer
-from .cache import (CheckedInMemoryDataset, DataNotFoundError, pre_transform_key,
-                    resolve_cache_dir, resolve_data_dir)
-from .download import OFFLINE_ENV, fetch_url, offline
-from .generated import SPLITS, check_split
+from ..data.cache import (CheckedInMemoryDataset, DataNotFoundError, pre_transform_key,
+                          resolve_cache_dir, resolve_data_dir)
+from ..data.download import OFFLINE_ENV, fetch_url, offline
+from ..data.generated import SPLITS, check_split
 
 __all__ = [
     "BENCHMARK_NAMES",
     "OGB_DATASETS",
     "SOURCES",
-    "CanonicalZINC",
     "GNNBenchmark",
+    "PublishedFiles",
     "ToBenchmarkFields",
     "canonical_root",
+    "dir_with",
+    "download_blocked",
     "files_tag",
+    "link_together",
     "locate_ogb",
+    "looked",
     "ogb_folder",
     "read_pyg_processed",
     "with_fields",
@@ -302,7 +310,7 @@ def files_tag(paths: Sequence[Path]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def _dir_with(dirs: Sequence[Path], names: Sequence[str]) -> Path | None:
+def dir_with(dirs: Sequence[Path], names: Sequence[str]) -> Path | None:
     """The first directory of ``dirs`` holding every file of ``names``."""
     for d in dirs:
         if all((d / n).is_file() for n in names):
@@ -332,7 +340,7 @@ def _extract(archive: Path, names: Sequence[str], dest: Path) -> None:
                 shutil.copyfileobj(src, f, length=1 << 20)
 
 
-def _download_blocked(download: bool) -> str:
+def download_blocked(download: bool) -> str:
     """Why no download may be tried (``""`` when one may)."""
     if offline():
         return f"download disabled (${OFFLINE_ENV} is set)"
@@ -343,7 +351,7 @@ def _download_archive(url: str, archive_name: str, names: Sequence[str], dest: P
                       download: bool) -> str:
     """Downloads ``url`` (a zip) and extracts ``names`` into ``dest``; returns ``""`` on
     success, else why not (``"download disabled"``, ``"download failed: ..."``)."""
-    blocked = _download_blocked(download)
+    blocked = download_blocked(download)
     if blocked:
         return blocked
     dest.mkdir(parents=True, exist_ok=True)
@@ -358,11 +366,11 @@ def _download_archive(url: str, archive_name: str, names: Sequence[str], dest: P
     return ""
 
 
-def _looked(dirs: Sequence[Path]) -> str:
+def looked(dirs: Sequence[Path]) -> str:
     return ", ".join(str(d) for d in dirs) if dirs else "(no data directory: pass --data-dir)"
 
 
-def _link_together(files: dict[str, Path], dest: Path) -> Path:
+def link_together(files: dict[str, Path], dest: Path) -> Path:
     """A folder holding every file of ``files`` under its key: their common folder, or ``dest``
     filled with symbolic links (copies where links cannot be made)."""
     parents = {p.parent for p in files.values()}
@@ -408,14 +416,14 @@ def _locate_benchmark(name: str, data_dir: Path | None, download_dir: Path,
     """
     raw, archive, url, processed = _benchmark_files(name)
     base = [data_dir / name / "raw", data_dir / name] if data_dir is not None else []
-    found = _dir_with(base + [download_dir], raw)
+    found = dir_with(base + [download_dir], raw)
     if found is not None:
         return "raw", found
     for d in base:
         if (d / archive).is_file():
             _extract(d / archive, raw, download_dir)
             return "raw", download_dir
-    if data_dir is not None and _dir_with([data_dir / name / "processed"], processed):
+    if data_dir is not None and dir_with([data_dir / name / "processed"], processed):
         return "processed", data_dir / name / "processed"
     why = _download_archive(url, archive, raw, download_dir, download)
     if not why:
@@ -423,13 +431,14 @@ def _locate_benchmark(name: str, data_dir: Path | None, download_dir: Path,
     raise DataNotFoundError(
         f"{name}: the published files ({' + '.join(raw)}, or {archive}, or PyG's "
         f"processed/{{{','.join(processed)}}}) were not found; {why}. Looked in: "
-        f"{_looked(base + [download_dir])}. To use them, put them in DATA_DIR/{name}/raw/ "
+        f"{looked(base + [download_dir])}. To use them, put them in DATA_DIR/{name}/raw/ "
         f"(PyG's layout, GNNBenchmarkDataset(root=DATA_DIR)), or let them be downloaded from "
         f"{url}")
 
 
-class _PublishedFiles(CheckedInMemoryDataset):
-    """What :class:`GNNBenchmark` and :class:`CanonicalZINC` share: a PyG dataset class that
+class PublishedFiles(CheckedInMemoryDataset):
+    """What :class:`GNNBenchmark` and ZINC's
+    :class:`~graph_transformers.datasets.molecules.zinc.CanonicalZINC` share: a PyG class that
     reads the published files in place from ``self._found`` (its raw files, or PyG's processed
     files when ``self._from_processed``), never downloads through PyG's hook (the ``_locate_*``
     functions find or download the files, with a timeout), and records
@@ -479,20 +488,20 @@ class _PublishedFiles(CheckedInMemoryDataset):
             self.save([self.pre_transform(d) for d in graphs], dst)
 
 
-class GNNBenchmark(_PublishedFiles, GNNBenchmarkDataset):
+class GNNBenchmark(PublishedFiles, GNNBenchmarkDataset):
     r"""One split of a benchmark of Dwivedi et al., "Benchmarking Graph Neural Networks" (PATTERN,
     CLUSTER, MNIST, CIFAR10, TSP, CSL), read from its published files by PyG's
     :class:`~torch_geometric.datasets.GNNBenchmarkDataset`.
 
     PyG's class does the reading (``process``: the raw ``<NAME>_v2.pt`` / the CSL pickles); this
-    subclass reads the raw files in place from where :mod:`graph_transformers.data.canonical`
+    subclass reads the raw files in place from where :mod:`graph_transformers.datasets.canonical`
     finds them, converts every graph with :class:`ToBenchmarkFields` before ``pre_transform``,
     and writes the processed splits atomically, checksummed, into
     ``root/<NAME>/processed/<pre_transform key>_<files tag>/`` (so each set of encodings, and
     each set of published files, has its own cache).
     PyG's processed files from an earlier PyG run (``DATA_DIR/<NAME>/processed/``) are accepted
     in place of the raw files. CSL has no split in PyG: the benchmark's 5 folds select the
-    graphs (``fold``, as :class:`~graph_transformers.data.csl.CSL`).
+    graphs (``indices``, as :class:`~graph_transformers.datasets.synthetic.csl.CSL`).
 
     Args:
         name (str): one of :data:`BENCHMARK_NAMES`.
@@ -501,7 +510,10 @@ class GNNBenchmark(_PublishedFiles, GNNBenchmarkDataset):
             ``$GRAPH_TRANSFORMERS_DATA``; see the module docstring for the layout).
         root: processing and download folder (default ``canonical_root()``).
         transform, pre_transform: as in PyG (``pre_transform`` runs after the field conversion).
-        fold (int): CSL's cross-validation fold ``0..4`` (ignored by the others).
+        indices (sequence of int, optional): the graphs of the published file to keep, in
+            this order: CSL, which PyG stores unsplit, is split by its loader
+            (:func:`~graph_transformers.datasets.synthetic.csl.load_csl`) with the benchmark's
+            folds (required for CSL, ignored by the others).
         download (bool): allow downloading from PyG's URL when the files are not local (also
             disabled by ``$GRAPH_TRANSFORMERS_OFFLINE``).
         force_reload (bool): process again.
@@ -525,17 +537,18 @@ class GNNBenchmark(_PublishedFiles, GNNBenchmarkDataset):
         transform: Callable | None = None,
         pre_transform: Callable | None = None,
         *,
-        fold: int = 0,
+        indices: Sequence[int] | None = None,
         download: bool = True,
         force_reload: bool = False,
     ) -> None:
         if name not in BENCHMARK_NAMES:
             raise ValueError(f"GNNBenchmark: unknown name {name!r}; known: {BENCHMARK_NAMES}")
         check_split(f"GNNBenchmark {name}", split)
-        indices = None
-        if name == "CSL":
-            from .csl import csl_split_indices
-            indices = csl_split_indices(fold)[split]  # validates the fold first
+        if name != "CSL":
+            indices = None
+        elif indices is None:
+            raise ValueError("GNNBenchmark('CSL') needs indices: PyG stores CSL unsplit; "
+                             "load_csl(source='canonical', fold=...) passes a benchmark fold's")
         base = Path(root).expanduser() if root is not None else canonical_root()
         data = resolve_data_dir(data_dir)
         kind, self._found = _locate_benchmark(name, data, base / name / "raw", download)
@@ -562,116 +575,7 @@ class GNNBenchmark(_PublishedFiles, GNNBenchmarkDataset):
 
 
 # --------------------------------------------------------------------------------------------
-# PyG's ZINC
-# --------------------------------------------------------------------------------------------
-_ZINC_RAW = [f"{s}.pickle" for s in SPLITS] + [f"{s}.index" for s in SPLITS]
-
-
-def _locate_zinc(data_dir: Path | None, download_dir: Path, download: bool) -> tuple[str, Path]:
-    """``("raw", folder with PyG's six raw files)`` or ``("processed", PyG's processed folder)``.
-
-    Raises:
-        DataNotFoundError: nothing found and no download.
-    """
-    from .zinc import ZINC_URL, download_zinc
-
-    base = ([data_dir / "ZINC" / "raw", data_dir / "ZINC", data_dir / "ZINC" / "molecules"]
-            if data_dir is not None else [])
-    dl = [download_dir, download_dir / "molecules"]
-
-    def gather() -> Path | None:
-        files = {}
-        for n in _ZINC_RAW:
-            hit = next((d / n for d in base + dl if (d / n).is_file()), None)
-            if hit is None:
-                return None
-            files[n] = hit
-        return _link_together(files, download_dir.parent / "raw")
-
-    found = gather()
-    if found is not None:
-        return "raw", found
-    processed = [f"{s}.pt" for s in SPLITS]
-    if data_dir is not None and _dir_with([data_dir / "ZINC" / "subset" / "processed"], processed):
-        return "processed", data_dir / "ZINC" / "subset" / "processed"
-    why = _download_blocked(download)
-    if not why:
-        try:
-            download_zinc(download_dir)
-            why = "the download finished without the files"
-        except DataNotFoundError as err:
-            why = f"download failed: {err}"
-        found = gather()
-        if found is not None:
-            return "raw", found
-    raise DataNotFoundError(
-        f"ZINC: the published files ({', '.join(_ZINC_RAW)}, or PyG's "
-        f"subset/processed/{{train,val,test}}.pt) were not found; {why}. Looked in: "
-        f"{_looked(base + dl)}. To use them, put them in DATA_DIR/ZINC/raw/ (PyG's layout, "
-        f"ZINC(root=DATA_DIR/ZINC, subset=True)) or extract the benchmark's {ZINC_URL} there")
-
-
-class CanonicalZINC(_PublishedFiles, PyGZINC):
-    r"""One split of ZINC-12k (Dwivedi et al.) read from the benchmark's files by PyG's
-    :class:`~torch_geometric.datasets.ZINC` (``subset=True``): the exact 10,000 / 1,000 / 1,000
-    graphs with their stored targets.
-
-    PyG's class does the reading (``process``: ``{split}.pickle`` subset by ``{split}.index``);
-    this subclass reads them in place (files in different folders are linked together in
-    ``root/ZINC/raw/``), converts with :class:`ToBenchmarkFields` before ``pre_transform`` and
-    writes the processed splits atomically, checksummed, into
-    ``root/ZINC/processed/<pre_transform key>_<files tag>/``. PyG's own processed files
-    (``DATA_DIR/ZINC/subset/processed/{train,val,test}.pt``) are accepted instead of the raw
-    files.
-
-    Args:
-        split (str): ``"train"``, ``"val"`` or ``"test"``.
-        data_dir, root, transform, pre_transform, download, force_reload: as in
-            :class:`GNNBenchmark`.
-
-    Attributes:
-        provenance (dict): ``{split: "exact"}``.
-        canonical_info (dict): loader and folder.
-
-    Raises:
-        DataNotFoundError: the files are neither local nor downloadable.
-    """
-
-    def __init__(
-        self,
-        split: str = "train",
-        data_dir: str | os.PathLike | None = None,
-        root: str | os.PathLike | None = None,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        *,
-        download: bool = True,
-        force_reload: bool = False,
-    ) -> None:
-        check_split("ZINC", split)
-        base = (Path(root).expanduser() if root is not None else canonical_root()) / "ZINC"
-        kind, self._found = _locate_zinc(resolve_data_dir(data_dir), base / "download", download)
-        self._from_processed = kind == "processed"
-        pre = with_fields("ZINC", pre_transform)
-        files = [f"{s}.pt" for s in SPLITS] if self._from_processed else _ZINC_RAW
-        self._key = f"{pre_transform_key(pre)}_{files_tag([self._found / f for f in files])}"
-        super().__init__(str(base), subset=True, split=split, transform=transform,
-                         pre_transform=pre, force_reload=force_reload)
-        self._record(split, "torch_geometric.datasets.ZINC(subset=True)")
-
-    @property
-    def processed_dir(self) -> str:
-        return osp.join(self.root, "processed", self._key)
-
-    def _pyg_processed_files(self) -> list[str]:
-        return [f"{split}.pt" for split in SPLITS]
-
-    def __repr__(self) -> str:
-        return f"ZINC({len(self)}, split={self.split!r}, published files)"
-
-
-# --------------------------------------------------------------------------------------------
-# OGB (the dataset class is in graph_transformers.data.ogb_mol: it needs the ogb package)
+# OGB (the dataset class is in graph_transformers.datasets.molecules.ogb: it needs ogb)
 # --------------------------------------------------------------------------------------------
 #: OGB graph datasets read from their published files: name → (folder, download URL, the folder
 #: inside the archive)
@@ -723,7 +627,7 @@ def locate_ogb(name: str, data_dir: Path | None, download_root: Path, download: 
             return r
         if d.is_dir():
             problems.append(f"{d} lacks {', '.join(missing)}")
-    why = _download_blocked(download)
+    why = download_blocked(download)
     if not why:
         download_root.mkdir(parents=True, exist_ok=True)
         archive = download_root / f"{inner}.zip"
@@ -747,6 +651,6 @@ def locate_ogb(name: str, data_dir: Path | None, download_root: Path, download: 
     found = f" ({'; '.join(problems)})" if problems else ""
     raise DataNotFoundError(
         f"{name}: OGB's published files were not found{found}; {why}. Looked in: "
-        f"{_looked([ogb_folder(r, folder) for r in roots])}. To use them, unpack OGB's {url} "
+        f"{looked([ogb_folder(r, folder) for r in roots])}. To use them, unpack OGB's {url} "
         f"as DATA_DIR/{folder}/ (OGB's layout with root=DATA_DIR: RELEASE_v1.txt, raw/, "
         f"split/scaffold/)")

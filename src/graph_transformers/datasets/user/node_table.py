@@ -44,9 +44,9 @@ How they are read:
   else ``random:0.6,0.2,0.2``.
 
 The result is one PyG ``Data`` (:func:`read_node_table`) that the single-graph machinery of
-:mod:`~graph_transformers.data.graph_list` trains on (:class:`NodeTable`, a
-:class:`~graph_transformers.data.graph_list.GraphFile`): each split is the whole graph with a
-``node_mask`` selecting its nodes. The graph is written once to
+:mod:`~graph_transformers.datasets.user.graph_list` trains on (:class:`NodeTable`, a
+:class:`~graph_transformers.datasets.user.graph_list.GraphFile`): each split is the whole graph
+with a ``node_mask`` selecting its nodes. The graph is written once to
 ``<cache>/NodeTable/graphs/<key>.pt``, the key the sha256 of the graph's tensors (so of the
 files' contents and the reading settings); its encodings are cached by the graph file's
 machinery. Errors are one line (:class:`~graph_transformers.errors.DataError`) naming the file,
@@ -65,24 +65,22 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from ..errors import DataError
-from .cache import DataNotFoundError, sha256_of
-from .generated import SPLITS, check_split
-from .graph_list import GraphFile
-
-if TYPE_CHECKING:
-    from .registry import DatasetSpec
+from ...data.cache import DataNotFoundError, resolve_cache_dir, sha256_of
+from ...data.generated import SPLITS, check_split
+from ...data.registry import DatasetSpec
+from ...errors import DataError
+from .graph_list import GraphFile, graph_list_spec, infer_info
 
 log = logging.getLogger(__name__)
 
 __all__ = ["NodeTable", "NodeTableGraph", "read_node_table", "node_table_spec",
-           "node_table_settings", "MASK_COLUMNS", "DEFAULT_SPLIT", "GRAPH_FORMATS"]
+           "load_node_table", "MASK_COLUMNS", "DEFAULT_SPLIT", "GRAPH_FORMATS"]
 
 #: the mask columns of ``data.split: columns`` (never features)
 MASK_COLUMNS: tuple[str, ...] = tuple(f"{s}_mask" for s in SPLITS)
@@ -796,31 +794,6 @@ def _graph_pairs(graph, lookup: dict[Any, int], n: int) -> torch.Tensor:
     return from_networkx(plain).edge_index
 
 
-# ------------------------------------------------------------------------------------ config glue
-def node_table_settings(data_cfg: Any) -> dict[str, Any]:
-    """The keyword arguments of :func:`read_node_table` that a config's ``data`` section sets
-    (``data.edges``, ``data.nodes``, ..., ``data.seed``, ``data.options.id_base`` and
-    ``data.options.standardize_features``).
-
-    Raises:
-        ValueError: ``data.edges`` is not set.
-    """
-    edges = getattr(data_cfg, "edges", None)
-    if not edges:
-        raise ValueError("data.name is node_table: set data.edges (an edge list .csv / .tsv, or "
-                         "a .graphml / .gml / .edgelist file) and data.nodes (the node table)")
-    options = dict(getattr(data_cfg, "options", None) or {})
-    features = getattr(data_cfg, "feature_columns", None)
-    return {"edges": str(edges), "nodes": getattr(data_cfg, "nodes", None),
-            "id_column": getattr(data_cfg, "id_column", "id"),
-            "label_column": getattr(data_cfg, "label_column", "label"),
-            "feature_columns": tuple(features) if features is not None else None,
-            "undirected": bool(getattr(data_cfg, "undirected", True)),
-            "task": getattr(data_cfg, "task", None), "split": getattr(data_cfg, "split", None),
-            "seed": int(getattr(data_cfg, "seed", 0)), "id_base": options.get("id_base"),
-            "standardize_features": options.get("standardize_features", True)}
-
-
 def _stamp(path: Any) -> tuple | None:
     if path is None:
         return None
@@ -847,34 +820,14 @@ def cached_node_table(**settings: Any) -> NodeTableGraph:
     return _read_cached(stamps, key)
 
 
-def node_table_spec(data_cfg: Any) -> DatasetSpec:
-    """The :class:`~graph_transformers.data.registry.DatasetSpec` of ``data.name: node_table``,
-    read off the files: level ``node``, task, ``out_dim`` (classes, or 1), metric, ``node_dim``
-    (feature width, 1 without features); regression names the label column as its target.
-
-    Raises:
-        ValueError: ``data.edges`` unset. DataNotFoundError / DataError: see
-            :func:`read_node_table`.
-    """
-    from .graph_list import infer_info
-    from .registry import _load_node_table, graph_list_spec
-    graph = cached_node_table(**node_table_settings(data_cfg))
-    info = infer_info([graph.data], "node", graph.task)
-    spec = graph_list_spec(info, "node_table", _load_node_table)
-    if graph.task == "regression":
-        spec = dataclasses.replace(spec, targets=(str(getattr(data_cfg, "label_column",
-                                                              "label")),))
-    return spec
-
-
 # ------------------------------------------------------------------------------------ the dataset
 class NodeTable(GraphFile):
     r"""One split of a node-level graph read from plain files (:func:`read_node_table`): the
     whole graph, with ``node_mask`` ``[num_nodes]`` selecting the split's nodes (as the
     Planetoid and single-graph graph-file tasks). The graph is written once to
     ``root/graphs/<key>.pt`` (the key hashes the graph's tensors) and read by
-    :class:`~graph_transformers.data.graph_list.GraphFile`, which caches it with its encodings
-    under ``root/processed/``.
+    :class:`~graph_transformers.datasets.user.graph_list.GraphFile`, which caches it with its
+    encodings under ``root/processed/``.
 
     Args:
         root: cache directory (default ``resolve_cache_dir() / "NodeTable"``).
@@ -905,7 +858,6 @@ class NodeTable(GraphFile):
                  task: str | None = None, split_rule: str | None = None, seed: int = 0,
                  id_base: int | None = None, standardize_features: bool = True, fold: int = 0,
                  transform=None, pre_transform=None, force_reload: bool = False) -> None:
-        from .cache import resolve_cache_dir
         check_split("NodeTable", split)
         if edges is None:
             raise ValueError("NodeTable: edges (the edge list or graph file) is required")
@@ -952,3 +904,55 @@ def _write_graph(graph: NodeTableGraph, folder: Path) -> Path:
         torch.save([data], tmp)
         os.replace(tmp, path)
     return path
+
+
+# ----------------------------------------------------------------------- loader and registry entry
+def node_table_spec(edges: str | os.PathLike | None = None,
+                    nodes: str | os.PathLike | None = None, *, id_column: str = "id",
+                    label_column: str = "label", feature_columns: Sequence[str] | None = None,
+                    undirected: bool = True, task: str | None = None,
+                    split_rule: str | None = None, seed: int = 0, id_base: int | None = None,
+                    standardize_features: bool = True) -> DatasetSpec:
+    """The :class:`~graph_transformers.data.registry.DatasetSpec` of ``data.name: node_table``,
+    read off the files (the arguments: ``data.edges``, ``data.nodes``, ..., ``data.split`` as
+    ``split_rule``, ``data.options.id_base`` / ``standardize_features``; as
+    :func:`read_node_table`): level ``node``, task, ``out_dim`` (classes, or 1), metric,
+    ``node_dim`` (feature width, 1 without features); regression names the label column as its
+    target.
+
+    Raises:
+        ValueError: ``edges`` unset. DataNotFoundError / DataError: see :func:`read_node_table`.
+    """
+    if not edges:
+        raise ValueError("data.name is node_table: set data.edges (an edge list .csv / .tsv, or "
+                         "a .graphml / .gml / .edgelist file) and data.nodes (the node table)")
+    graph = cached_node_table(
+        edges=str(edges), nodes=nodes, id_column=id_column, label_column=label_column,
+        feature_columns=tuple(feature_columns) if feature_columns is not None else None,
+        undirected=bool(undirected), task=task, split=split_rule, seed=int(seed),
+        id_base=id_base, standardize_features=standardize_features)
+    info = infer_info([graph.data], "node", graph.task)
+    spec = graph_list_spec(info, "node_table", load_node_table)
+    if graph.task == "regression":
+        spec = dataclasses.replace(spec, targets=(str(label_column),))
+    return spec
+
+
+def load_node_table(root: str | os.PathLike, split: str = "train", transform=None,
+                    pre_transform=None, force_reload: bool = False, *,
+                    edges: str | os.PathLike | None = None,
+                    nodes: str | os.PathLike | None = None, id_column: str = "id",
+                    label_column: str = "label", feature_columns: Sequence[str] | None = None,
+                    undirected: bool = True, task: str | None = None,
+                    split_rule: str | None = None, seed: int = 0, fold: int = 0,
+                    **options: Any) -> NodeTable:
+    """One split of ``data.name: node_table`` (:class:`NodeTable`, cached under
+    ``root/NodeTable/``); ``options`` (``data.options``: ``id_base``,
+    ``standardize_features``) go to :class:`NodeTable`, which refuses a key it does not take
+    (``TypeError``)."""
+    return NodeTable(root=Path(root) / "NodeTable", split=split, edges=edges, nodes=nodes,
+                     id_column=id_column, label_column=label_column,
+                     feature_columns=tuple(feature_columns) if feature_columns is not None
+                     else None, undirected=bool(undirected), task=task, split_rule=split_rule,
+                     seed=int(seed), fold=fold, transform=transform,
+                     pre_transform=pre_transform, force_reload=force_reload, **options)

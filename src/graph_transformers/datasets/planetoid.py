@@ -25,15 +25,20 @@ import os
 import os.path as osp
 import shutil
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from torch_geometric.datasets import Planetoid
+from torch_geometric.transforms import Compose
 
-from .cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transform_key,
-                    resolve_cache_dir, resolve_data_dir)
-from .download import OFFLINE_ENV, offline
+from ..data.cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transform_key,
+                          resolve_cache_dir, resolve_data_dir)
+from ..data.download import OFFLINE_ENV, offline
+from ..data.generated import NodeSplitMask
+from ..data.registry import DatasetSpec
 
-__all__ = ["PlanetoidGraph", "PLANETOID_NAMES", "PLANETOID_STATS", "OFFLINE_ENV"]
+__all__ = ["CITESEER_SPEC", "CORA_SPEC", "PlanetoidGraph", "PLANETOID_NAMES", "PLANETOID_STATS",
+           "OFFLINE_ENV", "load_planetoid"]
 
 #: Names accepted (case-insensitive). PubMed is read like Cora and CiteSeer, or downloaded.
 PLANETOID_NAMES: tuple[str, ...] = ("Cora", "CiteSeer", "PubMed")
@@ -196,3 +201,34 @@ class PlanetoidGraph(Planetoid):
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}({self.name})"
+
+
+def load_planetoid(
+    root: str | os.PathLike,
+    name: str,
+    split: str = "train",
+    transform: Callable | None = None,
+    pre_transform: Callable | None = None,
+    force_reload: bool = False,
+    *,
+    data_dir: str | os.PathLike | None = None,
+) -> PlanetoidGraph:
+    """The graph of a Planetoid set (``data.name: cora`` / ``citeseer``), cached under
+    ``root/Planetoid/``, with ``node_mask`` selecting the nodes of ``split``
+    (:class:`~graph_transformers.data.generated.NodeSplitMask`, then ``transform``)."""
+    mask = NodeSplitMask(split)
+    return PlanetoidGraph(name, root=str(Path(root) / "Planetoid"), data_dir=data_dir,
+                          pre_transform=pre_transform, force_reload=force_reload,
+                          transform=mask if transform is None else Compose([mask, transform]))
+
+
+def _spec(name: str, pyg_name: str) -> DatasetSpec:
+    stats = PLANETOID_STATS[pyg_name]
+    return DatasetSpec(name, "node", "classification", stats["num_classes"], "accuracy",
+                       partial(load_planetoid, name=pyg_name), node_dim=stats["num_features"])
+
+
+#: ``data.name: cora``
+CORA_SPEC = _spec("cora", "Cora")
+#: ``data.name: citeseer``
+CITESEER_SPEC = _spec("citeseer", "CiteSeer")

@@ -1,5 +1,5 @@
-r"""The raw files of the superpixel benchmarks (:mod:`graph_transformers.data.superpixels`):
-readers for MNIST's IDX files and CIFAR-10's python batches, and their md5-checked downloads.
+r"""The raw files of the superpixel benchmarks
+(:mod:`graph_transformers.datasets.images.superpixels`): readers for MNIST's IDX files and CIFAR-10's python batches, and their md5-checked downloads.
 
 Raw files:
 
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from .cache import DataNotFoundError
-from .download import fetch_checked, md5_of
+from ...data.cache import DataNotFoundError
+from ...data.download import fetch_checked, md5_of
 
 __all__ = [
     "CIFAR10_ARCHIVE",

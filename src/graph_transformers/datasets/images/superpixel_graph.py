@@ -2,7 +2,7 @@ r"""Image → superpixel graph: how the MNIST and CIFAR10 superpixel benchmarks 
 "Benchmarking Graph Neural Networks" (2020), turn an image into a graph, after the SLIC
 superpixels of Knyazev et al., "Understanding Attention and Generalization in Graph Neural
 Networks" (NeurIPS 2019). The datasets built from it are in
-:mod:`graph_transformers.data.superpixels`.
+:mod:`graph_transformers.datasets.images.superpixels`.
 
 Every image becomes one graph: a node per SLIC superpixel, edges from a Gaussian-kernel k-NN on
 the superpixel centroids, graph label = image class (10 classes, metric accuracy).
@@ -70,7 +70,7 @@ import torch
 from scipy.spatial.distance import cdist
 from torch_geometric.data import Data
 
-from .._optional import require
+from ..._optional import require
 
 __all__ = [
     "CIFAR10_COMPACTNESS",

@@ -14,24 +14,28 @@ regenerates them instead of shipping them: class ``c`` has skip length ``CSL_SKI
 and graph ``k`` has the label of original graph ``k`` (labels ``k // 15``). The benchmark's 5-fold
 split files ``CSL_{train,val,test}.index`` ship inside the package, so the fold indices apply
 unchanged. Nothing outside the installed package is needed. Where the published files are in the
-data directory (benchmarking-gnns' ``CSL.zip``), the registry reads
-those instead, through PyG (``data.source``, :mod:`graph_transformers.data.canonical`).
+data directory (benchmarking-gnns' ``CSL.zip``), :func:`load_csl` reads those instead, through
+PyG (``data.source``, :mod:`graph_transformers.datasets.canonical`).
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from .generated import SPLITS, GeneratedDataset, check_split
+from ...data.generated import SPLITS, GeneratedDataset, check_source, check_split
+from ...data.registry import DatasetSpec
+from ..canonical import GNNBenchmark, canonical_root
 
 __all__ = [
     "CSL",
+    "CSL_SPEC",
     "CSL_GRAPHS_PER_CLASS",
     "CSL_NUM_CLASSES",
     "CSL_NUM_FOLDS",
@@ -42,6 +46,7 @@ __all__ = [
     "csl_labels",
     "csl_split_indices",
     "generate_csl",
+    "load_csl",
 ]
 
 #: Number of nodes of every CSL graph.
@@ -54,7 +59,7 @@ CSL_GRAPHS_PER_CLASS = 15
 CSL_NUM_GRAPHS = CSL_NUM_CLASSES * CSL_GRAPHS_PER_CLASS
 CSL_NUM_FOLDS = 5
 
-_SPLIT_PACKAGE = "graph_transformers.data"
+_SPLIT_PACKAGE = "graph_transformers.datasets.synthetic"
 _SPLIT_DIR = "csl_splits"
 
 
@@ -221,3 +226,47 @@ class CSL(GeneratedDataset):
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}({len(self)}, split={self.split!r}, fold={self.fold})"
+
+
+def load_csl(
+    root: str | os.PathLike,
+    split: str = "train",
+    transform: Callable | None = None,
+    pre_transform: Callable | None = None,
+    force_reload: bool = False,
+    *,
+    source: str = "generated",
+    fold: int = 0,
+    seed: int = 0,
+    data_dir: str | os.PathLike | None = None,
+) -> GNNBenchmark | CSL:
+    """One split of one fold of CSL (``data.name: csl``): the published files read by PyG's
+    ``GNNBenchmarkDataset`` (``source="canonical"``, processed under ``root/canonical/CSL/``,
+    split by the benchmark's folds) or the graphs generated in code (``source="generated"``,
+    :class:`CSL`, cached under ``root/CSL/``).
+
+    Args:
+        root: the cache directory.
+        split, transform, pre_transform, force_reload: as in PyG.
+        source: ``"canonical"`` or ``"generated"``.
+        fold: cross-validation fold ``0..4`` (``data.fold``).
+        seed: seed of the generated node permutations (``data.seed``).
+        data_dir: where the published files are looked for (``data.data_dir``).
+
+    Raises:
+        ValueError: a ``fold`` outside ``0..4``.
+        DataNotFoundError: ``source="canonical"`` and the published files cannot be had.
+    """
+    if check_source("CSL", source):
+        check_split("GNNBenchmark CSL", split)
+        indices = csl_split_indices(fold)[split]  # validates the fold first
+        return GNNBenchmark("CSL", split, data_dir=data_dir, root=canonical_root(root),
+                            transform=transform, pre_transform=pre_transform, indices=indices,
+                            force_reload=force_reload)
+    return CSL(root=str(Path(root) / "CSL"), split=split, fold=fold, seed=seed,
+               transform=transform, pre_transform=pre_transform, force_reload=force_reload)
+
+
+#: ``data.name: csl``
+CSL_SPEC = DatasetSpec("csl", "graph", "classification", CSL_NUM_CLASSES, "accuracy", load_csl,
+                       node_types=1, source="generated", published=True)

@@ -1,6 +1,8 @@
 """Molecules from SMILES: OGB-style featurization, the Bemis-Murcko scaffold split, datasets read
-from CSV files (a user's own or the MoleculeNet benchmarks). Metrics with the OGB evaluator's
-semantics live in :mod:`graph_transformers.training.metrics`.
+from CSV files (a user's own, :class:`MoleculeCSV`, or the MoleculeNet benchmarks,
+:class:`MoleculeNetCSV`), their loaders and registry entries (``tox21``, ..., ``ogbg-molhiv``,
+whose published files OGB's loader reads: :mod:`graph_transformers.datasets.molecules.ogb`).
+Metrics with the OGB evaluator's semantics live in :mod:`graph_transformers.training.metrics`.
 
 Graphs follow the convention of OGB's ``smiles2graph`` (Hu et al., "Open Graph Benchmark", 2020),
 reimplemented here with RDKit:
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import gzip
 import hashlib
 import json
@@ -40,11 +43,13 @@ from typing import Any
 import torch
 from torch_geometric.data import Data, InMemoryDataset
 
-from .._optional import require
-from ..errors import DataError
-from .cache import (FileBackedDataset, write_cache_json, DATA_ENV, DataNotFoundError,
-                    pre_transform_key, resolve_cache_dir, resolve_data_dir, sha256_of)
-from .generated import SPLITS
+from ..._optional import require
+from ...data.cache import (DATA_ENV, DataNotFoundError, FileBackedDataset, pre_transform_key,
+                           resolve_cache_dir, resolve_data_dir, sha256_of, write_cache_json)
+from ...data.generated import SPLITS, check_source
+from ...data.registry import DatasetSpec
+from ...errors import DataError
+from ..canonical import canonical_root, locate_ogb
 
 __all__ = [
     "ATOM_FEATURE_NAMES",
@@ -64,6 +69,17 @@ __all__ = [
     "scaffold_split",
     "MoleculeCSV",
     "MoleculeNetCSV",
+    "csv_task",
+    "load_molecule_csv",
+    "load_moleculenet",
+    "molecule_csv_spec",
+    "CLINTOX_SPEC",
+    "ESOL_SPEC",
+    "FREESOLV_SPEC",
+    "LIPO_SPEC",
+    "MOLHIV_SPEC",
+    "SIDER_SPEC",
+    "TOX21_SPEC",
 ]
 
 log = logging.getLogger(__name__)
@@ -957,3 +973,124 @@ class MoleculeNetCSV(MoleculeCSV):
 
     def __repr__(self) -> str:
         return f"MoleculeNetCSV({self.name}, {len(self)}, split={self.split!r})"
+
+
+# --------------------------------------------------------------------------------------------
+# Loaders and registry entries
+# --------------------------------------------------------------------------------------------
+#: the MoleculeNet sets with an OGB form: key of :data:`MOLECULENET` → OGB name
+_OGB_NAMES = {"hiv": "ogbg-molhiv"}
+
+
+def load_moleculenet(
+    root: str | os.PathLike,
+    name: str,
+    split: str = "train",
+    transform: Callable | None = None,
+    pre_transform: Callable | None = None,
+    force_reload: bool = False,
+    *,
+    source: str = "generated",
+    data_dir: str | os.PathLike | None = None,
+    max_rows: int | None = None,
+) -> InMemoryDataset:
+    """One split of the MoleculeNet set ``name`` (a key of :data:`MOLECULENET`; ``data.name:
+    tox21``, ..., ``ogbg-molhiv``): the CSV file featurized and split by scaffold
+    (:class:`MoleculeNetCSV`, cached under ``root/MoleculeNet/``; needs RDKit), or, for ``hiv``
+    with ``source="canonical"``, OGB's published files with the official split read by OGB's
+    loader (:class:`~graph_transformers.datasets.molecules.ogb.OGBGraphPropPred`, under
+    ``root/canonical/``; needs the ``[ogb]`` extra).
+
+    Raises:
+        ValueError: ``source="canonical"`` for a set without an OGB form.
+        DataNotFoundError: the files are neither local nor downloadable.
+        MissingDependencyError: RDKit (or OGB, for the published files) is not installed.
+    """
+    if check_source(name, source):
+        if name not in _OGB_NAMES:
+            raise ValueError(f"MoleculeNet {name}: no published OGB form; use source='generated'")
+        ogb_name, base = _OGB_NAMES[name], canonical_root(root)
+        # the files first: without them, that is what the message must say (not the package)
+        locate_ogb(ogb_name, resolve_data_dir(data_dir), base, download=True)
+        require("ogb.graphproppred", f"reading the published {ogb_name} files")
+        from .ogb import OGBGraphPropPred  # imports OGB, an optional dependency
+        return OGBGraphPropPred(ogb_name, split, data_dir=data_dir, root=base,
+                                transform=transform, pre_transform=pre_transform)
+    require("rdkit", f"the {name} dataset")
+    return MoleculeNetCSV(root=str(Path(root) / "MoleculeNet"), name=name, split=split,
+                          data_dir=data_dir, transform=transform, pre_transform=pre_transform,
+                          force_reload=force_reload, max_rows=max_rows)
+
+
+def csv_task(task: str | None) -> str:
+    """``data.task`` of a molecule CSV → :class:`MoleculeCSV`'s task: label columns of 0 / 1 are
+    binary tasks (``classification`` or ``binary``), the default is regression."""
+    return "classification" if task in ("classification", "binary") else "regression"
+
+
+def load_molecule_csv(
+    root: str | os.PathLike,
+    split: str = "train",
+    transform: Callable | None = None,
+    pre_transform: Callable | None = None,
+    force_reload: bool = False,
+    *,
+    path: str | os.PathLike,
+    smiles_column: str = "smiles",
+    target_columns: Sequence[str] | None = None,
+    task: str | None = None,
+    **options: Any,
+) -> MoleculeCSV:
+    """One split of a user's molecule CSV (``data.path``: ``data.smiles_column``,
+    ``data.target_columns``, ``data.task`` as :func:`csv_task` reads it), cached under
+    ``root/MoleculeCSV/``; ``options`` (``data.options``: ``frac``, ``max_rows``) go to
+    :class:`MoleculeCSV`, which refuses a key it does not take (``TypeError``)."""
+    require("rdkit", "a molecule CSV dataset")
+    return MoleculeCSV(root=str(Path(root) / "MoleculeCSV"), split=split, path=path,
+                       smiles_column=smiles_column, target_columns=list(target_columns or ()),
+                       task=csv_task(task), transform=transform, pre_transform=pre_transform,
+                       force_reload=force_reload, **options)
+
+
+#: OGB's atom / bond vocabulary sizes, one embedding table per column
+_MOL_TYPES = dict(node_types=tuple(ATOM_FEATURE_DIMS), edge_types=tuple(BOND_FEATURE_DIMS),
+                  featurize=smiles_to_graph)
+
+
+def molecule_csv_spec(task: str | None = None,
+                      target_columns: Sequence[str] | None = None) -> DatasetSpec:
+    """The spec of a user's molecule CSV (``data.path`` set): ``data.task``
+    ``classification`` / ``binary`` gives binary tasks scored by ROC-AUC, else regression with
+    RMSE (MSE loss); one output per target column."""
+    targets = tuple(target_columns or ())
+    if csv_task(task) == "regression":
+        return DatasetSpec("molecule_csv", "graph", "regression", len(targets), "rmse",
+                           load_molecule_csv, loss="mse", targets=targets, source="user",
+                           **_MOL_TYPES)
+    return DatasetSpec("molecule_csv", "graph", "binary", len(targets), "roc_auc",
+                       load_molecule_csv, targets=targets, source="user", **_MOL_TYPES)
+
+
+def _spec(name: str, key: str, task: str, metric: str, **kwargs: Any) -> DatasetSpec:
+    """The spec of the MoleculeNet set ``key``: one output per label column of its file."""
+    targets = MOLECULENET[key].target_columns
+    return DatasetSpec(name, "graph", task, len(targets), metric,
+                       functools.partial(load_moleculenet, name=key), targets=targets,
+                       **_MOL_TYPES, **kwargs)
+
+
+#: ``data.name: ogbg-molhiv`` (MoleculeNet's HIV: OGB's published files where they can be had)
+MOLHIV_SPEC = _spec("ogbg-molhiv", "hiv", "binary", "roc_auc", source="reconstructed",
+                    published=True)
+#: ``data.name: tox21``
+TOX21_SPEC = _spec("tox21", "tox21", "binary", "roc_auc")
+#: ``data.name: clintox``
+CLINTOX_SPEC = _spec("clintox", "clintox", "binary", "roc_auc")
+#: ``data.name: sider``
+SIDER_SPEC = _spec("sider", "sider", "binary", "roc_auc")
+#: ``data.name: esol``
+ESOL_SPEC = _spec("esol", "esol", "regression", "rmse", loss="mse")
+#: ``data.name: freesolv``
+FREESOLV_SPEC = _spec("freesolv", "freesolv", "regression", "rmse", loss="mse")
+#: ``data.name: lipo``
+LIPO_SPEC = _spec("lipo", "lipo", "regression", "rmse", loss="mse")

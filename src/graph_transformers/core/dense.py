@@ -49,6 +49,31 @@ def format_bytes(n: float) -> str:
     return f"{n:.1f} TiB"  # pragma: no cover
 
 
+#: default memory budget of the all-pairs encodings (:class:`~graph_transformers.encodings.spd.
+#: AddShortestPaths`, :class:`~graph_transformers.encodings.rrwp.AddRRWP`) for one graph
+PAIR_BUDGET_BYTES = 4 * 1024 ** 3
+
+
+def check_pair_budget(num_nodes: int, per_pair: int, budget_bytes: float | None, what: str,
+                      advice: str, setting: str = "") -> None:
+    """Refuses a graph whose all-pairs computation, ``num_nodes² × per_pair`` bytes, exceeds
+    ``budget_bytes`` (``None``: no check), before anything is allocated.
+
+    Raises:
+        DenseBudgetError: "a graph of ``n`` nodes: ``what`` ≈<size> (``n``² pairs × ``per_pair`` B
+            ``setting``), over the budget of <budget>; graphs above ≈<largest that fits> nodes do
+            not fit. ``advice`` for such graphs".
+    """
+    n, need = num_nodes, num_nodes * num_nodes * per_pair
+    if budget_bytes is None or need <= budget_bytes:
+        return
+    limit = int((budget_bytes / per_pair) ** 0.5)
+    raise DenseBudgetError(
+        f"a graph of {n:,} nodes: {what} ≈{format_bytes(need)} ({n:,}² pairs × {per_pair} B"
+        f"{setting}), over the budget of {format_bytes(budget_bytes)}; graphs above ≈{limit:,} "
+        f"nodes do not fit. {advice} for such graphs")
+
+
 def check_dense_budget(num_nodes: Tensor, bytes_per_pair: float, budget_bytes: float | None,
                        extra_nodes: int = 0, what: str = "dense attention") -> int:
     """Checks that the padded pair tensors of a batch fit a memory budget.

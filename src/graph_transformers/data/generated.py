@@ -11,9 +11,14 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import torch
 from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
+from torch_geometric.transforms import BaseTransform, Compose
 
 from .cache import KeyedCacheDataset, pre_transform_key, resolve_cache_dir
+
+#: A dataset root, data folder or file, as the loaders and datasets take it.
+PathLike = str | os.PathLike
+#: A PyG ``transform`` / ``pre_transform`` argument: a callable on a ``Data``, or none.
+Transform = Callable | None
 
 #: The split names, in the order every dataset stores and generates them.
 SPLITS: tuple[str, str, str] = ("train", "val", "test")
@@ -59,6 +64,20 @@ class NodeSplitMask(BaseTransform):
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}({self.split!r})"
+
+
+def chain(first: Transform, then: Transform) -> Transform:
+    """``first`` then ``then`` as one transform: either alone where the other is ``None``, else
+    ``Compose([first, then])`` (``None`` where both are)."""
+    if first is None or then is None:
+        return then if first is None else first
+    return Compose([first, then])
+
+
+def split_mask(split: str, transform: Transform) -> BaseTransform:
+    """The transform of a single-graph node task's loader: :class:`NodeSplitMask` of ``split``,
+    then ``transform``."""
+    return chain(NodeSplitMask(split), transform)
 
 
 def stratified_kfold(labels: Sequence[int] | np.ndarray | torch.Tensor, n_splits: int = 10,
@@ -172,13 +191,8 @@ class GeneratedDataset(KeyedCacheDataset):
     name = ""
 
     def __init__(
-        self,
-        root: str | os.PathLike | None,
-        split: str,
-        seed: int,
-        transform: Callable | None,
-        pre_transform: Callable | None,
-        force_reload: bool,
+        self, root: PathLike | None, split: str, seed: int, transform: Transform,
+        pre_transform: Transform, force_reload: bool,
     ) -> None:
         check_split(self.name, split)
         self.split = split

@@ -72,6 +72,7 @@ Every canonical split records ``provenance = {split: "exact"}`` (the published g
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import http.client
 import logging
@@ -95,7 +96,8 @@ from ..fileio import atomic_writer
 from ..data.cache import (CheckedInMemoryDataset, DataNotFoundError, pre_transform_key,
                           resolve_cache_dir, resolve_data_dir)
 from ..data.download import OFFLINE_ENV, fetch_url, offline
-from ..data.generated import SPLITS, check_split
+from .._optional import require
+from ..data.generated import SPLITS, PathLike, Transform, check_source, check_split
 
 __all__ = [
     "BENCHMARK_NAMES",
@@ -529,17 +531,9 @@ class GNNBenchmark(PublishedFiles, GNNBenchmarkDataset):
     """
 
     def __init__(
-        self,
-        name: str,
-        split: str = "train",
-        data_dir: str | os.PathLike | None = None,
-        root: str | os.PathLike | None = None,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        *,
-        indices: Sequence[int] | None = None,
-        download: bool = True,
-        force_reload: bool = False,
+        self, name: str, split: str = "train", data_dir: PathLike | None = None,
+        root: PathLike | None = None, transform: Transform = None, pre_transform: Transform = None,
+        *, indices: Sequence[int] | None = None, download: bool = True, force_reload: bool = False,
     ) -> None:
         if name not in BENCHMARK_NAMES:
             raise ValueError(f"GNNBenchmark: unknown name {name!r}; known: {BENCHMARK_NAMES}")
@@ -572,6 +566,53 @@ class GNNBenchmark(PublishedFiles, GNNBenchmarkDataset):
 
     def __repr__(self) -> str:
         return f"{self.name}({len(self)}, split={self.split!r}, published files)"
+
+
+def published_or_generated(
+    name: str, source: str, root: PathLike, split: str, transform: Transform,
+    pre_transform: Transform, force_reload: bool, *, data_dir: PathLike | None,
+    generated: Callable[..., InMemoryDataset], folder: str | None = None,
+    published: Callable[..., InMemoryDataset] | None = None,
+    indices: Callable[[str], Sequence[int]] | None = None,
+    requires: tuple[str, str] | None = None, shared_data_dir: bool = False, **options: Any,
+) -> InMemoryDataset:
+    """The body of a loader with both forms: for ``source="canonical"`` the published files of
+    ``name`` through ``published`` (default :class:`GNNBenchmark` of ``name``; ``indices(split)``
+    selects its graphs, CSL's folds) under ``canonical_root(root)``, else
+    ``generated(root=root/folder, split=..., transform=..., pre_transform=...,
+    force_reload=..., **options)`` (``folder`` defaults to ``name``; ``data_dir=data_dir`` too
+    where ``shared_data_dir``, a generated form read from raw files) once the optional module
+    of ``requires = (module, feature)`` is importable.
+
+    The arguments every such loader shares (``load_pattern``, ``load_csl``, ``load_zinc``, ...):
+
+    Args:
+        root: the cache directory.
+        split, transform, pre_transform, force_reload: as in PyG.
+        source: ``"canonical"`` (the published files) or ``"generated"`` (this library's).
+        data_dir: where the published files are looked for (``data.data_dir``).
+
+    Raises:
+        ValueError: an unknown ``source`` (:func:`check_source`) or ``split``.
+        DataNotFoundError: ``source="canonical"`` and the published files cannot be had.
+        MissingDependencyError: the generated form without its ``requires``.
+    """
+    if check_source(name, source):
+        if published is None:
+            published = functools.partial(GNNBenchmark, name)
+        selected = {}
+        if indices is not None:
+            check_split(f"GNNBenchmark {name}", split)  # before indices() reads the split
+            selected["indices"] = indices(split)
+        return published(split, data_dir=data_dir, root=canonical_root(root),
+                         transform=transform, pre_transform=pre_transform,
+                         force_reload=force_reload, **selected)
+    if requires is not None:
+        require(*requires)
+    if shared_data_dir:
+        options["data_dir"] = data_dir
+    return generated(root=str(Path(root) / (folder or name)), split=split, transform=transform,
+                     pre_transform=pre_transform, force_reload=force_reload, **options)
 
 
 # --------------------------------------------------------------------------------------------

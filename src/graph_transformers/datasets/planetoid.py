@@ -24,17 +24,15 @@ from __future__ import annotations
 import os
 import os.path as osp
 import shutil
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 from torch_geometric.datasets import Planetoid
-from torch_geometric.transforms import Compose
 
 from ..data.cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transform_key,
                           resolve_cache_dir, resolve_data_dir)
 from ..data.download import OFFLINE_ENV, offline
-from ..data.generated import NodeSplitMask
+from ..data.generated import PathLike, Transform, split_mask
 from ..data.registry import DatasetSpec
 
 __all__ = ["CITESEER_SPEC", "CORA_SPEC", "PlanetoidGraph", "PLANETOID_NAMES", "PLANETOID_STATS",
@@ -141,14 +139,8 @@ class PlanetoidGraph(Planetoid):
     task = "node_classification"
 
     def __init__(
-        self,
-        name: str,
-        root: str | os.PathLike | None = None,
-        data_dir: str | os.PathLike | None = None,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        force_reload: bool = False,
-        *,
+        self, name: str, root: PathLike | None = None, data_dir: PathLike | None = None,
+        transform: Transform = None, pre_transform: Transform = None, force_reload: bool = False, *,
         download: bool = True,
     ) -> None:
         name = _canonical_name(name)
@@ -204,22 +196,16 @@ class PlanetoidGraph(Planetoid):
 
 
 def load_planetoid(
-    root: str | os.PathLike,
-    name: str,
-    split: str = "train",
-    transform: Callable | None = None,
-    pre_transform: Callable | None = None,
-    force_reload: bool = False,
-    *,
-    data_dir: str | os.PathLike | None = None,
+    root: PathLike, name: str, split: str = "train", transform: Transform = None,
+    pre_transform: Transform = None, force_reload: bool = False, *,
+    data_dir: PathLike | None = None,
 ) -> PlanetoidGraph:
     """The graph of a Planetoid set (``data.name: cora`` / ``citeseer``), cached under
     ``root/Planetoid/``, with ``node_mask`` selecting the nodes of ``split``
-    (:class:`~graph_transformers.data.generated.NodeSplitMask`, then ``transform``)."""
-    mask = NodeSplitMask(split)
+    (:func:`~graph_transformers.data.generated.split_mask`, then ``transform``)."""
     return PlanetoidGraph(name, root=str(Path(root) / "Planetoid"), data_dir=data_dir,
                           pre_transform=pre_transform, force_reload=force_reload,
-                          transform=mask if transform is None else Compose([mask, transform]))
+                          transform=split_mask(split, transform))
 
 
 def _spec(name: str, pyg_name: str) -> DatasetSpec:

@@ -76,7 +76,7 @@ import os
 import os.path as osp
 import shutil
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -84,14 +84,15 @@ from typing import Any
 import numpy as np
 import torch
 from torch_geometric.datasets import TUDataset
-from torch_geometric.transforms import BaseTransform, Compose, Constant
+from torch_geometric.transforms import BaseTransform, Constant
 from torch_geometric.utils import degree as node_degree
 from torch_geometric.utils import one_hot
 
 from ..data.cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transform_key,
                           resolve_cache_dir, resolve_data_dir, sha256_of)
 from ..data.download import OFFLINE_ENV, fetch_url, offline
-from ..data.generated import SPLITS, check_split, stratified_kfold
+from ..data.generated import (SPLITS, PathLike, Transform, chain, check_split,
+                              stratified_kfold)
 from ..data.registry import DatasetSpec
 
 log = logging.getLogger(__name__)
@@ -515,20 +516,11 @@ class TU(TUDataset):
     task = "graph_classification"
 
     def __init__(
-        self,
-        name: str,
-        root: str | os.PathLike | None = None,
-        split: str = "train",
-        fold: int = 0,
-        data_dir: str | os.PathLike | None = None,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        force_reload: bool = False,
-        *,
-        use_node_attr: bool | None = None,
-        use_edge_attr: bool = False,
-        split_seed: int = TU_SPLIT_SEED,
-        download: bool = True,
+        self, name: str, root: PathLike | None = None, split: str = "train", fold: int = 0,
+        data_dir: PathLike | None = None, transform: Transform = None,
+        pre_transform: Transform = None, force_reload: bool = False, *,
+        use_node_attr: bool | None = None, use_edge_attr: bool = False,
+        split_seed: int = TU_SPLIT_SEED, download: bool = True,
     ) -> None:
         check_split("TU", split)
         name = _canonical_name(str(name))
@@ -717,18 +709,10 @@ def _log_features(name: str, featureless: bool, mode: str, cap: int) -> None:
 
 
 def load_tu(
-    root: str | os.PathLike,
-    name: str,
-    split: str = "train",
-    transform: Callable | None = None,
-    pre_transform: Callable | None = None,
-    force_reload: bool = False,
-    *,
-    fold: int = 0,
-    data_dir: str | os.PathLike | None = None,
-    node_features: str = "auto",
-    max_degree: int | None = None,
-    featureless: bool = False,
+    root: PathLike, name: str, split: str = "train", transform: Transform = None,
+    pre_transform: Transform = None, force_reload: bool = False, *, fold: int = 0,
+    data_dir: PathLike | None = None, node_features: str = "auto",
+    max_degree: int | None = None, featureless: bool = False,
 ) -> TU:
     """One split of one fold of the TU set ``name`` (``data.name: mutag`` / ``tu:<NAME>``),
     cached under ``root/TU/``, with the node features of ``data.node_features``
@@ -743,13 +727,11 @@ def load_tu(
                                                                  cap)
     if split == "train":
         _log_features(name, featureless, node_features, cap)
-    pre = features if pre_transform is None else (
-        pre_transform if features is None else Compose([features, pre_transform]))
     if auto_constant:
-        constant = Constant(value=1.0)
-        transform = constant if transform is None else Compose([constant, transform])
+        transform = chain(Constant(value=1.0), transform)
     return TU(name, root=str(Path(root) / "TU"), split=split, fold=fold, data_dir=data_dir,
-              pre_transform=pre, transform=transform, force_reload=force_reload)
+              pre_transform=chain(features, pre_transform), transform=transform,
+              force_reload=force_reload)
 
 
 @functools.lru_cache(maxsize=32)

@@ -43,10 +43,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from ..core.dense import DenseBudgetError, format_bytes
-
-#: default memory budget of :class:`AddRRWP` for one graph's computation
-PAIR_BUDGET_BYTES = 4 * 1024 ** 3
+from ..core.dense import PAIR_BUDGET_BYTES, check_pair_budget
 #: bytes per node pair while computing, besides the ``4 K`` of the float32 result: the float64
 #: transition matrix, the current power and the product
 _WORK_BYTES_PER_PAIR = 24
@@ -142,22 +139,17 @@ class AddRRWP(BaseTransform):
         """Adds ``rrwp`` and ``rrwp_pair`` to ``data``.
 
         Raises:
-            DenseBudgetError: before allocating, when the graph's ``n²`` pair tensors exceed
-                ``budget_bytes`` (default 4 GiB, about 6,000 nodes at K = 21); the message gives
-                the size needed and the largest graph that fits.
+            DenseBudgetError: a graph over ``budget_bytes`` (default 4 GiB: about 6,000 nodes at
+                K = 21), refused before allocating by
+                :func:`~graph_transformers.core.dense.check_pair_budget`.
             ValueError: for a malformed ``edge_index``.
         """
         n = int(data.num_nodes)
-        need = rrwp_bytes(n, self.walk_length)
-        if self.budget_bytes is not None and need > self.budget_bytes:
-            per_pair = rrwp_bytes(1, self.walk_length)
-            limit = int((self.budget_bytes / per_pair) ** 0.5)
-            raise DenseBudgetError(
-                f"a graph of {n:,} nodes: RRWP over all node pairs (encodings.rrwp, for GRIT) "
-                f"needs ≈{format_bytes(need)} ({n:,}² pairs × {per_pair} B at walk_length "
-                f"{self.walk_length}), over the budget of {format_bytes(self.budget_bytes)}; "
-                f"graphs above ≈{limit:,} nodes do not fit. Lower encodings.rrwp.walk_length or "
-                "use a model without pair encodings (GT, GPS) for such graphs")
+        check_pair_budget(
+            n, rrwp_bytes(1, self.walk_length), self.budget_bytes,
+            "RRWP over all node pairs (encodings.rrwp, for GRIT) needs",
+            "Lower encodings.rrwp.walk_length or use a model without pair encodings (GT, GPS)",
+            setting=f" at walk_length {self.walk_length}")
         pairs = relative_random_walk_probabilities(data.edge_index, n, self.walk_length)
         idx = torch.arange(n)
         data.rrwp = pairs[idx, idx].clone()

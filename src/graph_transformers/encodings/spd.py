@@ -32,7 +32,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from ..core.dense import DenseBudgetError, format_bytes
+from ..core.dense import PAIR_BUDGET_BYTES, check_pair_budget
 
 #: ``pair_edge`` value of a pair without an edge
 PAIR_NO_EDGE = -1
@@ -40,8 +40,6 @@ PAIR_NO_EDGE = -1
 PAIR_SELF = -2
 #: largest ``max_distance`` (ids are stored as ``uint8``)
 MAX_DISTANCE_LIMIT = 250
-#: default memory budget of :class:`AddShortestPaths` for one graph's all-pairs tensors
-PAIR_BUDGET_BYTES = 4 * 1024 ** 3
 #: bytes per node pair while computing: SciPy's float64 distances, the uint8 ids, and the int16
 #: pair types with their intermediates (measured order of magnitude, not a bound)
 _BYTES_PER_PAIR = 24
@@ -169,19 +167,15 @@ class AddShortestPaths(BaseTransform):
         """Adds ``spd`` and ``pair_edge`` to ``data``.
 
         Raises:
-            DenseBudgetError: before allocating, when the graph's ``n²`` pair tensors exceed
-                ``budget_bytes`` (default 4 GiB, about 13,000 nodes); the message gives the size
-                needed and the largest graph that fits.
+            DenseBudgetError: a graph over ``budget_bytes`` (default 4 GiB: about 13,000 nodes),
+                refused before allocating by
+                :func:`~graph_transformers.core.dense.check_pair_budget`.
         """
         n = int(data.num_nodes)
-        need = n * n * _BYTES_PER_PAIR
-        if self.budget_bytes is not None and need > self.budget_bytes:
-            limit = int((self.budget_bytes / _BYTES_PER_PAIR) ** 0.5)
-            raise DenseBudgetError(
-                f"a graph of {n:,} nodes: all-pairs shortest paths (encodings.spd, for GRPE / "
-                f"Graphormer) need ≈{format_bytes(need)} ({n:,}² pairs × {_BYTES_PER_PAIR} B), "
-                f"over the budget of {format_bytes(self.budget_bytes)}; graphs above ≈{limit:,} "
-                "nodes do not fit. Use a model without pair encodings (GT, GPS) for such graphs")
+        check_pair_budget(
+            n, _BYTES_PER_PAIR, self.budget_bytes,
+            "all-pairs shortest paths (encodings.spd, for GRPE / Graphormer) need",
+            "Use a model without pair encodings (GT, GPS)")
         data.spd = spd_ids(data.edge_index, n, self.max_distance).reshape(-1)
         pe = pair_edge_types(data.edge_index, n, getattr(data, "edge_attr", None))
         data.pair_edge = pe.reshape(n * n, pe.size(-1))

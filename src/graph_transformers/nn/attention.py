@@ -210,6 +210,36 @@ def head_dim(hidden_dim: int, num_heads: int) -> int:
     return hidden_dim // num_heads
 
 
+def check_node_features(layer: nn.Module, x: Tensor) -> None:
+    """Checks that ``x`` is PyG-native ``[num_nodes, layer.hidden_dim]`` (no padded batch).
+
+    Raises:
+        ValueError: naming ``layer``'s class and the shape it got.
+    """
+    name, dim = type(layer).__name__, layer.hidden_dim
+    if not isinstance(x, Tensor) or x.dim() != 2 or x.size(1) != dim:
+        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+        raise ValueError(f"{name} takes PyG-native node features x [num_nodes, {dim}] (with "
+                         f"batch [num_nodes] for several graphs, no padding), got {shape}")
+
+
+def check_batch(batch: Tensor | None, num_nodes: int, num_graphs: int | None) -> None:
+    """Checks the shapes of a PyG ``batch`` vector (``[num_nodes]`` integer, or ``None``) and of
+    ``num_graphs`` (a positive ``int`` or ``None``); the graph ids themselves are not read.
+
+    Raises:
+        ValueError: for either one malformed.
+    """
+    if batch is not None and (not isinstance(batch, Tensor) or batch.dim() != 1
+                              or batch.numel() != num_nodes or batch.is_floating_point()
+                              or batch.dtype == torch.bool):
+        shape = (f"{batch.dtype} {tuple(batch.shape)}" if isinstance(batch, Tensor)
+                 else type(batch).__name__)
+        raise ValueError(f"batch must be an integer tensor [num_nodes={num_nodes}], got {shape}")
+    if num_graphs is not None and (not isinstance(num_graphs, int) or num_graphs < 1):
+        raise ValueError(f"num_graphs must be a positive int or None, got {num_graphs!r}")
+
+
 class QKVAttention(nn.Module):
     """What the dense self-attentions (:class:`FullAttention`, and
     :class:`~graph_transformers.nn.linear_attention.PerformerAttention`) share: the fused Q/K/V

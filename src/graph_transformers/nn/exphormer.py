@@ -56,7 +56,7 @@ from torch import Tensor, nn
 from torch_geometric.utils import softmax
 
 from ..core.checks import checks_enabled
-from .attention import QKVAttention, acc_dtype
+from .attention import QKVAttention, acc_dtype, check_batch, check_node_features
 
 #: how :class:`ExphormerAttention` forms the input states of the virtual nodes
 VIRTUAL_STATES = ("mean", "learned")
@@ -194,12 +194,8 @@ class ExphormerAttention(QKVAttention):
     def _validate(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None,
                   batch: Tensor | None, expander_index: Tensor | None,
                   num_graphs: int | None) -> None:
-        name, d = type(self).__name__, self.hidden_dim
-        if not isinstance(x, Tensor) or x.dim() != 2 or x.size(1) != d:
-            shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-            raise ValueError(f"{name} takes PyG-native node features x [num_nodes, {d}] (with "
-                             f"batch [num_nodes] for several graphs, no padding), got {shape}")
-        n = x.size(0)
+        check_node_features(self, x)
+        name, n = type(self).__name__, x.size(0)
         for what, index in (("edge_index", edge_index), ("expander_index", expander_index)):
             if index is not None and not _index_shape_ok(index):
                 shape = (f"{index.dtype} {tuple(index.shape)}" if isinstance(index, Tensor)
@@ -213,14 +209,7 @@ class ExphormerAttention(QKVAttention):
             shape = tuple(edge_attr.shape) if isinstance(edge_attr, Tensor) else type(edge_attr)
             raise ValueError(f"edge_attr must be [num_edges={edge_index.size(1)}, "
                              f"edge_dim={self.edge_dim}], got {shape}")
-        if batch is not None and (not isinstance(batch, Tensor) or batch.dim() != 1
-                                  or batch.numel() != n or batch.is_floating_point()
-                                  or batch.dtype == torch.bool):
-            shape = (f"{batch.dtype} {tuple(batch.shape)}" if isinstance(batch, Tensor)
-                     else type(batch).__name__)
-            raise ValueError(f"batch must be an integer tensor [num_nodes={n}], got {shape}")
-        if num_graphs is not None and (not isinstance(num_graphs, int) or num_graphs < 1):
-            raise ValueError(f"num_graphs must be a positive int or None, got {num_graphs!r}")
+        check_batch(batch, n, num_graphs)
         if not checks_enabled(x):
             return
         for what, index in (("edge_index", edge_index), ("expander_index", expander_index)):

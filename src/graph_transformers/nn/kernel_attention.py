@@ -47,7 +47,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import QKVAttention, acc_dtype
+from .attention import QKVAttention, acc_dtype, check_batch, check_node_features
 from .convention import legacy_init
 
 #: how :class:`SGFormerAttention` normalizes ``Q`` and ``K``
@@ -191,17 +191,8 @@ def _autocast_off(x: Tensor) -> contextlib.AbstractContextManager:
 
 def _check_inputs(layer: nn.Module, x: Tensor, batch: Tensor | None,
                   num_graphs: int | None) -> None:
-    name, dim = type(layer).__name__, layer.hidden_dim
-    if not isinstance(x, Tensor) or x.dim() != 2 or x.size(1) != dim:
-        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
-        raise ValueError(f"{name} takes PyG-native node features x [num_nodes, {dim}] (with "
-                         f"batch [num_nodes] for several graphs, no padding), got {shape}")
-    if batch is not None and (batch.dim() != 1 or batch.numel() != x.size(0)
-                              or batch.is_floating_point() or batch.dtype == torch.bool):
-        raise ValueError(f"batch must be an integer tensor [num_nodes={x.size(0)}], got "
-                         f"{batch.dtype} {tuple(batch.shape)}")
-    if num_graphs is not None and (not isinstance(num_graphs, int) or num_graphs < 1):
-        raise ValueError(f"num_graphs must be a positive int or None, got {num_graphs!r}")
+    check_node_features(layer, x)
+    check_batch(batch, x.size(0), num_graphs)
 
 
 # ----------------------------------------------------------------------------- layers

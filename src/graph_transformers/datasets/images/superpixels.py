@@ -39,13 +39,12 @@ from typing import Any
 
 import numpy as np
 
-from ..._optional import require
 from ...data.cache import (DATA_ENV, DataNotFoundError, KeyedCacheDataset, pre_transform_key,
                            resolve_cache_dir, resolve_data_dir, write_cache_json)
 from ...data.download import OFFLINE_ENV, md5_of, offline
-from ...data.generated import check_source, check_split
+from ...data.generated import PathLike, Transform, check_split
 from ...data.registry import DatasetSpec
-from ..canonical import GNNBenchmark, canonical_root
+from ..canonical import GNNBenchmark, published_or_generated
 from .image_files import (
     CIFAR10_ARCHIVE,
     CIFAR10_BATCHES,
@@ -136,19 +135,10 @@ class _SuperpixelDataset(KeyedCacheDataset):
     file_sizes: dict[str, int] = {}
 
     def __init__(
-        self,
-        root: str | os.PathLike | None = None,
-        split: str = "train",
-        data_dir: str | os.PathLike | None = None,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        force_reload: bool = False,
-        download: bool = True,
-        max_images: int | None = None,
-        *,
-        num_workers: int = 0,
-        use_intensity: bool = False,
-        knn_rule: str = "topk",
+        self, root: PathLike | None = None, split: str = "train", data_dir: PathLike | None = None,
+        transform: Transform = None, pre_transform: Transform = None, force_reload: bool = False,
+        download: bool = True, max_images: int | None = None, *, num_workers: int = 0,
+        use_intensity: bool = False, knn_rule: str = "topk",
     ) -> None:
         check_split(self.name, split)
         if max_images is not None and (isinstance(max_images, bool) or int(max_images) < 1):
@@ -446,38 +436,29 @@ _CLASSES: dict[str, type[_SuperpixelDataset]] = {"MNIST": MNISTSuperpixels,
 
 
 def load_superpixels(
-    root: str | os.PathLike,
-    name: str,
-    split: str = "train",
-    transform: Callable | None = None,
-    pre_transform: Callable | None = None,
-    force_reload: bool = False,
-    *,
-    source: str = "generated",
-    data_dir: str | os.PathLike | None = None,
-    max_images: int | None = None,
-    num_workers: int = 0,
+    root: PathLike, name: str, split: str = "train", transform: Transform = None,
+    pre_transform: Transform = None, force_reload: bool = False, *, source: str = "generated",
+    data_dir: PathLike | None = None, max_images: int | None = None, num_workers: int = 0,
 ) -> GNNBenchmark | _SuperpixelDataset:
     """One split of ``name`` (``"MNIST"`` or ``"CIFAR10"``; ``data.name: mnist`` /
     ``cifar10``): the published ``<NAME>_v2.pt`` read by PyG's ``GNNBenchmarkDataset``
     (``source="canonical"``, under ``root/canonical/<NAME>/``) or the superpixel graphs rebuilt
     from the images (``source="generated"``, :class:`MNISTSuperpixels` /
     :class:`CIFAR10Superpixels`, cached under ``root/<class name>/``; needs scikit-image;
-    ``max_images`` and ``num_workers`` apply to this one).
+    ``max_images`` and ``num_workers`` apply to this one). The other arguments:
+    :func:`~graph_transformers.datasets.canonical.published_or_generated`.
 
     Raises:
+        KeyError: a ``name`` other than ``"MNIST"`` / ``"CIFAR10"``.
         DataNotFoundError: the files are neither local nor downloadable.
         MissingDependencyError: ``source="generated"`` without scikit-image.
     """
-    if check_source(name, source):
-        return GNNBenchmark(name, split, data_dir=data_dir, root=canonical_root(root),
-                            transform=transform, pre_transform=pre_transform,
-                            force_reload=force_reload)
-    require("skimage", f"the {name} superpixel dataset")
     cls = _CLASSES[name]
-    return cls(root=str(Path(root) / cls.__name__), split=split, data_dir=data_dir,
-               transform=transform, pre_transform=pre_transform, force_reload=force_reload,
-               max_images=max_images, num_workers=num_workers)
+    return published_or_generated(
+        name, source, root, split, transform, pre_transform, force_reload, data_dir=data_dir,
+        generated=cls, folder=cls.__name__, shared_data_dir=True,
+        requires=("skimage", f"the {name} superpixel dataset"), max_images=max_images,
+        num_workers=num_workers)
 
 
 def _spec(name: str) -> DatasetSpec:

@@ -46,7 +46,7 @@ from torch_geometric.data import Data, InMemoryDataset
 from ..._optional import require
 from ...data.cache import (DATA_ENV, DataNotFoundError, FileBackedDataset, pre_transform_key,
                            resolve_cache_dir, resolve_data_dir, sha256_of, write_cache_json)
-from ...data.generated import SPLITS, check_source
+from ...data.generated import SPLITS, PathLike, Transform, check_source
 from ...data.registry import DatasetSpec
 from ...errors import DataError
 from ..canonical import canonical_root, locate_ogb
@@ -921,16 +921,9 @@ class MoleculeNetCSV(MoleculeCSV):
     """
 
     def __init__(
-        self,
-        root: str | os.PathLike | None = None,
-        name: str = "esol",
-        split: str = "train",
-        data_dir: str | os.PathLike | None = None,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        force_reload: bool = False,
-        *,
-        max_rows: int | None = None,
+        self, root: PathLike | None = None, name: str = "esol", split: str = "train",
+        data_dir: PathLike | None = None, transform: Transform = None,
+        pre_transform: Transform = None, force_reload: bool = False, *, max_rows: int | None = None,
     ) -> None:
         key = str(name).lower()
         key = _ALIASES.get(key, key)
@@ -983,16 +976,9 @@ _OGB_NAMES = {"hiv": "ogbg-molhiv"}
 
 
 def load_moleculenet(
-    root: str | os.PathLike,
-    name: str,
-    split: str = "train",
-    transform: Callable | None = None,
-    pre_transform: Callable | None = None,
-    force_reload: bool = False,
-    *,
-    source: str = "generated",
-    data_dir: str | os.PathLike | None = None,
-    max_rows: int | None = None,
+    root: PathLike, name: str, split: str = "train", transform: Transform = None,
+    pre_transform: Transform = None, force_reload: bool = False, *, source: str = "generated",
+    data_dir: PathLike | None = None, max_rows: int | None = None,
 ) -> InMemoryDataset:
     """One split of the MoleculeNet set ``name`` (a key of :data:`MOLECULENET`; ``data.name:
     tox21``, ..., ``ogbg-molhiv``): the CSV file featurized and split by scaffold
@@ -1029,17 +1015,10 @@ def csv_task(task: str | None) -> str:
 
 
 def load_molecule_csv(
-    root: str | os.PathLike,
-    split: str = "train",
-    transform: Callable | None = None,
-    pre_transform: Callable | None = None,
-    force_reload: bool = False,
-    *,
-    path: str | os.PathLike,
-    smiles_column: str = "smiles",
-    target_columns: Sequence[str] | None = None,
-    task: str | None = None,
-    **options: Any,
+    root: PathLike, split: str = "train", transform: Transform = None,
+    pre_transform: Transform = None, force_reload: bool = False, *, path: PathLike,
+    smiles_column: str = "smiles", target_columns: Sequence[str] | None = None,
+    task: str | None = None, **options: Any,
 ) -> MoleculeCSV:
     """One split of a user's molecule CSV (``data.path``: ``data.smiles_column``,
     ``data.target_columns``, ``data.task`` as :func:`csv_task` reads it), cached under

@@ -25,8 +25,6 @@ PyG's data classes; the loader is run with exactly those classes allowed
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,7 @@ from torch_geometric.data.data import Data, DataEdgeAttr, DataTensorAttr
 from torch_geometric.data.storage import GlobalStorage
 
 from ...data.cache import cache_file_problem, pre_transform_key, record_cache_file, resolve_data_dir
+from ...data.generated import PathLike, Transform
 from ..canonical import (OGB_DATASETS, canonical_root, files_tag, locate_ogb, ogb_folder,
                          with_fields)
 
@@ -84,15 +83,9 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
     """
 
     def __init__(
-        self,
-        name: str = "ogbg-molhiv",
-        split: str = "train",
-        data_dir: str | os.PathLike | None = None,
-        root: str | os.PathLike | None = None,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        *,
-        download: bool = True,
+        self, name: str = "ogbg-molhiv", split: str = "train", data_dir: PathLike | None = None,
+        root: PathLike | None = None, transform: Transform = None, pre_transform: Transform = None,
+        *, download: bool = True,
     ) -> None:
         if split not in _OGB_SPLIT:
             raise ValueError(f"{name}: split must be one of {tuple(_OGB_SPLIT)}, got {split!r}")

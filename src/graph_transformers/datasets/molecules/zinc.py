@@ -56,10 +56,10 @@ from ...data.cache import (DATA_ENV, DataNotFoundError, KeyedCacheDataset, check
                            pre_transform_key, resolve_cache_dir, resolve_data_dir, sha256_of,
                            write_cache_json)
 from ...data.download import OFFLINE_ENV, fetch_url, offline
-from ...data.generated import SPLITS, check_source, check_split
+from ...data.generated import SPLITS, PathLike, Transform, check_split
 from ...data.registry import DatasetSpec
 from ..canonical import (PublishedFiles, canonical_root, dir_with, download_blocked, files_tag,
-                         link_together, looked, with_fields)
+                         link_together, looked, published_or_generated, with_fields)
 from .moleculenet import parse_smiles
 
 __all__ = [
@@ -784,16 +784,9 @@ class ZINCSubset(KeyedCacheDataset):
     task = "graph_regression"
 
     def __init__(
-        self,
-        root: str | os.PathLike | None = None,
-        split: str = "train",
-        data_dir: str | os.PathLike | None = None,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        pre_filter: Callable | None = None,
-        force_reload: bool = False,
-        *,
-        download: bool = True,
+        self, root: PathLike | None = None, split: str = "train", data_dir: PathLike | None = None,
+        transform: Transform = None, pre_transform: Transform = None,
+        pre_filter: Callable | None = None, force_reload: bool = False, *, download: bool = True,
     ) -> None:
         check_split("ZINC", split)
         self.split = split
@@ -944,14 +937,8 @@ class CanonicalZINC(PublishedFiles, PyGZINC):
     """
 
     def __init__(
-        self,
-        split: str = "train",
-        data_dir: str | os.PathLike | None = None,
-        root: str | os.PathLike | None = None,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        *,
-        download: bool = True,
+        self, split: str = "train", data_dir: PathLike | None = None, root: PathLike | None = None,
+        transform: Transform = None, pre_transform: Transform = None, *, download: bool = True,
         force_reload: bool = False,
     ) -> None:
         check_split("ZINC", split)
@@ -980,38 +967,25 @@ class CanonicalZINC(PublishedFiles, PyGZINC):
 # The loader and the registry entry
 # --------------------------------------------------------------------------------------------
 def load_zinc(
-    root: str | os.PathLike,
-    split: str = "train",
-    transform: Callable | None = None,
-    pre_transform: Callable | None = None,
-    force_reload: bool = False,
-    *,
-    source: str = "generated",
-    data_dir: str | os.PathLike | None = None,
+    root: PathLike, split: str = "train", transform: Transform = None,
+    pre_transform: Transform = None, force_reload: bool = False, *, source: str = "generated",
+    data_dir: PathLike | None = None,
 ) -> InMemoryDataset:
     """One split of ZINC-12k (``data.name: zinc``): the published files read by PyG's ``ZINC``
     (``source="canonical"``, :class:`CanonicalZINC`, processed under ``root/canonical/ZINC/``) or
     this library's reader with the reconstructed train split (``source="generated"``,
-    :class:`ZINCSubset`, cached under ``root/ZINC/``; needs RDKit).
-
-    Args:
-        root: the cache directory.
-        split, transform, pre_transform, force_reload: as in PyG.
-        source: ``"canonical"`` or ``"generated"``.
-        data_dir: the raw-data directory holding ``ZINC/`` (default ``$GRAPH_TRANSFORMERS_DATA``).
+    :class:`ZINCSubset`, cached under ``root/ZINC/``; needs RDKit). ``data_dir``: the raw-data
+    directory holding ``ZINC/`` (default ``$GRAPH_TRANSFORMERS_DATA``), for both forms; the
+    other arguments: :func:`~graph_transformers.datasets.canonical.published_or_generated`.
 
     Raises:
         DataNotFoundError: the files are neither local nor downloadable.
         MissingDependencyError: ``source="generated"`` without RDKit.
     """
-    if check_source("ZINC", source):
-        return CanonicalZINC(split, data_dir=data_dir, root=canonical_root(root),
-                             transform=transform, pre_transform=pre_transform,
-                             force_reload=force_reload)
-    require("rdkit", "the ZINC dataset")
-    return ZINCSubset(root=str(Path(root) / "ZINC"), split=split, data_dir=data_dir,
-                      transform=transform, pre_transform=pre_transform,
-                      force_reload=force_reload)
+    return published_or_generated(
+        "ZINC", source, root, split, transform, pre_transform, force_reload, data_dir=data_dir,
+        published=CanonicalZINC, generated=ZINCSubset, requires=("rdkit", "the ZINC dataset"),
+        shared_data_dir=True)
 
 
 def featurize_smiles(smiles: str) -> Data:

@@ -19,19 +19,17 @@ PyG (``data.source``, :mod:`graph_transformers.datasets.canonical`).
 """
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from importlib import resources
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from ...data.generated import SPLITS, GeneratedDataset, check_source, check_split
+from ...data.generated import SPLITS, GeneratedDataset, PathLike, Transform, check_split
 from ...data.registry import DatasetSpec
-from ..canonical import GNNBenchmark, canonical_root
+from ..canonical import GNNBenchmark, published_or_generated
 
 __all__ = [
     "CSL",
@@ -197,14 +195,8 @@ class CSL(GeneratedDataset):
     metric = "accuracy"
 
     def __init__(
-        self,
-        root: str | os.PathLike | None = None,
-        split: str = "train",
-        fold: int = 0,
-        seed: int = 0,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        force_reload: bool = False,
+        self, root: PathLike | None = None, split: str = "train", fold: int = 0, seed: int = 0,
+        transform: Transform = None, pre_transform: Transform = None, force_reload: bool = False,
     ) -> None:
         check_split("CSL", split)
         indices = csl_split_indices(fold)[split]  # validates fold before any work
@@ -229,42 +221,26 @@ class CSL(GeneratedDataset):
 
 
 def load_csl(
-    root: str | os.PathLike,
-    split: str = "train",
-    transform: Callable | None = None,
-    pre_transform: Callable | None = None,
-    force_reload: bool = False,
-    *,
-    source: str = "generated",
-    fold: int = 0,
-    seed: int = 0,
-    data_dir: str | os.PathLike | None = None,
+    root: PathLike, split: str = "train", transform: Transform = None,
+    pre_transform: Transform = None, force_reload: bool = False, *, source: str = "generated",
+    fold: int = 0, seed: int = 0, data_dir: PathLike | None = None,
 ) -> GNNBenchmark | CSL:
     """One split of one fold of CSL (``data.name: csl``): the published files read by PyG's
     ``GNNBenchmarkDataset`` (``source="canonical"``, processed under ``root/canonical/CSL/``,
     split by the benchmark's folds) or the graphs generated in code (``source="generated"``,
     :class:`CSL`, cached under ``root/CSL/``).
 
-    Args:
-        root: the cache directory.
-        split, transform, pre_transform, force_reload: as in PyG.
-        source: ``"canonical"`` or ``"generated"``.
-        fold: cross-validation fold ``0..4`` (``data.fold``).
-        seed: seed of the generated node permutations (``data.seed``).
-        data_dir: where the published files are looked for (``data.data_dir``).
+    ``fold``: cross-validation fold ``0..4`` (``data.fold``); ``seed``: seed of the generated
+    node permutations (``data.seed``). The other arguments:
+    :func:`~graph_transformers.datasets.canonical.published_or_generated`.
 
     Raises:
-        ValueError: a ``fold`` outside ``0..4``.
+        ValueError: a ``fold`` outside ``0..4`` (or as ``published_or_generated``).
         DataNotFoundError: ``source="canonical"`` and the published files cannot be had.
     """
-    if check_source("CSL", source):
-        check_split("GNNBenchmark CSL", split)
-        indices = csl_split_indices(fold)[split]  # validates the fold first
-        return GNNBenchmark("CSL", split, data_dir=data_dir, root=canonical_root(root),
-                            transform=transform, pre_transform=pre_transform, indices=indices,
-                            force_reload=force_reload)
-    return CSL(root=str(Path(root) / "CSL"), split=split, fold=fold, seed=seed,
-               transform=transform, pre_transform=pre_transform, force_reload=force_reload)
+    return published_or_generated(
+        "CSL", source, root, split, transform, pre_transform, force_reload, data_dir=data_dir,
+        generated=CSL, indices=lambda s: csl_split_indices(fold)[s], fold=fold, seed=seed)
 
 
 #: ``data.name: csl``

@@ -16,17 +16,15 @@ neighbour sampling (``data.num_neighbors``); its size is a data option.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from torch_geometric.data import Data
-from torch_geometric.transforms import Compose
 from torch_geometric.utils import coalesce, remove_self_loops
 
 from ...data.cache import KeyedCacheDataset, pre_transform_key
-from ...data.generated import NodeSplitMask, check_seed
+from ...data.generated import PathLike, Transform, check_seed, split_mask
 from ...data.registry import DatasetSpec
 
 #: classes and feature width of the registered dataset (``DatasetSpec`` fixes them)
@@ -124,28 +122,19 @@ class SyntheticLargeGraph(KeyedCacheDataset):
 
 
 def load_synthetic_large(
-    root: str | os.PathLike,
-    split: str = "train",
-    transform: Callable | None = None,
-    pre_transform: Callable | None = None,
-    force_reload: bool = False,
-    *,
-    seed: int = 0,
-    num_nodes: int = 100_000,
-    avg_degree: float = 10.0,
-    p_intra: float = 0.7,
+    root: PathLike, split: str = "train", transform: Transform = None,
+    pre_transform: Transform = None, force_reload: bool = False, *, seed: int = 0,
+    num_nodes: int = 100_000, avg_degree: float = 10.0, p_intra: float = 0.7,
     signal: float = 0.5,
 ) -> SyntheticLargeGraph:
     """The graph of ``data.name: synthetic_large`` (:class:`SyntheticLargeGraph`, cached under
     ``root/SyntheticLarge/``) with ``node_mask`` selecting the nodes of ``split``
-    (:class:`~graph_transformers.data.generated.NodeSplitMask`, then ``transform``). The sizes
+    (:func:`~graph_transformers.data.generated.split_mask`, then ``transform``). The sizes
     are data options (``data.options.num_nodes``, ...)."""
-    mask = NodeSplitMask(split)
     return SyntheticLargeGraph(
         root=str(Path(root) / "SyntheticLarge"), num_nodes=num_nodes, avg_degree=avg_degree,
         p_intra=p_intra, signal=signal, seed=seed, pre_transform=pre_transform,
-        transform=mask if transform is None else Compose([mask, transform]),
-        force_reload=force_reload)
+        transform=split_mask(split, transform), force_reload=force_reload)
 
 
 #: ``data.name: synthetic_large``

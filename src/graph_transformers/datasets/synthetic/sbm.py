@@ -61,20 +61,18 @@ part) and its class balance, not the procedure.
 """
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import cached_property, lru_cache
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from ...data.generated import (SPLITS, GeneratedDataset, check_count, check_seed,
-                               check_source, check_split_counts, size_tag)
+from ...data.generated import (SPLITS, GeneratedDataset, PathLike, Transform, check_count,
+                               check_seed, check_split_counts, size_tag)
 from ...data.registry import DatasetSpec
-from ..canonical import GNNBenchmark, canonical_root
+from ..canonical import GNNBenchmark, published_or_generated
 
 __all__ = [
     "CLUSTER",
@@ -479,14 +477,8 @@ class PATTERN(_SBMDataset):
     num_node_types = PATTERN_NUM_NODE_TYPES
 
     def __init__(
-        self,
-        root: str | os.PathLike | None = None,
-        split: str = "train",
-        seed: int = 0,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        force_reload: bool = False,
-        *,
+        self, root: PathLike | None = None, split: str = "train", seed: int = 0,
+        transform: Transform = None, pre_transform: Transform = None, force_reload: bool = False, *,
         num_graphs_per_pattern: Sequence[int] = PATTERN_GRAPHS_PER_PATTERN,
         num_patterns: int = PATTERN_NUM_PATTERNS,
     ) -> None:
@@ -552,14 +544,8 @@ class CLUSTER(_SBMDataset):
     num_node_types = CLUSTER_NUM_NODE_TYPES
 
     def __init__(
-        self,
-        root: str | os.PathLike | None = None,
-        split: str = "train",
-        seed: int = 0,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        force_reload: bool = False,
-        *,
+        self, root: PathLike | None = None, split: str = "train", seed: int = 0,
+        transform: Transform = None, pre_transform: Transform = None, force_reload: bool = False, *,
         num_graphs: Sequence[int] = CLUSTER_NUM_GRAPHS,
     ) -> None:
         self.num_graphs = check_split_counts("num_graphs", num_graphs)
@@ -576,15 +562,9 @@ class CLUSTER(_SBMDataset):
 # Loaders and registry entries
 # --------------------------------------------------------------------------------------------
 def load_pattern(
-    root: str | os.PathLike,
-    split: str = "train",
-    transform: Callable | None = None,
-    pre_transform: Callable | None = None,
-    force_reload: bool = False,
-    *,
-    source: str = "generated",
-    seed: int = 0,
-    data_dir: str | os.PathLike | None = None,
+    root: PathLike, split: str = "train", transform: Transform = None,
+    pre_transform: Transform = None, force_reload: bool = False, *, source: str = "generated",
+    seed: int = 0, data_dir: PathLike | None = None,
     num_graphs_per_pattern: Sequence[int] = PATTERN_GRAPHS_PER_PATTERN,
     num_patterns: int = PATTERN_NUM_PATTERNS,
 ) -> GNNBenchmark | PATTERN:
@@ -593,47 +573,28 @@ def load_pattern(
     the graphs generated in code (``source="generated"``, :class:`PATTERN`, cached under
     ``root/PATTERN/``; ``seed`` and the sizes apply to this one).
 
-    Args:
-        root: the cache directory.
-        split, transform, pre_transform, force_reload: as in PyG.
-        source: ``"canonical"`` or ``"generated"``.
-        seed, num_graphs_per_pattern, num_patterns: as :class:`PATTERN`.
-        data_dir: where the published files are looked for.
-
-    Raises:
-        DataNotFoundError: ``source="canonical"`` and the published files cannot be had.
+    ``seed``, ``num_graphs_per_pattern`` and ``num_patterns`` are as :class:`PATTERN`; the other
+    arguments and the errors are those of
+    :func:`~graph_transformers.datasets.canonical.published_or_generated`.
     """
-    if check_source("PATTERN", source):
-        return GNNBenchmark("PATTERN", split, data_dir=data_dir, root=canonical_root(root),
-                            transform=transform, pre_transform=pre_transform,
-                            force_reload=force_reload)
-    return PATTERN(root=str(Path(root) / "PATTERN"), split=split, seed=seed, transform=transform,
-                   pre_transform=pre_transform, force_reload=force_reload,
-                   num_graphs_per_pattern=num_graphs_per_pattern, num_patterns=num_patterns)
+    return published_or_generated(
+        "PATTERN", source, root, split, transform, pre_transform, force_reload,
+        data_dir=data_dir, generated=PATTERN, seed=seed,
+        num_graphs_per_pattern=num_graphs_per_pattern, num_patterns=num_patterns)
 
 
 def load_cluster(
-    root: str | os.PathLike,
-    split: str = "train",
-    transform: Callable | None = None,
-    pre_transform: Callable | None = None,
-    force_reload: bool = False,
-    *,
-    source: str = "generated",
-    seed: int = 0,
-    data_dir: str | os.PathLike | None = None,
+    root: PathLike, split: str = "train", transform: Transform = None,
+    pre_transform: Transform = None, force_reload: bool = False, *, source: str = "generated",
+    seed: int = 0, data_dir: PathLike | None = None,
     num_graphs: Sequence[int] = CLUSTER_NUM_GRAPHS,
 ) -> GNNBenchmark | CLUSTER:
     """One split of CLUSTER (``data.name: cluster``), as :func:`load_pattern`: the published
     ``CLUSTER_v2.pt`` through PyG (``source="canonical"``) or :class:`CLUSTER` generated in code
     under ``root/CLUSTER/`` (``source="generated"``)."""
-    if check_source("CLUSTER", source):
-        return GNNBenchmark("CLUSTER", split, data_dir=data_dir, root=canonical_root(root),
-                            transform=transform, pre_transform=pre_transform,
-                            force_reload=force_reload)
-    return CLUSTER(root=str(Path(root) / "CLUSTER"), split=split, seed=seed, transform=transform,
-                   pre_transform=pre_transform, force_reload=force_reload,
-                   num_graphs=num_graphs)
+    return published_or_generated(
+        "CLUSTER", source, root, split, transform, pre_transform, force_reload,
+        data_dir=data_dir, generated=CLUSTER, seed=seed, num_graphs=num_graphs)
 
 
 #: ``data.name: pattern``

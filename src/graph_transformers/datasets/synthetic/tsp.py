@@ -50,20 +50,19 @@ from __future__ import annotations
 import logging
 import os
 import os.path as osp
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from ...data.generated import (SPLITS, GeneratedDataset, check_count, check_seed,
-                               check_source, check_split, check_split_counts, size_tag)
+from ...data.generated import (SPLITS, GeneratedDataset, PathLike, Transform, check_count,
+                               check_seed, check_split, check_split_counts, size_tag)
 from ...data.parallel import default_workers, parallel_map, resumable_map
 from ...data.registry import DatasetSpec
 from ...fileio import atomic_save
-from ..canonical import GNNBenchmark, canonical_root
+from ..canonical import GNNBenchmark, published_or_generated
 from .tsp_solver import LKH_RUNS, check_coords, check_tour, distance_matrix, solve_tour
 
 __all__ = [
@@ -368,16 +367,9 @@ class TSP(GeneratedDataset):
     edge_dim = 1
 
     def __init__(
-        self,
-        root: str | os.PathLike | None = None,
-        split: str = "train",
-        seed: int = 0,
-        transform: Callable | None = None,
-        pre_transform: Callable | None = None,
-        force_reload: bool = False,
-        *,
-        num_graphs: Sequence[int] | None = None,
-        num_workers: int | None = None,
+        self, root: PathLike | None = None, split: str = "train", seed: int = 0,
+        transform: Transform = None, pre_transform: Transform = None, force_reload: bool = False, *,
+        num_graphs: Sequence[int] | None = None, num_workers: int | None = None,
     ) -> None:
         self.num_graphs = TSP_NUM_GRAPHS if num_graphs is None else check_split_counts(
             "num_graphs", num_graphs)
@@ -409,31 +401,19 @@ class TSP(GeneratedDataset):
 # Loader and registry entry
 # --------------------------------------------------------------------------------------------
 def load_tsp(
-    root: str | os.PathLike,
-    split: str = "train",
-    transform: Callable | None = None,
-    pre_transform: Callable | None = None,
-    force_reload: bool = False,
-    *,
-    source: str = "generated",
-    seed: int = 0,
-    data_dir: str | os.PathLike | None = None,
-    num_graphs: Sequence[int] | None = None,
+    root: PathLike, split: str = "train", transform: Transform = None,
+    pre_transform: Transform = None, force_reload: bool = False, *, source: str = "generated",
+    seed: int = 0, data_dir: PathLike | None = None, num_graphs: Sequence[int] | None = None,
 ) -> GNNBenchmark | TSP:
     """One split of TSP (``data.name: tsp``): the published ``TSP_v2.pt`` read by PyG's
     ``GNNBenchmarkDataset`` (``source="canonical"``, under ``root/canonical/TSP/``) or the
     instances generated and solved in code (``source="generated"``, :class:`TSP`, cached under
-    ``root/TSP/``; ``seed`` and ``num_graphs`` apply to this one).
-
-    Raises:
-        DataNotFoundError: ``source="canonical"`` and the published files cannot be had.
+    ``root/TSP/``; ``seed`` and ``num_graphs`` apply to this one). The other arguments and the
+    errors: :func:`~graph_transformers.datasets.canonical.published_or_generated`.
     """
-    if check_source("TSP", source):
-        return GNNBenchmark("TSP", split, data_dir=data_dir, root=canonical_root(root),
-                            transform=transform, pre_transform=pre_transform,
-                            force_reload=force_reload)
-    return TSP(root=str(Path(root) / "TSP"), split=split, seed=seed, transform=transform,
-               pre_transform=pre_transform, force_reload=force_reload, num_graphs=num_graphs)
+    return published_or_generated(
+        "TSP", source, root, split, transform, pre_transform, force_reload, data_dir=data_dir,
+        generated=TSP, seed=seed, num_graphs=num_graphs)
 
 
 #: ``data.name: tsp``

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+from torch_geometric.utils import to_dense_batch
 
 from .convention import legacy_init, warn_deprecated
 from .fused import fused_sparse_attention, use_fused_sparse_attention
@@ -298,12 +299,20 @@ class QKVAttention(nn.Module):
             xd = x.unsqueeze(0)
             mask = torch.ones(1, x.size(0), dtype=torch.bool, device=x.device)
         else:
-            from torch_geometric.utils import to_dense_batch
             xd, mask = to_dense_batch(x, batch)
         return self.forward_dense(xd, mask)[mask]
 
-    def forward_dense(self, x: Tensor, mask: Tensor) -> Tensor:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def forward_dense(self, x: Tensor, mask: Tensor) -> Tensor:
+        """Padded attention ``x [B, N, d]``, ``mask [B, N]`` → ``[B, N, d]``: what the
+        PyG-native :meth:`forward` above calls. Full and Performer attention define it; the
+        layers that attend over an edge pattern or per graph (Exphormer, linear, SGFormer)
+        define their own ``forward`` instead.
+
+        Raises:
+            NotImplementedError: for a subclass without a padded form.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no padded forward_dense; call "
+                                  "forward(x, edge_index, edge_attr, batch)")
 
     def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         b, n, _ = x.shape

@@ -267,6 +267,47 @@ def test_loader_options(monkeypatch):
                                                           pin_memory=False)
 
 
+def test_eval_device_is_where_the_run_trained(monkeypatch):
+    from graph_transformers.training import device
+    assert device.eval_device("cpu") == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert device.eval_device("auto") == torch.device("cpu")
+    assert device.eval_device("gpu") == torch.device("cpu")  # a GPU run evaluated on a laptop
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    for accelerator in ("auto", "gpu", "cuda"):
+        assert device.eval_device(accelerator) == torch.device("cuda", 0)
+    assert device.eval_device("cpu") == torch.device("cpu")
+
+
+def test_final_evaluation_runs_on_the_training_device(monkeypatch, tmp_path):
+    """Regression: Lightning hands the model back on the CPU after ``fit``, and the final
+    evaluation of every split ran there even for a GPU run (minutes for PATTERN on the first
+    lent H200, which the device command's time limit then cut off)."""
+    from graph_transformers.training import runner
+    seen = []
+    monkeypatch.setattr(runner, "eval_device", lambda acc: seen.append(acc) or torch.device("cpu"))
+    real = runner.evaluate
+    devices = []
+
+    def spy(model, spec, loader, device="cpu", task=None):
+        devices.append(device)
+        return real(model, spec, loader, device=device, task=task)
+
+    monkeypatch.setattr(runner, "evaluate", spy)
+    from pathlib import Path
+
+    from graph_transformers.cli import main
+    config = Path(runner.__file__).resolve().parents[1] / "configs" / "csl_gt.yaml"
+    assert main(["train", "--config", str(config), "--out", str(tmp_path / "run"), "--set",
+                 "trainer.max_epochs=1", "trainer.accelerator=cpu", "model.num_layers=1",
+                 "model.hidden_dim=8", "model.num_heads=2", "data.batch_size=30",
+                 "trainer.enable_progress_bar=false"]) == 0
+    assert seen and set(seen) == {"cpu"}
+    assert devices and all(d == torch.device("cpu") for d in devices)
+
+
 @pytest.mark.slow
 def test_torch_compile_option_matches_eager(batch, tmp_path):
     """``model.compile: true`` compiles in place (checkpoint keys unchanged) and gives the eager

@@ -7,9 +7,11 @@ For each model (GT, GT with edges, EGT, GRPE, Graphormer, GPS, GatedGCN; the ZIN
 labelled synthetic batch of molecule-sized graphs when the data is absent):
 
 - **parity**: forward and backward of the same weights on the CPU and on the device, in eval
-  mode (no dropout, sign flips or input noise; BatchNorm on its running statistics), float32 with
-  TF32 off, and float64 where the device supports it; the relative L2 difference of the outputs
-  and of the gradient of every parameter (worst one), against a stated tolerance;
+  mode (no dropout, sign flips or input noise; BatchNorm on running statistics taken from the
+  batch, :func:`calibrate_norms`), float32 with TF32 off, and float64 where the device supports
+  it; the relative L2 difference of the outputs and of the gradient of every parameter (worst
+  one), against a stated tolerance; in float32 the gradients are also held against float32's own
+  error on the model (the CPU's float32 against float64);
 - **bf16**: the loss under ``torch.autocast(bfloat16)`` is finite and its relative difference to
   the float32 loss is within a stated tolerance;
 - **SDPA**: which ``scaled_dot_product_attention`` kernel ran (flash, memory-efficient, cuDNN,
@@ -64,6 +66,9 @@ TINY = {"gt": dict(hidden_dim=16, num_layers=2, num_heads=2),
 TOL_FP32 = 1e-4
 TOL_FP64 = 1e-10
 TOL_BF16_LOSS = 5e-2
+#: float32 gradients may differ CPU vs device by this factor times float32's own error for the
+#: model (the CPU's float32 gradients against its float64 ones), where that exceeds TOL_FP32
+FP32_MARGIN = 10.0
 
 #: ATen ops of SDPA's fused kernels → the backend's name
 SDPA_KERNELS = {
@@ -180,7 +185,10 @@ def load_data(configs: dict[str, Any], data_dir: str | None, batch_size: int,
         try:
             data_cfg = any_cfg.data.model_copy(update={"data_dir": data_dir})
             train = load_splits(data_cfg, encodings)["train"]
-            source = f"ZINC-12k train split ({len(train)} graphs) from {data_dir}"
+            origin = (getattr(train, "provenance", None) or {}).get("train", "exact")
+            source = (f"ZINC-12k train split ({len(train)} graphs, {origin}"
+                      f"{'' if origin == 'exact' else ': not the benchmark graphs'}) "
+                      f"from {data_dir}")
         except (DataNotFoundError, FileNotFoundError, ImportError) as err:
             source = f"SYNTHETIC molecule-sized graphs (ZINC unavailable: {err})"
     if train is None:
@@ -231,18 +239,70 @@ def _cast_batch(batch, device: torch.device, dtype: torch.dtype):
     return b
 
 
+def _worst_grad(g_ref: dict[str, Tensor], g: dict[str, Tensor]) -> tuple[float, str]:
+    """The largest per-parameter relative gradient difference and its parameter."""
+    return max(((_rel(g_ref[n], g[n]), n) for n in g_ref if g_ref[n].norm() > 0),
+               default=(0.0, ""))
+
+
+def _all_grads_rel(g_ref: dict[str, Tensor], g: dict[str, Tensor]) -> float:
+    """The relative difference of all gradients together."""
+    names = [n for n in g_ref if n in g]
+    if not names:
+        return 0.0
+    return _rel(torch.cat([g_ref[n].double().flatten().cpu() for n in names]),
+                torch.cat([g[n].double().flatten().cpu() for n in names]))
+
+
 def parity(model: nn.Module, batch, task, device: torch.device, dtype: torch.dtype) -> dict:
-    """Forward+backward of ``model``'s weights on the CPU and on ``device`` in ``dtype``."""
+    """Forward+backward of ``model``'s weights on the CPU and on ``device`` in ``dtype``:
+    relative differences of the outputs, the loss, the worst parameter's gradient
+    (``grad_rel``, ``worst_param``) and all gradients together (``grad_rel_all``). In float32
+    also ``fp32_own_grad_rel``: the CPU's float32 gradients against its float64 ones (worst
+    parameter), the error float32 itself makes on this model and batch; a device cannot be
+    expected to agree with the CPU much better than that (:func:`verdict`)."""
     ref = copy.deepcopy(model).to(dtype)
     dev = copy.deepcopy(model).to(device=device, dtype=dtype)
     out_c, loss_c, g_c = _forward_backward(ref, _cast_batch(batch, torch.device("cpu"), dtype),
                                            task)
     out_d, loss_d, g_d = _forward_backward(dev, _cast_batch(batch, device, dtype), task)
-    worst = max(((_rel(g_c[n], g_d[n]), n) for n in g_c if g_c[n].norm() > 0),
-                default=(0.0, ""))
-    return {"output_rel": _rel(out_c, out_d), "loss_rel": _rel(loss_c, loss_d),
-            "grad_rel": worst[0], "worst_param": worst[1], "loss_cpu": float(loss_c),
-            "loss_device": float(loss_d)}
+    worst = _worst_grad(g_c, g_d)
+    result = {"output_rel": _rel(out_c, out_d), "loss_rel": _rel(loss_c, loss_d),
+              "grad_rel": worst[0], "worst_param": worst[1],
+              "grad_rel_all": _all_grads_rel(g_c, g_d), "loss_cpu": float(loss_c),
+              "loss_device": float(loss_d)}
+    if dtype == torch.float32:
+        exact = copy.deepcopy(model).to(torch.float64)
+        _, _, g_64 = _forward_backward(exact, _cast_batch(batch, torch.device("cpu"),
+                                                          torch.float64), task)
+        own = _worst_grad(g_64, g_c)
+        result.update(fp32_own_grad_rel=own[0], fp32_own_worst_param=own[1])
+    return result
+
+
+def calibrate_norms(model: nn.Module, batch) -> nn.Module:
+    """Sets every BatchNorm's running statistics to those of ``batch`` (one train-mode forward,
+    cumulative average, no gradients), so that the eval-mode checks see activations at the
+    scale of a trained model. With the initial statistics (mean 0, variance 1) BatchNorm is the
+    identity in eval mode, and a model whose residual branches add up (GPS: local plus global
+    branch in each of 10 layers) reaches outputs in the thousands, where float32's own gradient
+    error on the CPU is already 0.4 (measured: ZINC GPS at initialization, 128 graphs). Dropout
+    is run in that pass but changes no weight; the model is returned in eval mode."""
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
+             and m.track_running_stats]
+    if not norms:
+        return model.eval()
+    momenta = [m.momentum for m in norms]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # cumulative: the statistics of exactly this batch
+    model.train()
+    with torch.no_grad():
+        torch.manual_seed(0)
+        model(batch.clone())
+    for m, momentum in zip(norms, momenta):
+        m.momentum = momentum
+    return model.eval()
 
 
 def bf16_check(model: nn.Module, batch, task, device: torch.device) -> dict:
@@ -427,6 +487,7 @@ def measure_model(entry: dict[str, Any], model: torch.nn.Module, task: Any,
     against float32, the SDPA kernels that ran, training-step speed in fp32 and bf16, and with
     ``args.epoch`` one epoch's time over ``data.train``."""
     batch = data.batch
+    calibrate_norms(model, batch)
     entry["parity_fp32"] = parity(model, batch, task, device, torch.float32)
     entry["parity_fp64"] = (parity(model, batch, task, device, torch.float64)
                             if device.type != "mps" else None)
@@ -449,7 +510,8 @@ def measure_model(entry: dict[str, Any], model: torch.nn.Module, task: Any,
 def verdict(entry: dict) -> bool:
     """Whether a model's results are within the tolerances."""
     p32, p64, bf = entry["parity_fp32"], entry.get("parity_fp64"), entry["bf16"]
-    ok = max(p32["output_rel"], p32["loss_rel"], p32["grad_rel"]) <= TOL_FP32
+    grad_tol = max(TOL_FP32, FP32_MARGIN * p32.get("fp32_own_grad_rel", 0.0))
+    ok = max(p32["output_rel"], p32["loss_rel"]) <= TOL_FP32 and p32["grad_rel"] <= grad_tol
     if p64 is not None:
         ok &= max(p64["output_rel"], p64["loss_rel"], p64["grad_rel"]) <= TOL_FP64
     return bool(ok and bf["finite"] and bf["loss_rel"] <= TOL_BF16_LOSS)
@@ -468,17 +530,19 @@ def markdown(result: dict) -> str:
              f"({result['batch_nodes']} nodes)"
              + (" — **tiny models** (smoke run)" if result["tiny_models"] else "") + ".", "",
              "Parity: relative L2 difference CPU vs device of outputs, loss and the worst "
-             f"parameter gradient, eval mode; tolerance {TOL_FP32:g} (float32, TF32 off) and "
-             f"{TOL_FP64:g} (float64). bf16: autocast loss vs float32 loss, tolerance "
+             "parameter gradient, eval mode with BatchNorm statistics from the batch; tolerance "
+             f"{TOL_FP32:g} (float32, TF32 off; for gradients {FP32_MARGIN:g}× float32's own "
+             "error where larger: the CPU's float32 gradients against its float64 ones, "
+             f"column 'fp32 own') and {TOL_FP64:g} (float64). bf16: autocast loss vs float32 loss, tolerance "
              f"{TOL_BF16_LOSS:g}; bf16 grad Δ: relative L2 over all gradients together.", "",
-             "| model | params | fp32 out / grad | fp64 out / grad | bf16 loss Δ | bf16 grad Δ "
+             "| model | params | fp32 out / grad | fp32 own | fp64 out / grad | bf16 loss Δ | bf16 grad Δ "
              "| SDPA fp32 / bf16 | graphs/s fp32 / bf16 | peak MiB fp32 / bf16 "
              "| epoch s fp32 / bf16 | ok |",
-             "|---|---:|---|---|---:|---:|---|---|---|---|---|"]
+             "|---|---:|---|---:|---|---:|---:|---|---|---|---|---|"]
     for name, e in result["models"].items():
         if "error" in e:
             lines.append(f"| {name} | {e.get('params', '')} | error: {e['error']} "
-                         "| | | | | | | | no |")
+                         "| | | | | | | | | no |")
             continue
         p32, p64, bf = e["parity_fp32"], e.get("parity_fp64"), e["bf16"]
         f64 = (f"{_fmt(p64['output_rel'])} / {_fmt(p64['grad_rel'])}" if p64 else "n/a")
@@ -487,7 +551,7 @@ def markdown(result: dict) -> str:
         s32, s16 = e["speed_fp32"], e["speed_bf16"]
         lines.append(
             f"| {name} | {e['params']:,} | {_fmt(p32['output_rel'])} / {_fmt(p32['grad_rel'])} "
-            f"| {f64} | {_fmt(bf['loss_rel'])} | {_fmt(bf['grad_rel'])} "
+            f"| {_fmt(p32.get('fp32_own_grad_rel'))} | {f64} | {_fmt(bf['loss_rel'])} | {_fmt(bf['grad_rel'])} "
             f"| {e['sdpa_fp32']} / {e['sdpa_bf16']} "
             f"| {s32['graphs_per_s']} / {s16['graphs_per_s']} "
             f"| {_fmt(s32['peak_mib'], '.0f')} / {_fmt(s16['peak_mib'], '.0f')} | {ep} "

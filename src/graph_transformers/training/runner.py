@@ -38,7 +38,7 @@ from .stats import mean_std
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, load_config,
                      save_config)
 from .curves import write_curves
-from .device import compile_model, loader_options, trains_on_cpu
+from .device import compile_model, eval_device, loader_options, trains_on_cpu
 from .distributed import SeedPerRank, launch_is_rank_zero
 from .module import GraphTaskModule, evaluate
 from .tasks import Task
@@ -796,7 +796,9 @@ def _evaluate_checkpoint(config: Config, spec: DatasetSpec, model: torch.nn.Modu
     """Loads ``checkpoint`` into ``model`` and evaluates every split: (1-based epoch, results)."""
     state = load_model_weights(model, checkpoint)
     epoch = int(state.get("epoch", -1)) + 1
-    return epoch, {s: evaluate(model, spec, _eval_loader(config, ds, s), task=task)
+    device = eval_device(config.trainer.accelerator)  # where it trained (fit ends on the CPU)
+    return epoch, {s: evaluate(model, spec, _eval_loader(config, ds, s), device=device,
+                               task=task)
                    for s, ds in splits.items()}
 
 

@@ -352,7 +352,7 @@ def test_zinc_pyg_processed_files_of_the_shared_data(data_dir, tmp_path):
     shutil.copy(proc / "val.pt", proc / "train.pt")  # the train file is not in shared/data
     from graph_transformers.datasets.molecules.zinc import CanonicalZINC
 
-    ds = CanonicalZINC("val", data_dir=tmp_path, root=tmp_path / "cache")
+    ds = CanonicalZINC(tmp_path / "cache", "val", data_dir=tmp_path)
     assert ds.canonical_info["read_from"] == "PyG processed files"
     want = load_zinc_graphs(data_dir, "val")
     assert len(ds) == len(want) == 1000

@@ -112,7 +112,7 @@ def test_stratified_kfold_properties():
 @pytest.mark.parametrize("name", ["MUTAG", "ENZYMES", "NCI1"])
 def test_tu_loads(shared, tu_root, name):
     stats = TU_STATS[name]
-    parts = {s: TU(name, root=tu_root, split=s, fold=0, data_dir=shared) for s in SPLITS}
+    parts = {s: TU(name=name, root=tu_root, split=s, fold=0, data_dir=shared) for s in SPLITS}
     assert sum(len(d) for d in parts.values()) == stats["num_graphs"]
     ids = [i for d in parts.values() for i in d.indices_in_full]
     assert sorted(ids) == list(range(stats["num_graphs"]))
@@ -150,7 +150,7 @@ def test_enzymes_folds_match_index_files(shared, tu_root):
         lines = {s: files[s][k] for s in SPLITS}
         assert [len(lines[s]) for s in SPLITS] == [480, 60, 60]
         assert sorted(lines["train"] + lines["val"] + lines["test"]) == list(range(600))
-        d = TU("ENZYMES", root=tu_root, split="test", fold=k, data_dir=shared)
+        d = TU(name="ENZYMES", root=tu_root, split="test", fold=k, data_dir=shared)
         assert d.split_source == "benchmark index files"
         assert d.split_indices == lines
         assert d.indices_in_full == lines["test"] and len(d) == 60
@@ -178,7 +178,7 @@ def test_generated_folds(shared, tu_root, name):
     assert sorted(i for sp in splits for i in sp["val"]) == list(range(n))
     assert splits == [stratified_fold_split(y, k) for k in range(TU_NUM_FOLDS)]  # deterministic
     for k in (0, 7):
-        d = TU(name, root=tu_root, split="val", fold=k, data_dir=shared)
+        d = TU(name=name, root=tu_root, split="val", fold=k, data_dir=shared)
         assert d.split_indices == splits[k]
         assert d.indices_in_full == splits[k]["val"]
 
@@ -192,17 +192,17 @@ def test_tu_pre_transform_gets_own_cache(shared, tu_root):
         def __repr__(self):
             return "Mark()"
 
-    d = TU("mutag", root=tu_root, split="test", fold=2, data_dir=shared, pre_transform=Mark())
+    d = TU(tu_root, "mutag", split="test", fold=2, data_dir=shared, pre_transform=Mark())
     assert d.name == "MUTAG" and hasattr(d[0], "mark")
-    plain = TU("MUTAG", root=tu_root, split="test", fold=2, data_dir=shared)
+    plain = TU(name="MUTAG", root=tu_root, split="test", fold=2, data_dir=shared)
     assert not hasattr(plain[0], "mark")
 
 
 def test_tu_bad_arguments(shared, tu_root):
     with pytest.raises(ValueError, match="split"):
-        TU("MUTAG", root=tu_root, split="dev", data_dir=shared)
+        TU(name="MUTAG", root=tu_root, split="dev", data_dir=shared)
     with pytest.raises(ValueError, match="fold"):
-        TU("MUTAG", root=tu_root, fold=10, data_dir=shared)
+        TU(name="MUTAG", root=tu_root, fold=10, data_dir=shared)
 
 
 def test_tu_bad_checksum(tmp_path):
@@ -211,7 +211,7 @@ def test_tu_bad_checksum(tmp_path):
         z.writestr("MUTAG/MUTAG_A.txt", "1, 2\n2, 1\n")
         z.writestr("MUTAG/MUTAG_graph_indicator.txt", "1\n1\n")
     with pytest.raises(ValueError, match="sha256"):
-        TU("MUTAG", root=tmp_path / "cache", data_dir=tmp_path, download=False)
+        TU(name="MUTAG", root=tmp_path / "cache", data_dir=tmp_path, download=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -220,7 +220,7 @@ def test_tu_bad_checksum(tmp_path):
 @pytest.mark.parametrize("name", ["Cora", "CiteSeer"])
 def test_planetoid_loads(shared, name):
     stats = PLANETOID_STATS[name]
-    d = PlanetoidGraph(name.lower(), data_dir=shared)
+    d = PlanetoidGraph(name=name.lower(), data_dir=shared)
     assert len(d) == 1 and d.name == name
     assert (d.metric, d.level) == ("accuracy", "node")
     assert d.num_classes == stats["num_classes"] and d.num_features == stats["num_features"]
@@ -241,11 +241,11 @@ def test_planetoid_loads(shared, name):
 def test_no_network_when_files_present(shared, monkeypatch):
     _no_network(monkeypatch)
     # fresh cache (conftest): raw files must come from the data directory
-    assert len(TU("ENZYMES", split="val", fold=4, data_dir=shared)) == 60
-    assert len(TU("MUTAG", split="test", fold=1, data_dir=shared)) in (18, 19)
-    assert PlanetoidGraph("Cora", data_dir=shared)[0].num_nodes == 2708
+    assert len(TU(name="ENZYMES", split="val", fold=4, data_dir=shared)) == 60
+    assert len(TU(name="MUTAG", split="test", fold=1, data_dir=shared)) in (18, 19)
+    assert PlanetoidGraph(name="Cora", data_dir=shared)[0].num_nodes == 2708
     monkeypatch.setenv(DATA_ENV, str(shared))  # the environment variable works too
-    assert PlanetoidGraph("CiteSeer")[0].num_nodes == 3327
+    assert PlanetoidGraph(name="CiteSeer")[0].num_nodes == 3327
 
 
 def test_missing_data_raises(tmp_path, monkeypatch):
@@ -253,14 +253,14 @@ def test_missing_data_raises(tmp_path, monkeypatch):
     empty = tmp_path / "nodata"
     empty.mkdir()
     with pytest.raises(DataNotFoundError) as e:
-        TU("MUTAG", data_dir=empty, download=False)
+        TU(name="MUTAG", data_dir=empty, download=False)
     msg = str(e.value)
     assert str(empty / "TU") in msg and "MUTAG.zip" in msg and DATA_ENV in msg
     with pytest.raises(DataNotFoundError, match="no data directory"):
-        TU("NCI1", download=False)
+        TU(name="NCI1", download=False)
     monkeypatch.setenv(OFFLINE_ENV, "1")
     with pytest.raises(DataNotFoundError) as e:
-        PlanetoidGraph("Cora", data_dir=empty)
+        PlanetoidGraph(name="Cora", data_dir=empty)
     msg = str(e.value)
     assert str(empty / "Planetoid") in msg and "ind.cora.x" in msg and DATA_ENV in msg
 
@@ -274,17 +274,17 @@ def test_failed_download_raises_data_not_found(tmp_path, monkeypatch):
     monkeypatch.setattr(TUDataset, "download", offline)
     monkeypatch.setattr(Planetoid, "download", offline)
     with pytest.raises(DataNotFoundError, match="download .*failed"):
-        TU("MUTAG", data_dir=tmp_path)
+        TU(name="MUTAG", data_dir=tmp_path)
     with pytest.raises(DataNotFoundError, match="download .*failed"):
-        PlanetoidGraph("CiteSeer", data_dir=tmp_path)
+        PlanetoidGraph(name="CiteSeer", data_dir=tmp_path)
     monkeypatch.setattr("graph_transformers.datasets.tu.fetch_url", offline)
     with pytest.raises(DataNotFoundError, match="ENZYMES_train.index.*benchmarking-gnns"):
-        TU("ENZYMES", data_dir=tmp_path)
+        TU(name="ENZYMES", data_dir=tmp_path)
 
 
 def test_enzymes_without_index_files(shared, tmp_path):
     (tmp_path / "TU").mkdir()
     (tmp_path / "TU" / "ENZYMES.zip").symlink_to(shared / "TU" / "ENZYMES.zip")
     with pytest.raises(DataNotFoundError, match="ENZYMES_train.index"):
-        TU("ENZYMES", root=tmp_path / "cache", data_dir=tmp_path, download=False)
+        TU(name="ENZYMES", root=tmp_path / "cache", data_dir=tmp_path, download=False)
     assert not (tmp_path / "cache" / "ENZYMES").exists()  # failed before extracting anything

@@ -165,7 +165,7 @@ def test_index_files_of_any_tu_name_are_used_and_recorded(tmp_path, caplog):
     assert caplog.text.count("tu:TOYIDX split: fold 1 of 2 from the index files") == 1
     with pytest.raises(ValueError, match=r"fold 2 asked for, but the index files .* have 2 "
                                          r"lines \(folds 0..1\)"):
-        TU("TOYIDX", root=tmp_path / "cache" / "TU", split="train", fold=2, data_dir=data)
+        TU(name="TOYIDX", root=tmp_path / "cache" / "TU", split="train", fold=2, data_dir=data)
 
 
 @pytest.mark.parametrize("case, match", [
@@ -196,12 +196,12 @@ def test_bad_index_files_give_one_line_errors(tmp_path, case, match):
     if case == "partial":
         (data / "TU" / "TOYBAD_test.index").unlink()
     with pytest.raises(ValueError, match=match) as err:
-        TU("TOYBAD", root=tmp_path / "cache", split="train", fold=0, data_dir=data)
+        TU(name="TOYBAD", root=tmp_path / "cache", split="train", fold=0, data_dir=data)
     assert "\n" not in str(err.value)
 
 
 def test_enzymes_keeps_its_checksummed_index_files(shared_tu, tmp_path):
-    d = TU("ENZYMES", root=tmp_path / "cache", split="val", fold=3, data_dir=shared_tu)
+    d = TU(name="ENZYMES", root=tmp_path / "cache", split="val", fold=3, data_dir=shared_tu)
     assert d.split_source == "benchmark index files"
     assert d.split_rule["rule"] == "index_files" and d.split_rule["num_folds"] == 10
     assert d.split_rule["sha256"]["ENZYMES_val.index"] == (

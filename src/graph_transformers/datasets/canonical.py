@@ -98,6 +98,7 @@ from ..data.cache import (CheckedInMemoryDataset, DataNotFoundError, pre_transfo
 from ..data.download import OFFLINE_ENV, fetch_url, offline
 from .._optional import require
 from ..data.generated import SPLITS, PathLike, Transform, check_source, check_split
+from ..data.legacy import accepts_old_order
 
 __all__ = [
     "BENCHMARK_NAMES",
@@ -505,20 +506,24 @@ class GNNBenchmark(PublishedFiles, GNNBenchmarkDataset):
     in place of the raw files. CSL has no split in PyG: the benchmark's 5 folds select the
     graphs (``indices``, as :class:`~graph_transformers.datasets.synthetic.csl.CSL`).
 
+    Arguments in PyG's order (``GNNBenchmarkDataset(root, name, split, ...)``); the old order
+    ``GNNBenchmark(name, split, data_dir, root, ...)`` still works until release 0.3, with a
+    ``FutureWarning`` (:mod:`graph_transformers.data.legacy`).
+
     Args:
+        root: processing and download folder (default ``canonical_root()``).
         name (str): one of :data:`BENCHMARK_NAMES`.
         split (str): ``"train"``, ``"val"`` or ``"test"``.
+        transform, pre_transform: as in PyG (``pre_transform`` runs after the field conversion).
+        force_reload (bool): process again.
         data_dir: where the published files are looked for (default
             ``$GRAPH_TRANSFORMERS_DATA``; see the module docstring for the layout).
-        root: processing and download folder (default ``canonical_root()``).
-        transform, pre_transform: as in PyG (``pre_transform`` runs after the field conversion).
         indices (sequence of int, optional): the graphs of the published file to keep, in
             this order: CSL, which PyG stores unsplit, is split by its loader
             (:func:`~graph_transformers.datasets.synthetic.csl.load_csl`) with the benchmark's
             folds (required for CSL, ignored by the others).
         download (bool): allow downloading from PyG's URL when the files are not local (also
             disabled by ``$GRAPH_TRANSFORMERS_OFFLINE``).
-        force_reload (bool): process again.
 
     Attributes:
         provenance (dict): ``{split: "exact"}``.
@@ -530,10 +535,14 @@ class GNNBenchmark(PublishedFiles, GNNBenchmarkDataset):
         DataError: a graph whose fields do not have the published layout.
     """
 
+    @accepts_old_order(("name", "split", "data_dir", "root", "transform", "pre_transform"),
+                       lambda args, kwargs: "name" not in kwargs and args[0] in BENCHMARK_NAMES,
+                       "GNNBenchmark(root, name, split, data_dir=...)")
     def __init__(
-        self, name: str, split: str = "train", data_dir: PathLike | None = None,
-        root: PathLike | None = None, transform: Transform = None, pre_transform: Transform = None,
-        *, indices: Sequence[int] | None = None, download: bool = True, force_reload: bool = False,
+        self, root: PathLike | None = None, name: str | None = None, split: str = "train",
+        transform: Transform = None, pre_transform: Transform = None, force_reload: bool = False,
+        *, data_dir: PathLike | None = None, indices: Sequence[int] | None = None,
+        download: bool = True,
     ) -> None:
         if name not in BENCHMARK_NAMES:
             raise ValueError(f"GNNBenchmark: unknown name {name!r}; known: {BENCHMARK_NAMES}")
@@ -541,7 +550,7 @@ class GNNBenchmark(PublishedFiles, GNNBenchmarkDataset):
         if name != "CSL":
             indices = None
         elif indices is None:
-            raise ValueError("GNNBenchmark('CSL') needs indices: PyG stores CSL unsplit; "
+            raise ValueError("GNNBenchmark(name='CSL') needs indices: PyG stores CSL unsplit; "
                              "load_csl(source='canonical', fold=...) passes a benchmark fold's")
         base = Path(root).expanduser() if root is not None else canonical_root()
         data = resolve_data_dir(data_dir)
@@ -599,12 +608,12 @@ def published_or_generated(
     """
     if check_source(name, source):
         if published is None:
-            published = functools.partial(GNNBenchmark, name)
+            published = functools.partial(GNNBenchmark, name=name)
         selected = {}
         if indices is not None:
             check_split(f"GNNBenchmark {name}", split)  # before indices() reads the split
             selected["indices"] = indices(split)
-        return published(split, data_dir=data_dir, root=canonical_root(root),
+        return published(canonical_root(root), split=split, data_dir=data_dir,
                          transform=transform, pre_transform=pre_transform,
                          force_reload=force_reload, **selected)
     if requires is not None:

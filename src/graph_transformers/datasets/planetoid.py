@@ -33,6 +33,7 @@ from ..data.cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transfo
                           resolve_cache_dir, resolve_data_dir)
 from ..data.download import OFFLINE_ENV, offline
 from ..data.generated import PathLike, Transform, split_mask
+from ..data.legacy import accepts_old_order, name_first
 from ..data.registry import DatasetSpec
 
 __all__ = ["CITESEER_SPEC", "CORA_SPEC", "PlanetoidGraph", "PLANETOID_NAMES", "PLANETOID_STATS",
@@ -115,13 +116,17 @@ class PlanetoidGraph(Planetoid):
     ``root/<Name>/raw/`` (Planetoid's ``raw_dir``), the processed graph (after ``pre_transform``)
     in ``root/<Name>/processed/<pre_transform_key(pre_transform)>/data.pt``.
 
+    Arguments in PyG's order (``Planetoid(root, name, ...)``); the old order
+    ``PlanetoidGraph(name, root, data_dir, ...)`` still works until release 0.3, with a
+    ``FutureWarning`` (:mod:`graph_transformers.data.legacy`).
+
     Args:
-        name (str): ``"Cora"`` or ``"CiteSeer"`` (case-insensitive; ``"PubMed"`` by download only).
         root (str or PathLike, optional): cache directory.
-        data_dir (str or PathLike, optional): data directory holding ``Planetoid/`` (default
-            ``$GRAPH_TRANSFORMERS_DATA``; ``None`` → download).
+        name (str): ``"Cora"`` or ``"CiteSeer"`` (case-insensitive; ``"PubMed"`` by download only).
         transform, pre_transform (callable, optional): as in PyG.
         force_reload (bool): re-process the raw files.
+        data_dir (str or PathLike, optional): data directory holding ``Planetoid/`` (default
+            ``$GRAPH_TRANSFORMERS_DATA``; ``None`` → download).
         download (bool): allow Planetoid's download when the files are not local (also off with
             ``$GRAPH_TRANSFORMERS_OFFLINE=1``).
 
@@ -129,7 +134,7 @@ class PlanetoidGraph(Planetoid):
         metric (str): ``"accuracy"``. level (str): ``"node"``.
 
     Raises:
-        ValueError: unknown name, or a raw file whose sha256 is not the pinned one.
+        ValueError: no or an unknown name, or a raw file whose sha256 is not the pinned one.
         DataNotFoundError: the raw files are neither local nor downloadable; the message lists
             where it looked and how to get them.
     """
@@ -138,11 +143,19 @@ class PlanetoidGraph(Planetoid):
     level = "node"
     task = "node_classification"
 
+    @accepts_old_order(("name", "root", "data_dir", "transform", "pre_transform",
+                        "force_reload"),
+                       name_first(lambda v: isinstance(v, str)
+                                  and v.lower() in {n.lower() for n in PLANETOID_NAMES}),
+                       "PlanetoidGraph(root, name, data_dir=...)")
     def __init__(
-        self, name: str, root: PathLike | None = None, data_dir: PathLike | None = None,
-        transform: Transform = None, pre_transform: Transform = None, force_reload: bool = False, *,
-        download: bool = True,
+        self, root: PathLike | None = None, name: str | None = None, transform: Transform = None,
+        pre_transform: Transform = None, force_reload: bool = False, *,
+        data_dir: PathLike | None = None, download: bool = True,
     ) -> None:
+        if name is None:
+            raise ValueError(f"PlanetoidGraph: no dataset name; pass name= (one of "
+                             f"{', '.join(PLANETOID_NAMES)})")
         name = _canonical_name(name)
         self.allow_download = bool(download) and not offline()
         data = resolve_data_dir(data_dir)
@@ -203,7 +216,7 @@ def load_planetoid(
     """The graph of a Planetoid set (``data.name: cora`` / ``citeseer``), cached under
     ``root/Planetoid/``, with ``node_mask`` selecting the nodes of ``split``
     (:func:`~graph_transformers.data.generated.split_mask`, then ``transform``)."""
-    return PlanetoidGraph(name, root=str(Path(root) / "Planetoid"), data_dir=data_dir,
+    return PlanetoidGraph(str(Path(root) / "Planetoid"), name, data_dir=data_dir,
                           pre_transform=pre_transform, force_reload=force_reload,
                           transform=split_mask(split, transform))
 

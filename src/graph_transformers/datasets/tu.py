@@ -93,6 +93,7 @@ from ..data.cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transfo
 from ..data.download import OFFLINE_ENV, fetch_url, offline
 from ..data.generated import (SPLITS, PathLike, Transform, chain, check_split,
                               stratified_kfold)
+from ..data.legacy import accepts_old_order, name_first
 from ..data.registry import DatasetSpec
 
 log = logging.getLogger(__name__)
@@ -471,18 +472,22 @@ class TU(TUDataset):
     in ``root/splits/``. The dataset then holds only the graphs of ``split`` / ``fold``, in the
     order of the split's id list (:attr:`indices_in_full` gives their positions in the full set).
 
+    Arguments in PyG's order (``TUDataset(root, name, ...)``); the old order ``TU(name, root,
+    split, fold, data_dir, ...)`` still works until release 0.3, with a ``FutureWarning``
+    (:mod:`graph_transformers.data.legacy`).
+
     Args:
+        root (str or PathLike, optional): cache directory.
         name (str): ``"MUTAG"``, ``"ENZYMES"`` or ``"NCI1"`` (case-insensitive); another TU name
             works too (from ``DATA_DIR/TU/<NAME>.zip`` or TUDataset's download), split by its
             own index files in ``DATA_DIR/TU/`` where present, else by the generated folds.
-        root (str or PathLike, optional): cache directory.
         split (str): ``"train"``, ``"val"`` or ``"test"``.
+        transform, pre_transform (callable, optional): as in PyG.
+        force_reload (bool): re-process the raw files.
         fold (int): cross-validation fold ``0..9`` (``0..L-1`` with another name's own index
             files of ``L`` lines).
         data_dir (str or PathLike, optional): data directory holding ``TU/`` (default
             ``$GRAPH_TRANSFORMERS_DATA``; ``None`` → download).
-        transform, pre_transform (callable, optional): as in PyG.
-        force_reload (bool): re-process the raw files.
         use_node_attr (bool, optional): keep the continuous node attributes in ``x``; default
             ``True`` for datasets that have them (ENZYMES), else ``False``.
         use_edge_attr (bool): keep continuous edge attributes (none of the three has any).
@@ -503,8 +508,8 @@ class TU(TUDataset):
             ``{"rule": "stratified_folds", "seed", "num_folds", "fold"}``.
 
     Raises:
-        ValueError: unknown ``split``, ``fold`` outside ``0..9`` (or outside the index files'
-            lines), a raw file or split file whose sha256 is not the pinned one, a malformed
+        ValueError: no ``name``, unknown ``split``, ``fold`` outside ``0..9`` (or outside the
+            index files' lines), a raw file or split file whose sha256 is not the pinned one, a malformed
             split file (:func:`check_index_folds`), or one or two of a name's three index files
             without the others.
         DataNotFoundError: the raw files (or the ENZYMES split files) are neither local nor
@@ -515,13 +520,19 @@ class TU(TUDataset):
     level = "graph"
     task = "graph_classification"
 
+    @accepts_old_order(("name", "root", "split", "fold", "data_dir", "transform",
+                        "pre_transform", "force_reload"),
+                       name_first(lambda v: isinstance(v, str) and v.upper() in TU_NAMES),
+                       "TU(root, name, split, fold=..., data_dir=...)")
     def __init__(
-        self, name: str, root: PathLike | None = None, split: str = "train", fold: int = 0,
-        data_dir: PathLike | None = None, transform: Transform = None,
-        pre_transform: Transform = None, force_reload: bool = False, *,
-        use_node_attr: bool | None = None, use_edge_attr: bool = False,
-        split_seed: int = TU_SPLIT_SEED, download: bool = True,
+        self, root: PathLike | None = None, name: str | None = None, split: str = "train",
+        transform: Transform = None, pre_transform: Transform = None, force_reload: bool = False,
+        *, fold: int = 0, data_dir: PathLike | None = None, use_node_attr: bool | None = None,
+        use_edge_attr: bool = False, split_seed: int = TU_SPLIT_SEED, download: bool = True,
     ) -> None:
+        if name is None:
+            raise ValueError(f"TU: no dataset name; pass name= (one of {', '.join(TU_NAMES)}, "
+                             "or another TU name)")
         check_split("TU", split)
         name = _canonical_name(str(name))
         self.split = split
@@ -729,7 +740,7 @@ def load_tu(
         _log_features(name, featureless, node_features, cap)
     if auto_constant:
         transform = chain(Constant(value=1.0), transform)
-    return TU(name, root=str(Path(root) / "TU"), split=split, fold=fold, data_dir=data_dir,
+    return TU(str(Path(root) / "TU"), name, split=split, fold=fold, data_dir=data_dir,
               pre_transform=chain(features, pre_transform), transform=transform,
               force_reload=force_reload)
 
@@ -753,7 +764,7 @@ def tu_spec(name: str, data_dir: Any = None, cache_dir: Any = None, node_feature
     """
     if max_degree is not None:
         CappedOneHotDegree(max_degree)  # ValueError naming the key
-    full = TU(name, root=str(resolve_cache_dir(cache_dir) / "TU"), split="train", fold=0,
+    full = TU(str(resolve_cache_dir(cache_dir) / "TU"), name, split="train", fold=0,
               data_dir=data_dir)
     own = int(full.num_features)
     cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree

@@ -1000,7 +1000,7 @@ def load_moleculenet(
         locate_ogb(ogb_name, resolve_data_dir(data_dir), base, download=True)
         require("ogb.graphproppred", f"reading the published {ogb_name} files")
         from .ogb import OGBGraphPropPred  # imports OGB, an optional dependency
-        return OGBGraphPropPred(ogb_name, split, data_dir=data_dir, root=base,
+        return OGBGraphPropPred(ogb_name, base, split, data_dir=data_dir,
                                 transform=transform, pre_transform=pre_transform)
     require("rdkit", f"the {name} dataset")
     return MoleculeNetCSV(root=str(Path(root) / "MoleculeNet"), name=name, split=split,

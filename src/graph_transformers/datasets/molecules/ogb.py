@@ -34,7 +34,8 @@ from torch_geometric.data.data import Data, DataEdgeAttr, DataTensorAttr
 from torch_geometric.data.storage import GlobalStorage
 
 from ...data.cache import cache_file_problem, pre_transform_key, record_cache_file, resolve_data_dir
-from ...data.generated import PathLike, Transform
+from ...data.generated import SPLITS, PathLike, Transform
+from ...data.legacy import accepts_old_order
 from ..canonical import (OGB_DATASETS, canonical_root, files_tag, locate_ogb, ogb_folder,
                          with_fields)
 
@@ -62,13 +63,18 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
     Each graph: ``x`` ``LongTensor [N, 9]``, ``edge_index`` ``LongTensor [2, E]``,
     ``edge_attr`` ``LongTensor [E, 3]``, ``y`` ``FloatTensor [1, 1]``.
 
+    Arguments in OGB's order (``PygGraphPropPredDataset(name, root, transform,
+    pre_transform)``), with ``split`` after ``root``; the old order ``OGBGraphPropPred(name,
+    split, data_dir, root, ...)`` still works until release 0.3, with a ``FutureWarning``
+    (:mod:`graph_transformers.data.legacy`).
+
     Args:
         name (str): a key of :data:`~graph_transformers.datasets.canonical.OGB_DATASETS`.
-        split (str): ``"train"``, ``"val"`` (OGB's ``valid``) or ``"test"``.
-        data_dir: where OGB's folder is looked for (default ``$GRAPH_TRANSFORMERS_DATA``).
         root: processing and download folder (default
             :func:`~graph_transformers.datasets.canonical.canonical_root`).
+        split (str): ``"train"``, ``"val"`` (OGB's ``valid``) or ``"test"``.
         transform, pre_transform: as in PyG.
+        data_dir: where OGB's folder is looked for (default ``$GRAPH_TRANSFORMERS_DATA``).
         download (bool): allow downloading OGB's archive (also disabled by
             ``$GRAPH_TRANSFORMERS_OFFLINE``).
 
@@ -82,10 +88,14 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
         DataNotFoundError: the files are neither local nor downloadable.
     """
 
+    @accepts_old_order(("name", "split", "data_dir", "root", "transform", "pre_transform"),
+                       lambda args, kwargs: (len(args) >= 2 and "split" not in kwargs
+                                             and args[1] in SPLITS),
+                       "OGBGraphPropPred(name, root, split, data_dir=...)")
     def __init__(
-        self, name: str = "ogbg-molhiv", split: str = "train", data_dir: PathLike | None = None,
-        root: PathLike | None = None, transform: Transform = None, pre_transform: Transform = None,
-        *, download: bool = True,
+        self, name: str = "ogbg-molhiv", root: PathLike | None = None, split: str = "train",
+        transform: Transform = None, pre_transform: Transform = None, *,
+        data_dir: PathLike | None = None, download: bool = True,
     ) -> None:
         if split not in _OGB_SPLIT:
             raise ValueError(f"{name}: split must be one of {tuple(_OGB_SPLIT)}, got {split!r}")

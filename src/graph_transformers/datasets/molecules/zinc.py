@@ -57,6 +57,7 @@ from ...data.cache import (DATA_ENV, DataNotFoundError, KeyedCacheDataset, check
                            write_cache_json)
 from ...data.download import OFFLINE_ENV, fetch_url, offline
 from ...data.generated import SPLITS, PathLike, Transform, check_split
+from ...data.legacy import accepts_old_order
 from ...data.registry import DatasetSpec
 from ..canonical import (PublishedFiles, canonical_root, dir_with, download_blocked, files_tag,
                          link_together, looked, published_or_generated, with_fields)
@@ -923,10 +924,15 @@ class CanonicalZINC(PublishedFiles, PyGZINC):
     (``DATA_DIR/ZINC/subset/processed/{train,val,test}.pt``) are accepted instead of the raw
     files.
 
+    Arguments in PyG's order (``ZINC(root, subset, split, ...)``, ``subset=True`` here); the old
+    order ``CanonicalZINC(split, data_dir, root, ...)`` still works until release 0.3, with a
+    ``FutureWarning`` (:mod:`graph_transformers.data.legacy`).
+
     Args:
+        root: processing and download folder (default ``canonical_root()``).
         split (str): ``"train"``, ``"val"`` or ``"test"``.
-        data_dir, root, transform, pre_transform, download, force_reload: as in
-            :class:`GNNBenchmark`.
+        transform, pre_transform, force_reload, data_dir, download: as in
+            :class:`~graph_transformers.datasets.canonical.GNNBenchmark`.
 
     Attributes:
         provenance (dict): ``{split: "exact"}``.
@@ -936,10 +942,13 @@ class CanonicalZINC(PublishedFiles, PyGZINC):
         DataNotFoundError: the files are neither local nor downloadable.
     """
 
+    @accepts_old_order(("split", "data_dir", "root", "transform", "pre_transform"),
+                       lambda args, kwargs: "split" not in kwargs and args[0] in SPLITS,
+                       "CanonicalZINC(root, split, data_dir=...)")
     def __init__(
-        self, split: str = "train", data_dir: PathLike | None = None, root: PathLike | None = None,
-        transform: Transform = None, pre_transform: Transform = None, *, download: bool = True,
-        force_reload: bool = False,
+        self, root: PathLike | None = None, split: str = "train", transform: Transform = None,
+        pre_transform: Transform = None, force_reload: bool = False, *,
+        data_dir: PathLike | None = None, download: bool = True,
     ) -> None:
         check_split("ZINC", split)
         base = (Path(root).expanduser() if root is not None else canonical_root()) / "ZINC"

@@ -1,8 +1,9 @@
 """The parity harness (benchmarks/parity): its missing-checkout message, the GRPE adapter's input
 conversion, a one-epoch smoke of the shared training loop on a tiny synthetic stand-in for an
-official checkout, and, when ``$GT_PARITY_EGT`` / ``$GT_PARITY_GRPE`` / ``$GT_PARITY_GPS`` point at
-official checkouts, each real adapter against our model on synthetic ZINC-like graphs. No network,
-no benchmark data."""
+official checkout, and, when ``$GT_PARITY_EGT`` / ``$GT_PARITY_GRPE`` / ``$GT_PARITY_GPS`` /
+``$GT_PARITY_GRIT`` point at official checkouts, each real adapter against our model on synthetic
+ZINC-like graphs (GRIT also with our weights copied into the official model). No network, no
+benchmark data."""
 from __future__ import annotations
 
 import json
@@ -20,10 +21,10 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "parity"))
 import adapters  # noqa: E402
 import parity  # noqa: E402
 from graph_transformers.data.registry import resolve_spec  # noqa: E402
-from graph_transformers.encodings import AddShortestPaths  # noqa: E402
+from graph_transformers.encodings import AddRRWP, AddShortestPaths  # noqa: E402
 from graph_transformers.encodings.rwse import AddRWSE  # noqa: E402
 from graph_transformers.encodings.svd import AddSVDPE  # noqa: E402
-from graph_transformers.models import count_parameters  # noqa: E402
+from graph_transformers.models import GRIT, count_parameters  # noqa: E402
 from graph_transformers.training.config import build_config, load_yaml  # noqa: E402
 from graph_transformers.training.module import split_output  # noqa: E402
 
@@ -40,8 +41,8 @@ def molecule(n: int, seed: int) -> Data:
 
 
 def synthetic_zinc(count: int = 24) -> list[Data]:
-    """ZINC-like graphs with every encoding the three configs use."""
-    tfs = [AddShortestPaths(5), AddRWSE(20), AddSVDPE(8)]
+    """ZINC-like graphs with every encoding the four configs use."""
+    tfs = [AddShortestPaths(5), AddRWSE(20), AddSVDPE(8), AddRRWP(21)]
     out = []
     for k in range(count):
         d = molecule(6 + k % 7, k)
@@ -228,14 +229,22 @@ def test_resume_keeps_official_runs_when_only_our_layer_changes(tmp_path):
 
 
 # ------------------------------------------------------- the real official code, when given
-@pytest.mark.parametrize("model", ["egt", "grpe", "gps"])
-def test_official_adapter(model):
-    env = adapters.OFFICIAL[model]["env"]
+def official_checkout(model: str, what: str) -> Path:
+    """The checkout ``$GT_PARITY_<MODEL>`` names; skips the test, saying which variable to set,
+    when it is unset or the path does not exist (a path without the official files fails)."""
+    env, repo = adapters.OFFICIAL[model]["env"], adapters.OFFICIAL[model]["repo"]
     path = os.environ.get(env)
     if not path:
-        pytest.skip(f"${env} not set: point it at a checkout of "
-                    f"{adapters.OFFICIAL[model]['repo']} to test the {model} adapter")
-    path = adapters.check_checkout(model, path)
+        pytest.skip(f"${env} not set: point it at a checkout of {repo} to test {what}")
+    if not Path(path).expanduser().exists():
+        pytest.skip(f"${env}={path} does not exist: point it at a checkout of {repo} to test "
+                    f"{what}")
+    return adapters.check_checkout(model, path)
+
+
+@pytest.mark.parametrize("model", ["egt", "grpe", "gps", "grit"])
+def test_official_adapter(model):
+    path = official_checkout(model, f"the {model} adapter")
     config, _ = parity.parity_config(ROOT / parity.CONFIGS[model], 1, None)
     spec = resolve_spec(config.data)
     graphs = synthetic_zinc(8)
@@ -309,3 +318,113 @@ def test_post_norm_gps_layer_equals_the_official_layer():
     e = torch.randn(ei.size(1), d, generator=g, dtype=torch.float64)
     want = official(SimpleNamespace(x=x, edge_index=ei, edge_attr=e, batch=batch)).x
     torch.testing.assert_close(ours(x, ei, e, batch), want, rtol=1e-10, atol=1e-10)
+
+
+# ------------------------------------------------------- GRIT
+def test_grit_dependency_stand_ins_compute_what_the_packages_compute():
+    """The stand-ins the GRIT import uses where torch_scatter / torch_sparse / opt_einsum are not
+    installed, against direct computations (no checkout needed)."""
+    g = torch.Generator().manual_seed(0)
+    src = torch.randn(7, 3, 2, generator=g)
+    index = torch.tensor([0, 2, 2, 0, 4, 2, 0])
+    want = torch.zeros(5, 3, 2).index_add_(0, index, src)
+    torch.testing.assert_close(adapters._scatter(src, index, dim=0, reduce="add"), want)
+    out = torch.ones(5, 3, 2)
+    assert adapters._scatter(src, index, 0, out=out, reduce="add") is out  # in place, as
+    torch.testing.assert_close(out, want + 1)                            # torch_scatter
+    assert adapters._scatter_add(src, index, 0).shape == (5, 3, 2)       # index.max() + 1 rows
+    assert adapters._scatter_add(src, index, 0, dim_size=6).shape == (6, 3, 2)
+    mx = adapters._scatter_max(src, index, dim=0, dim_size=6)[0]
+    for row in range(6):
+        sel = src[index == row]
+        torch.testing.assert_close(mx[row], sel.max(0).values if len(sel) else torch.zeros(3, 2))
+    ones = torch.ones(4, dtype=torch.long)
+    counts = adapters._scatter(ones, torch.tensor([1, 1, 0, 2]), 0, dim_size=4, reduce="add")
+    assert counts.tolist() == [1, 2, 1, 0]
+    # torch_sparse.coalesce: sorted by (row, column), duplicates summed
+    idx = torch.tensor([[2, 0, 2, 1, 0], [1, 3, 1, 0, 3]])
+    val = torch.arange(10.0).view(5, 2)
+    out_idx, out_val = adapters._coalesce(idx, val, 3, 4, op="add")
+    assert out_idx.tolist() == [[0, 1, 2], [3, 0, 1]]
+    assert out_val.tolist() == [[2 + 8, 3 + 9], [6, 7], [0 + 4, 1 + 5]]
+    a, b = torch.randn(5, 4, 3, generator=g), torch.randn(3, 4, 2, generator=g)
+    torch.testing.assert_close(adapters._contract("ehd, dhc->ehc", a, b, backend="torch"),
+                               torch.einsum("ehd,dhc->ehc", a, b))
+    node = adapters._CfgNode(attn=adapters._CfgNode(clamp=5.0))
+    assert node.attn.get("clamp") == 5.0 and node.get("rezero", False) is False
+    with pytest.raises(AttributeError):
+        node.missing
+
+
+def copy_grit_weights(ours: GRIT, official: torch.nn.Module) -> None:
+    """Our GRIT's weights into the official model (the layout of docs/grit.md)."""
+    with torch.no_grad():
+        official.encoder.node_encoder.encoder.weight.copy_(ours.node_encoder.embeddings[0].weight)
+        official.encoder.edge_encoder.encoder.weight.copy_(ours.edge_encoder.embeddings[0].weight)
+        official.rrwp_abs_encoder.fc.weight.copy_(ours.rrwp_node.weight)
+        official.rrwp_rel_encoder.fc.weight.copy_(ours.rrwp_pair.weight)
+        for mine, theirs in zip(ours.layers, official.layers):
+            att = theirs.attention
+            linears = [(mine.q, att.Q), (mine.k, att.K), (mine.v, att.V), (mine.e, att.E),
+                       (mine.out_h, theirs.O_h), (mine.ffn1, theirs.FFN_h_layer1),
+                       (mine.ffn2, theirs.FFN_h_layer2)]
+            if mine.edge_output:
+                linears.append((mine.out_e, theirs.O_e))
+            for a, b in linears:
+                b.weight.copy_(a.weight)
+                if a.bias is not None:
+                    b.bias.copy_(a.bias)
+            att.Aw.copy_(mine.attn_weight.t().unsqueeze(-1))              # [d', H, 1]
+            att.VeRow.copy_(mine.value_edge.permute(1, 0, 2))             # [d', H, d']
+            theirs.deg_coef.copy_(mine.degree_coef.t().unsqueeze(0))      # [1, D, 2]
+            norms = [(mine.norm1_h, theirs.batch_norm1_h), (mine.norm2_h, theirs.batch_norm2_h)]
+            if mine.edge_output:
+                norms.append((mine.norm1_e, theirs.batch_norm1_e))
+            for a, b in norms:
+                b.load_state_dict(a.state_dict())
+        for a, b in zip(ours.head.mlp[::2], official.post_mp.FC_layers):
+            b.weight.copy_(a.weight)
+            b.bias.copy_(a.bias)
+
+
+def test_official_grit_trains_the_parameters_ours_has():
+    """The ZINC config: the official model has our parameters plus its last layer's O_e and
+    pair BatchNorm (D² + D + 2D = 4,288), which get no gradient (nothing reads that layer's pair
+    output); the parameters that do are as many as ours."""
+    path = official_checkout("grit", "the GRIT adapter")
+    config, schedule = parity.parity_config(ROOT / parity.CONFIGS["grit"], 40, None)
+    assert schedule["name"] == "cosine" and schedule["warmup_epochs"] == 1   # 50 of 2000
+    spec = resolve_spec(config.data)
+    graphs = synthetic_zinc(6)
+    ours = parity.make_model(config, spec, graphs)
+    official = parity.build_official("grit", path, config, spec)
+    D = config.model.hidden_dim
+    assert count_parameters(official) == count_parameters(ours) + D * D + D + 2 * D
+    official.train()
+    official(Batch.from_data_list(graphs)).sum().backward()
+    trained = sum(p.numel() for p in official.parameters() if p.grad is not None)
+    assert trained == count_parameters(ours)
+    assert official.layers[-1].O_e.weight.grad is None
+
+
+def test_official_grit_equals_ours_with_the_same_weights():
+    """With our weights copied into the official model (float64, training mode: BatchNorm on
+    the batch's statistics, no dropout), the two predict the same, and the adapter's conversion
+    of our RRWP to the official rrwp_index / rrwp_val gives the official layers our pairs."""
+    path = official_checkout("grit", "the GRIT adapter against our GRIT")
+    torch.manual_seed(0)
+    D, L, H, K = 32, 3, 4, 21
+    ours = GRIT(D, L, H, out_dim=1, num_node_types=28, num_edge_types=4, walk_length=K,
+                attn_dropout=0.0).double().train()
+    official = adapters.build_official_grit(
+        path, hidden_dim=D, num_layers=L, num_heads=H, num_node_types=28, num_edge_types=4,
+        walk_length=K, attn_dropout=0.0).double().train()
+    copy_grit_weights(ours, official)
+    graphs = synthetic_zinc(7)
+    graphs[3].edge_index = graphs[3].edge_index[:, :2]   # a graph with unreachable pairs:
+    graphs[3].edge_attr = graphs[3].edge_attr[:2]        # padded with zero-valued pairs
+    graphs[3] = AddRRWP(K)(graphs[3])
+    batch = Batch.from_data_list(graphs)
+    for key in ("rrwp", "rrwp_pair"):
+        batch[key] = batch[key].double()
+    torch.testing.assert_close(official(batch), ours(batch), rtol=1e-10, atol=1e-10)

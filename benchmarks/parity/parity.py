@@ -1,6 +1,6 @@
 """Same-budget parity: the official implementation's model and ours, trained identically on ZINC.
 
-For one model (``egt``, ``grpe`` or ``gps``) and each seed, both sides get
+For one model (``egt``, ``grpe``, ``gps`` or ``grit``) and each seed, both sides get
 
 * the same data: the library's ZINC loader (reconstructed train split, exact val/test) with the
   encodings of the model's config (``configs/zinc/*.yaml``), the same training batches in the
@@ -19,8 +19,8 @@ evaluated on val and test; the report compares them at equal epochs (the last), 
 validation curves of every seed, and gives a verdict (:func:`verdict`).
 
 Usage:
-    python benchmarks/parity/parity.py {egt,grpe,gps} --official PATH [--epochs 40] [--seeds 2]
-        [--data-dir ../shared/data] [--out results/parity] [--threads 2] [--device auto]
+    python benchmarks/parity/parity.py {egt,grpe,gps,grit} --official PATH [--epochs 40]
+        [--seeds 2] [--data-dir ../shared/data] [--out results/parity] [--threads 2] [--device auto]
         [--limit-train-graphs N] [--limit-eval-graphs N] [--config configs/zinc/...yaml]
         [--schedule compressed] [--resume]
 
@@ -61,7 +61,8 @@ import lightning as L  # noqa: E402
 from torch_geometric.loader import DataLoader  # noqa: E402
 
 from adapters import (OFFICIAL, OfficialCodeError, build_official_egt,  # noqa: E402
-                      build_official_gps, build_official_grpe, check_checkout, official_commit)
+                      build_official_gps, build_official_grit, build_official_grpe,
+                      check_checkout, official_commit)
 from graph_transformers.fileio import atomic_write_text  # noqa: E402
 from graph_transformers.data.registry import load_splits, resolve_spec  # noqa: E402
 from graph_transformers.data.sampler import SizeBucketBatchSampler, graph_sizes  # noqa: E402
@@ -76,7 +77,7 @@ log = logging.getLogger("parity")
 
 #: default config of each model: the rows whose paper budgets do not fit this machine
 CONFIGS = {"egt": "configs/zinc/egt_spe_do_100k.yaml", "grpe": "configs/zinc/grpe_small.yaml",
-           "gps": "configs/zinc/gps.yaml"}
+           "gps": "configs/zinc/gps.yaml", "grit": "configs/zinc/grit.yaml"}
 
 
 # ----------------------------------------------------------------------------------- config
@@ -135,6 +136,17 @@ def build_official(model: str, path: Path, config: Config, spec) -> torch.nn.Mod
             num_node_types=spec.node_types, num_edge_types=spec.edge_types,
             walk_length=config.encodings.rwse.walk_length, pe_embed_dim=m.pe_embed_dim,
             dropout=m.dropout, attn_dropout=m.attn_dropout, mlp_layers=m.mlp_layers)
+    if model == "grit":
+        if m.head != "halving" or not m.use_edge_features:
+            raise ValueError("the official GRIT adapter builds ZINC's model: head 'halving' "
+                             "(san_graph) and edge features (TypeDictEdge)")
+        return build_official_grit(
+            path, hidden_dim=m.hidden_dim, num_layers=m.num_layers, num_heads=m.num_heads,
+            num_node_types=spec.node_types, num_edge_types=spec.edge_types,
+            walk_length=config.encodings.rrwp.walk_length, dropout=m.dropout,
+            attn_dropout=m.attn_dropout, clamp=m.clamp, deg_scaler=m.deg_scaler,
+            edge_update=m.edge_update, full_attention=m.full_attention, norm=m.norm,
+            readout=m.readout, mlp_layers=m.mlp_layers)
     raise ValueError(f"unknown model {model!r}; known: {sorted(CONFIGS)}")
 
 
@@ -307,6 +319,9 @@ OFFICIAL_MODEL_KEYS = {
              "attn_dropout", "input_noise", "share_encodings", "mlp_layers"),
     "gps": ("name", "hidden_dim", "num_layers", "num_heads", "pe_embed_dim", "dropout",
             "attn_dropout", "mlp_layers"),
+    "grit": ("name", "hidden_dim", "num_layers", "num_heads", "use_edge_features",
+             "full_attention", "dropout", "attn_dropout", "clamp", "deg_scaler", "edge_update",
+             "norm", "readout", "mlp_layers", "head"),
 }
 
 
@@ -463,7 +478,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("model", choices=sorted(CONFIGS))
     p.add_argument("--official", default=None,
                    help="path to a local checkout of the official repository (default: "
-                        "$GT_PARITY_EGT / $GT_PARITY_GRPE / $GT_PARITY_GPS)")
+                        "$GT_PARITY_EGT / $GT_PARITY_GRPE / $GT_PARITY_GPS / $GT_PARITY_GRIT)")
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--seeds", type=int, default=2, help="number of seeds (seed0, seed0+1, …)")
     p.add_argument("--seed0", type=int, default=0)

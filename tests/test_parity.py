@@ -25,7 +25,7 @@ from graph_transformers.encodings import AddRRWP, AddShortestPaths  # noqa: E402
 from graph_transformers.encodings.rwse import AddRWSE  # noqa: E402
 from graph_transformers.encodings.svd import AddSVDPE  # noqa: E402
 from graph_transformers.models import GRIT, count_parameters  # noqa: E402
-from graph_transformers.training.config import build_config, load_yaml  # noqa: E402
+from graph_transformers.training.config import load_yaml  # noqa: E402
 from graph_transformers.training.module import split_output  # noqa: E402
 
 

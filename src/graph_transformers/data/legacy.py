@@ -1,7 +1,7 @@
 """The dataset classes' old argument orders, accepted for one release.
 
 The dataset classes take PyG's order, ``(root, [name], split, transform, pre_transform,
-force_reload, *, ...)`` (issue 27). Until release 0.3 they also take the order they had before
+force_reload, *, ...)`` (issue 27). For one more release they also take the order they had before
 (``TU(name, root, split, fold, ...)``, ``PlanetoidGraph(name, root, ...)``,
 ``GNNBenchmark(name, split, data_dir, root, ...)``, ``CanonicalZINC(split, data_dir, root,
 ...)``) where a call can be told apart from the new one. Such calls give the same dataset, with
@@ -9,14 +9,18 @@ a :class:`FutureWarning` that shows the new call.
 """
 from __future__ import annotations
 
-import functools
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-#: the release in which the old argument orders stop being accepted
-REMOVED_IN = "0.3"
+import torch_geometric
+
+from ..core.deprecation import legacy_init
+
+#: frames the warning skips: the dataset framework, the dataset classes and PyG's datasets
+_SKIP = (os.path.dirname(os.path.abspath(__file__)),
+         os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "datasets"),
+         os.path.dirname(os.path.abspath(torch_geometric.__file__)))
 
 
 def looks_like_path(value: Any) -> bool:
@@ -49,32 +53,15 @@ def name_first(is_name: Callable[[Any], bool]) -> Callable[[tuple, dict], bool]:
 def accepts_old_order(old: Sequence[str], is_old: Callable[[tuple, dict], bool],
                       new_call: str) -> Callable:
     """Decorates a dataset's ``__init__`` (in PyG's order) so that a call in the old positional
-    order ``old`` still works, with a :class:`FutureWarning`, where ``is_old(args, kwargs)``
-    tells it apart. ``new_call`` is how the call is written now, for the warning.
+    order ``old`` still works, with a :class:`FutureWarning` naming the caller's line, where
+    ``is_old(args, kwargs)`` tells it apart (:func:`graph_transformers.core.deprecation.
+    legacy_init`). ``new_call`` is how the call is written now, for the warning.
 
     Raises:
         TypeError: an old-order call that also passes one of its positional parameters by
             keyword, or more positional arguments than the old order had.
     """
-    old = tuple(old)
-
-    def decorate(init: Callable) -> Callable:
-        @functools.wraps(init)
-        def wrapper(self, *args: Any, **kwargs: Any) -> None:
-            if args and is_old(args, kwargs):
-                cls = type(self).__name__
-                if len(args) > len(old):
-                    raise TypeError(f"{cls}: {len(args)} positional arguments in the old order "
-                                    f"({', '.join(old)}); pass the others by keyword")
-                named = dict(zip(old, args))
-                both = sorted(set(named) & set(kwargs))
-                if both:
-                    raise TypeError(f"{cls}: {', '.join(both)} given both by position (old order "
-                                    f"{', '.join(old)}) and by keyword")
-                warnings.warn(f"{cls}({', '.join(old[:len(args)])}, ...) is the old argument "
-                              f"order, accepted until release {REMOVED_IN}; write {new_call} "
-                              "(PyG's order) or pass keywords", FutureWarning, stacklevel=2)
-                return init(self, **named, **kwargs)
-            return init(self, *args, **kwargs)
-        return wrapper
-    return decorate
+    def legacy(args: tuple, kwargs: dict) -> bool:
+        return bool(args) and is_old(args, kwargs)
+    return legacy_init(tuple(old), new_form=f"{new_call} (PyG's order) or pass keywords",
+                       see="docs/adding_a_dataset.md", skip=_SKIP, is_legacy=legacy)

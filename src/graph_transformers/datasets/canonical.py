@@ -507,7 +507,7 @@ class GNNBenchmark(PublishedFiles, GNNBenchmarkDataset):
     graphs (``indices``, as :class:`~graph_transformers.datasets.synthetic.csl.CSL`).
 
     Arguments in PyG's order (``GNNBenchmarkDataset(root, name, split, ...)``); the old order
-    ``GNNBenchmark(name, split, data_dir, root, ...)`` still works until release 0.3, with a
+    ``GNNBenchmark(name, split, data_dir, root, ...)`` still works for one more release, with a
     ``FutureWarning`` (:mod:`graph_transformers.data.legacy`).
 
     Args:

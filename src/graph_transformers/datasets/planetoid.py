@@ -117,7 +117,7 @@ class PlanetoidGraph(Planetoid):
     in ``root/<Name>/processed/<pre_transform_key(pre_transform)>/data.pt``.
 
     Arguments in PyG's order (``Planetoid(root, name, ...)``); the old order
-    ``PlanetoidGraph(name, root, data_dir, ...)`` still works until release 0.3, with a
+    ``PlanetoidGraph(name, root, data_dir, ...)`` still works for one more release, with a
     ``FutureWarning`` (:mod:`graph_transformers.data.legacy`).
 
     Args:

@@ -473,7 +473,7 @@ class TU(TUDataset):
     order of the split's id list (:attr:`indices_in_full` gives their positions in the full set).
 
     Arguments in PyG's order (``TUDataset(root, name, ...)``); the old order ``TU(name, root,
-    split, fold, data_dir, ...)`` still works until release 0.3, with a ``FutureWarning``
+    split, fold, data_dir, ...)`` still works for one more release, with a ``FutureWarning``
     (:mod:`graph_transformers.data.legacy`).
 
     Args:

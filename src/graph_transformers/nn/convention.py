@@ -16,29 +16,21 @@ keep the call forms it replaced working for one release, with a ``FutureWarning`
 """
 from __future__ import annotations
 
-import functools
-import inspect
 import os
-import sys
-import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
 
+from ..core import deprecation as _core
+
 _NN_DIR = os.path.dirname(os.path.abspath(__file__))
-_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 
 
 def warn_deprecated(message: str) -> None:
     """A ``FutureWarning`` attributed to the first caller outside ``torch`` and this package's
     ``nn`` (the user's line, not the layer's)."""
-    frame, level = sys._getframe(1), 2
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
-            (_NN_DIR, _TORCH_DIR)):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message + " (deprecated: removed in the next release; see docs/layers.md)",
-                  FutureWarning, stacklevel=level)
+    _core.warn_deprecated(message, see="docs/layers.md", skip=(_NN_DIR,))
 
 
 def ffn_width(dim: int, multiplier: float) -> int:
@@ -71,7 +63,9 @@ def legacy_init(old_order: Sequence[str], *, new_form: str,
                 is_legacy: Callable[[tuple, dict], bool] | None = None,
                 resolve: Callable[[tuple, dict], tuple[tuple, dict]] | None = None,
                 renamed: Sequence[tuple[str, Callable[[tuple, dict], None]]] = ()):
-    """Decorator of a layer's ``__init__`` that accepts the positional order it replaced.
+    """Decorator of a layer's ``__init__`` that accepts the positional order it replaced
+    (:func:`graph_transformers.core.deprecation.legacy_init`, its warnings pointing at
+    ``docs/layers.md`` and at the caller's line outside ``nn``).
 
     Args:
         old_order: the old constructor's parameter names, in order.
@@ -83,41 +77,10 @@ def legacy_init(old_order: Sequence[str], *, new_form: str,
             valid without a warning (``GPSLayer(channels, conv, heads)``).
         renamed: ``(old keyword, fix)`` pairs; ``fix(args, kwargs)`` rewrites ``kwargs`` in
             place (with a warning).
-
-    Old-order calls are mapped by name onto the new signature with a ``FutureWarning``; a name
-    given both positionally and by keyword is a ``TypeError``.
     """
-    def decorate(init):
-        params = list(inspect.signature(init).parameters.values())[1:]
-        num_positional = sum(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
-
-        @functools.wraps(init)
-        def wrapper(self, *args, **kwargs):
-            if resolve is not None:
-                args, kwargs = resolve(args, kwargs)
-            legacy = (is_legacy(args, kwargs) if is_legacy is not None
-                      else len(args) > num_positional)
-            if legacy:
-                name = type(self).__name__
-                if len(args) > len(old_order):
-                    raise TypeError(f"{name}() takes at most {len(old_order)} positional "
-                                    f"arguments in its old order, got {len(args)}")
-                named = dict(zip(old_order, args))
-                both = sorted(set(named) & set(kwargs))
-                if both:
-                    raise TypeError(f"{name}() got {both} both positionally (old order) and by "
-                                    "keyword")
-                warn_deprecated(f"{name}({', '.join(old_order[:len(args)])}, ...) positionally is "
-                                f"the old order; call {new_form}")
-                args, kwargs = (), {**named, **kwargs}
-            for old, fix in renamed:
-                if old in kwargs:
-                    fix(args, kwargs)  # raises first on a conflict
-                    warn_deprecated(f"{type(self).__name__}({old}=...): use {new_form}")
-            init(self, *args, **kwargs)
-
-        return wrapper
-    return decorate
+    return _core.legacy_init(old_order, new_form=new_form, see="docs/layers.md",
+                             skip=(_NN_DIR,), is_legacy=is_legacy, resolve=resolve,
+                             renamed=renamed)
 
 
 def is_node_batch(t, num_nodes: int) -> bool:

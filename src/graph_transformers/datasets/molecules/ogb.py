@@ -65,7 +65,7 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
 
     Arguments in OGB's order (``PygGraphPropPredDataset(name, root, transform,
     pre_transform)``), with ``split`` after ``root``; the old order ``OGBGraphPropPred(name,
-    split, data_dir, root, ...)`` still works until release 0.3, with a ``FutureWarning``
+    split, data_dir, root, ...)`` still works for one more release, with a ``FutureWarning``
     (:mod:`graph_transformers.data.legacy`).
 
     Args:

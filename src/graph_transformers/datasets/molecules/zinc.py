@@ -925,7 +925,7 @@ class CanonicalZINC(PublishedFiles, PyGZINC):
     files.
 
     Arguments in PyG's order (``ZINC(root, subset, split, ...)``, ``subset=True`` here); the old
-    order ``CanonicalZINC(split, data_dir, root, ...)`` still works until release 0.3, with a
+    order ``CanonicalZINC(split, data_dir, root, ...)`` still works for one more release, with a
     ``FutureWarning`` (:mod:`graph_transformers.data.legacy`).
 
     Args:

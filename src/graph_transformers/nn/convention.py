@@ -63,21 +63,9 @@ def legacy_init(old_order: Sequence[str], *, new_form: str,
                 is_legacy: Callable[[tuple, dict], bool] | None = None,
                 resolve: Callable[[tuple, dict], tuple[tuple, dict]] | None = None,
                 renamed: Sequence[tuple[str, Callable[[tuple, dict], None]]] = ()):
-    """Decorator of a layer's ``__init__`` that accepts the positional order it replaced
-    (:func:`graph_transformers.core.deprecation.legacy_init`, its warnings pointing at
-    ``docs/layers.md`` and at the caller's line outside ``nn``).
-
-    Args:
-        old_order: the old constructor's parameter names, in order.
-        new_form: the new call, for the warning (e.g. ``"EGTLayer(hidden_dim, num_heads, *,
-            edge_dim, ...)"``).
-        is_legacy: ``(args, kwargs) → bool``, whether a call uses the old order; default: more
-            positional arguments than the new signature has.
-        resolve: ``(args, kwargs) → (args, kwargs)`` applied first, for call forms that stay
-            valid without a warning (``GPSLayer(channels, conv, heads)``).
-        renamed: ``(old keyword, fix)`` pairs; ``fix(args, kwargs)`` rewrites ``kwargs`` in
-            place (with a warning).
-    """
+    """Decorator of a layer's ``__init__`` that accepts the positional order it replaced:
+    :func:`graph_transformers.core.deprecation.legacy_init` (same arguments), its warnings
+    pointing at ``docs/layers.md`` and at the caller's line outside ``nn``."""
     return _core.legacy_init(old_order, new_form=new_form, see="docs/layers.md",
                              skip=(_NN_DIR,), is_legacy=is_legacy, resolve=resolve,
                              renamed=renamed)

@@ -45,6 +45,45 @@ def test_cpu_smoke_run_writes_the_reports(tmp_path):
         assert f"| {name} |" in report
 
 
+def test_diagnostic_options_are_recorded_and_restored(tmp_path):
+    """--initial-norm-stats and --deterministic (for the GT-with-edges gap of the first GPU run):
+    recorded in the report, and the global deterministic setting is restored."""
+    import torch
+    before = torch.are_deterministic_algorithms_enabled()
+    out = tmp_path / "diag"
+    rc = device_check.main(["--device", "cpu", "--synthetic", "--tiny", "--batch-size", "4",
+                            "--steps", "1", "--no-epoch", "--models", "gt_edge",
+                            "--initial-norm-stats", "--deterministic", "--out", str(out)])
+    assert torch.are_deterministic_algorithms_enabled() == before
+    result = json.loads((out / "gpu_check.json").read_text())
+    assert rc == 0 and result["norm_statistics"] == "initial"
+    assert result["deterministic_algorithms"] is True
+    report = (out / "gpu_check.md").read_text()
+    assert "at their initial values, deterministic algorithms on" in report
+
+
+def test_calibrate_norms_takes_the_batch_statistics():
+    import torch
+    from torch_geometric.data import Batch
+    graphs = device_check.synthetic_molecules(6, seed=2)
+    bn = torch.nn.BatchNorm1d(3)
+    x = torch.randn(40, 3) * 5 + 2
+
+    class Wrap(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = bn
+
+        def forward(self, batch):
+            return self.bn(batch.x_float)
+    batch = Batch.from_data_list(graphs)
+    batch.x_float = x[:batch.num_nodes]
+    wrap = device_check.calibrate_norms(Wrap(), batch)
+    assert not wrap.training and bn.momentum == 0.1
+    torch.testing.assert_close(bn.running_mean, x[:batch.num_nodes].mean(0))
+    torch.testing.assert_close(bn.running_var, x[:batch.num_nodes].var(0))
+
+
 def test_cli_subcommand_and_unknown_model():
     args = _parser().parse_args(["check-device", "--device", "cpu", "--models", "gt", "egt",
                                  "--no-epoch"])

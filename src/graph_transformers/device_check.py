@@ -416,17 +416,24 @@ def model_configs(names: list[str], config_dir: Path, tiny: bool) -> dict[str, A
 
 def check(args: argparse.Namespace) -> dict:
     """Runs the check (see the module docstring) and returns the result dict. TF32 matrix
-    products are off while it runs (parity in true float32) and restored afterwards."""
+    products are off while it runs (parity in true float32) and, with ``args.deterministic``,
+    PyTorch's deterministic algorithms are on (``warn_only``: an operation without one still
+    runs, with PyTorch's warning); both are restored afterwards."""
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("check-device: --device cuda but torch.cuda.is_available() is False")
     previous = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    was_deterministic = (torch.are_deterministic_algorithms_enabled(),
+                         torch.is_deterministic_algorithms_warn_only_enabled())
     torch.backends.cuda.matmul.allow_tf32 = False  # parity in true float32, restored on return
     torch.backends.cudnn.allow_tf32 = False
+    if getattr(args, "deterministic", False):
+        torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         return _check_models(args, device)
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = previous
+        torch.use_deterministic_algorithms(was_deterministic[0], warn_only=was_deterministic[1])
 
 
 def _check_models(args: argparse.Namespace, device: torch.device) -> dict:
@@ -441,7 +448,8 @@ def _check_models(args: argparse.Namespace, device: torch.device) -> dict:
     configs = model_configs(args.models, Path(args.config_dir), args.tiny)
     data = load_data(configs, args.data_dir, args.batch_size, args.epoch_graphs, args.synthetic)
     workers = loader_options("auto", "auto", "cpu" if device.type == "cpu" else "gpu")
-    result = _environment(device, data, args.tiny)
+    result = _environment(device, data, args.tiny, getattr(args, "calibrate_norms", True),
+                          getattr(args, "deterministic", False))
     for name, cfg in configs.items():
         t0 = time.perf_counter()
         torch.manual_seed(0)
@@ -465,8 +473,10 @@ def _check_models(args: argparse.Namespace, device: torch.device) -> dict:
     return result
 
 
-def _environment(device: torch.device, data: Any, tiny: bool) -> dict[str, Any]:
-    """The head of the result: device, versions, the batch checked, the tolerances."""
+def _environment(device: torch.device, data: Any, tiny: bool, calibrate: bool = True,
+                 deterministic: bool = False) -> dict[str, Any]:
+    """The head of the result: device, versions, the batch checked, the tolerances, where the
+    BatchNorm statistics came from and whether deterministic algorithms were on."""
     batch = data.batch
     return {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else
@@ -475,7 +485,10 @@ def _environment(device: torch.device, data: Any, tiny: bool) -> dict[str, Any]:
         "cuda": torch.version.cuda, "python": platform.python_version(),
         "data": data.source, "batch_graphs": int(batch.num_graphs),
         "batch_nodes": int(batch.num_nodes), "tiny_models": bool(tiny),
-        "tolerances": {"fp32_rel": TOL_FP32, "fp64_rel": TOL_FP64, "bf16_loss_rel": TOL_BF16_LOSS},
+        "tolerances": {"fp32_rel": TOL_FP32, "fp64_rel": TOL_FP64,
+                       "bf16_loss_rel": TOL_BF16_LOSS, "fp32_margin": FP32_MARGIN},
+        "norm_statistics": "batch" if calibrate else "initial",
+        "deterministic_algorithms": bool(deterministic),
         "models": {}}
 
 
@@ -487,7 +500,8 @@ def measure_model(entry: dict[str, Any], model: torch.nn.Module, task: Any,
     against float32, the SDPA kernels that ran, training-step speed in fp32 and bf16, and with
     ``args.epoch`` one epoch's time over ``data.train``."""
     batch = data.batch
-    calibrate_norms(model, batch)
+    if getattr(args, "calibrate_norms", True):
+        calibrate_norms(model, batch)
     entry["parity_fp32"] = parity(model, batch, task, device, torch.float32)
     entry["parity_fp64"] = (parity(model, batch, task, device, torch.float64)
                             if device.type != "mps" else None)
@@ -530,13 +544,18 @@ def markdown(result: dict) -> str:
              f"({result['batch_nodes']} nodes)"
              + (" — **tiny models** (smoke run)" if result["tiny_models"] else "") + ".", "",
              "Parity: relative L2 difference CPU vs device of outputs, loss and the worst "
-             "parameter gradient, eval mode with BatchNorm statistics from the batch; tolerance "
+             "parameter gradient, eval mode with BatchNorm statistics "
+             + ("from the batch" if result.get("norm_statistics", "batch") == "batch"
+                else "at their initial values")
+             + (", deterministic algorithms on" if result.get("deterministic_algorithms")
+                else "") + "; tolerance "
              f"{TOL_FP32:g} (float32, TF32 off; for gradients {FP32_MARGIN:g}× float32's own "
              "error where larger: the CPU's float32 gradients against its float64 ones, "
-             f"column 'fp32 own') and {TOL_FP64:g} (float64). bf16: autocast loss vs float32 loss, tolerance "
+             f"column 'fp32 own') and {TOL_FP64:g} (float64). bf16: autocast loss vs float32 "
+             "loss, tolerance "
              f"{TOL_BF16_LOSS:g}; bf16 grad Δ: relative L2 over all gradients together.", "",
-             "| model | params | fp32 out / grad | fp32 own | fp64 out / grad | bf16 loss Δ | bf16 grad Δ "
-             "| SDPA fp32 / bf16 | graphs/s fp32 / bf16 | peak MiB fp32 / bf16 "
+             "| model | params | fp32 out / grad | fp32 own | fp64 out / grad | bf16 loss Δ "
+             "| bf16 grad Δ | SDPA fp32 / bf16 | graphs/s fp32 / bf16 | peak MiB fp32 / bf16 "
              "| epoch s fp32 / bf16 | ok |",
              "|---|---:|---|---:|---|---:|---:|---|---|---|---|---|"]
     for name, e in result["models"].items():
@@ -551,7 +570,8 @@ def markdown(result: dict) -> str:
         s32, s16 = e["speed_fp32"], e["speed_bf16"]
         lines.append(
             f"| {name} | {e['params']:,} | {_fmt(p32['output_rel'])} / {_fmt(p32['grad_rel'])} "
-            f"| {_fmt(p32.get('fp32_own_grad_rel'))} | {f64} | {_fmt(bf['loss_rel'])} | {_fmt(bf['grad_rel'])} "
+            f"| {_fmt(p32.get('fp32_own_grad_rel'))} | {f64} | {_fmt(bf['loss_rel'])} "
+            f"| {_fmt(bf['grad_rel'])} "
             f"| {e['sdpa_fp32']} / {e['sdpa_bf16']} "
             f"| {s32['graphs_per_s']} / {s16['graphs_per_s']} "
             f"| {_fmt(s32['peak_mib'], '.0f')} / {_fmt(s16['peak_mib'], '.0f')} | {ep} "
@@ -581,6 +601,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epoch-graphs", type=int, default=None,
                    help="graphs of the timed epoch (default: the whole training split)")
     p.add_argument("--tiny", action="store_true", help="tiny models (a smoke run)")
+    p.add_argument("--initial-norm-stats", dest="calibrate_norms", action="store_false",
+                   help="keep BatchNorm's initial statistics (mean 0, variance 1) instead of "
+                        "taking them from the batch (the first GPU run's condition)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="torch.use_deterministic_algorithms (warn_only) during the check: "
+                        "tells summation-order effects (atomics) from others")
     p.add_argument("--config-dir", default=str(REPO / "configs" / "zinc"),
                    help="the ZINC configs of the models")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "results"),

@@ -155,6 +155,55 @@ def test_one_epoch_smoke_on_a_stand_in_checkout(tmp_path):
     assert a == b
 
 
+def test_a_training_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path):
+    """--minutes / --resume inside one (seed, side): a training stopped after its first epoch
+    and continued from its state gives the uninterrupted curves (same batches, dropout draws and
+    schedule), with the curves of both slices in its result; a finished training returns them,
+    an unfinished one None."""
+    config, _ = parity.parity_config(tiny_grpe_config(tmp_path), 3, None)
+    config.model.dropout = 0.1  # dropout draws must continue as they would have
+    spec = resolve_spec(config.data)
+    graphs = synthetic_zinc(24)
+    splits = {"train": graphs[:16], "val": graphs[16:20], "test": graphs[20:]}
+    evals = {s: parity.make_loader(config, splits[s], s) for s in ("val", "test")}
+    build = lambda: parity.make_model(config, spec, splits["train"])  # noqa: E731
+    whole = parity.train_side(build, config, spec, splits, 0, "cpu", evals,
+                              state_dir=tmp_path / "whole")
+    state = tmp_path / "sliced"
+    assert parity.train_side(build, config, spec, splits, 0, "cpu", evals, state_dir=state,
+                             minutes=1e-6) is None  # at least one epoch, then the deadline
+    assert (state / "last.ckpt").is_file()
+    resumed = parity.train_side(build, config, spec, splits, 0, "cpu", evals, state_dir=state)
+    assert len(resumed["val_curve"]) == 3 and len(resumed["epoch_seconds"]) == 3
+    for k in ("val_curve", "test_curve", "lr_curve"):
+        assert resumed[k] == pytest.approx(whole[k], rel=1e-6, abs=1e-9), k
+    # the batch order is restored too: without it the resumed epochs would see other batches
+    loader = parity.train_loader(config, splits["train"], 0)
+    saved = parity.loader_state(loader).state_dict()
+    first = [b.y.tolist() for b in loader]
+    parity.loader_state(loader).load_state_dict(saved)
+    assert [b.y.tolist() for b in loader] == first
+
+
+def test_a_stale_or_unwanted_state_is_cleared(tmp_path):
+    """A resume state is continued only with --resume and under the same settings."""
+    config, _ = parity.parity_config(ROOT / parity.CONFIGS["gps"], 3, None)
+    args = parity.parse_args(["gps", "--epochs", "3", "--official", str(tmp_path)])
+    key = parity.run_key(args, config, "abc123")
+    state = parity.state_path(tmp_path, "gps", 0, "ours")
+    parity.prepare_state(state, key, "ours", resume=True)
+    (state / "last.ckpt").write_bytes(b"x")
+    parity.prepare_state(state, key, "ours", resume=True)
+    assert (state / "last.ckpt").exists()  # kept: same settings, --resume
+    parity.prepare_state(state, {**key, "epochs": 4}, "ours", resume=True)
+    assert not (state / "last.ckpt").exists()  # other settings: cleared
+    (state / "last.ckpt").write_bytes(b"x")
+    parity.prepare_state(state, {**key, "epochs": 4}, "ours", resume=False)
+    assert not (state / "last.ckpt").exists()  # no --resume: a fresh start
+    with pytest.raises(SystemExit):
+        parity.parse_args(["gps", "--minutes", "0"])
+
+
 def test_verdict_rule():
     """Welch's test on the per-seed test values: a difference inside the seeds' spread is
     parity, even where the means differ by more than either s.d. (the EGT row of issue 24)."""

@@ -22,7 +22,7 @@ Usage:
     python benchmarks/parity/parity.py {egt,grpe,gps,grit} --official PATH [--epochs 40]
         [--seeds 2] [--data-dir ../shared/data] [--out results/parity] [--threads 2] [--device auto]
         [--limit-train-graphs N] [--limit-eval-graphs N] [--config configs/zinc/...yaml]
-        [--schedule compressed] [--resume]
+        [--schedule compressed] [--resume] [--minutes M]
 
 Writes ``<out>/<model>.json`` and ``<out>/<model>.png``. Without an official checkout it says
 which repository is missing and exits with status 2.
@@ -35,6 +35,14 @@ The official side's settings leave out the model options its adapter does not re
 ``<out>/<model>.json`` records the settings of each side (``run_keys``), so a committed summary is
 resumable too: ``--resume`` also reuses a seed's run found in it under matching settings (e.g. on a
 fresh machine, with ``--out results/parity`` or a copy of that file in ``--out``).
+
+A training longer than a session is resumable within itself: while it runs, each epoch's end
+writes ``<out>/<model>.runs/seed<S>_<side>.state/last.ckpt`` (model, optimizer, schedule, RNG
+and batch-order state, the curves so far). ``--minutes M`` stops at the last epoch boundary
+within M minutes and exits with status 3; the same command plus ``--resume`` continues from that
+state (also after a crash or a kill), as an uninterrupted training would at the same thread
+count. The state is removed once that training finishes; keep ``--out`` outside the work tree
+for such runs (checkpoints are not committed).
 """
 from __future__ import annotations
 
@@ -44,6 +52,7 @@ import logging
 import math
 import os
 import platform
+import shutil
 import statistics
 import sys
 import time
@@ -58,6 +67,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 import lightning as L  # noqa: E402
+from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402
 from torch_geometric.loader import DataLoader  # noqa: E402
 
 from adapters import (OFFICIAL, OfficialCodeError, build_official_egt,  # noqa: E402
@@ -70,6 +80,8 @@ from graph_transformers.models import count_parameters  # noqa: E402
 from graph_transformers.training.stats import RULES, mean_std, parity_verdict  # noqa: E402
 from graph_transformers.training.config import (Config, CosineConfig, LinearConfig,  # noqa: E402
                                                 PlateauConfig, build_config, load_yaml)
+from graph_transformers.training.callbacks import RunState, SliceDeadline  # noqa: E402
+from graph_transformers.training.checkpoint import AtomicCheckpointIO  # noqa: E402
 from graph_transformers.training.module import GraphTaskModule, evaluate  # noqa: E402
 from graph_transformers.training.runner import make_loader, make_model, model_kwargs  # noqa: E402
 
@@ -164,12 +176,37 @@ def train_loader(config: Config, dataset, seed: int) -> DataLoader:
     return DataLoader(dataset, batch_size=bs, shuffle=True, generator=gen)
 
 
+class GeneratorState:
+    """The state of a shuffling generator as a stateful sampler for
+    :class:`~graph_transformers.training.callbacks.RunState`: saved in each epoch's checkpoint
+    (after that epoch's draw) and restored at a resume, so the next epoch shuffles as an
+    uninterrupted run would."""
+
+    def __init__(self, generator: torch.Generator) -> None:
+        self.generator = generator
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.generator.set_state(state["generator"])
+
+
+def loader_state(loader: DataLoader):
+    """What fixes the next epoch's batches of a :func:`train_loader` loader: its size-bucketing
+    batch sampler, else its shuffling generator (:class:`GeneratorState`)."""
+    if isinstance(loader.batch_sampler, SizeBucketBatchSampler):
+        return loader.batch_sampler
+    return GeneratorState(loader.generator)
+
+
 # ----------------------------------------------------------------------------------- training
 class Recorder(L.Callback):
     """Per epoch: the validation MAE Lightning logged, the test MAE (the library's
     :func:`evaluate`), training seconds; per step (after ``warmup_steps`` steps): wall seconds
     and CPU seconds of the process (all threads; on a CPU shared with other jobs the CPU seconds
-    are the better measure of the cost of a step)."""
+    are the better measure of the cost of a step). The curves and the wall time so far are part
+    of each checkpoint, so a resumed training reports the whole of them."""
 
     def __init__(self, spec, test_loader, metric: str, warmup_steps: int = 1) -> None:
         self.spec, self.test_loader, self.metric = spec, test_loader, metric
@@ -178,6 +215,27 @@ class Recorder(L.Callback):
         self.step_cpu_s: list[float] = []
         self._t0 = self._e0 = self._c0 = 0.0
         self._steps = 0
+        self.prior_wall_s = 0.0  # wall seconds of the slices before a resume
+        self._fit0 = 0.0
+
+    #: the curves are saved in each checkpoint (``state_dict``) and restored at a resume
+    _CURVES = ("val", "test", "epoch_s", "step_s", "step_cpu_s", "lr")
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**{k: list(getattr(self, k)) for k in self._CURVES}, "wall_s": self.wall_s()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for k in self._CURVES:
+            setattr(self, k, list(state[k]))
+        self.prior_wall_s = state["wall_s"]
+
+    def wall_s(self) -> float:
+        """Wall seconds of the training so far, over all its slices."""
+        return self.prior_wall_s + (time.perf_counter() - self._fit0 if self._fit0 else 0.0)
+
+    def on_fit_start(self, trainer, module) -> None:
+        self._fit0 = time.perf_counter()
+        self._steps = 0  # each slice's first step (warm-up) is left out of the step times
 
     def _sync(self, module) -> None:
         if module.device.type == "cuda":
@@ -216,20 +274,45 @@ class Recorder(L.Callback):
 
 
 def train_side(build: Callable[[], torch.nn.Module], config: Config, spec, splits: dict,
-               seed: int, device: str, eval_loaders: dict) -> dict[str, Any]:
-    """Trains one side for one seed with the library's training module; returns its curves."""
+               seed: int, device: str, eval_loaders: dict, state_dir: Path | None = None,
+               minutes: float | None = None) -> dict[str, Any] | None:
+    """Trains one side for one seed with the library's training module; returns its curves.
+
+    With ``state_dir``, the training is resumable: each epoch's end writes
+    ``<state_dir>/last.ckpt`` (model, optimizer, schedule, RNG and batch-order state, the curves
+    so far), and a call finding one there continues from it, as an uninterrupted training would
+    (same batches, same dropout draws at the same thread count). With ``minutes``, the training
+    stops at the last epoch boundary that keeps it within that many minutes
+    (:class:`~graph_transformers.training.callbacks.SliceDeadline`) and returns ``None`` when
+    epochs remain; the caller resumes it later from ``state_dir``.
+    """
     L.seed_everything(seed, workers=True, verbose=False)
     model = build()
     num_params = count_parameters(model)
     module = GraphTaskModule(model, spec, config.optim)
     rec = Recorder(spec, eval_loaders["test"], spec.metric)
+    loader = train_loader(config, splits["train"], seed)
+    callbacks: list[L.Callback] = [rec]
+    ckpt = None
+    if state_dir is not None:
+        callbacks += [RunState(config.model_dump(mode="json"), [loader_state(loader)]),
+                      ModelCheckpoint(dirpath=str(state_dir), save_last=True, save_top_k=0)]
+        ckpt = state_dir / "last.ckpt"
+        if ckpt.is_file():
+            log.info("resuming from %s", ckpt)
+        else:
+            ckpt = None
+    if minutes is not None:
+        callbacks.append(SliceDeadline(minutes))
     accel = "gpu" if device == "cuda" else device
     trainer = L.Trainer(max_epochs=config.trainer.max_epochs, accelerator=accel, devices=1,
                         gradient_clip_val=config.trainer.gradient_clip_val, logger=False,
-                        enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, num_sanity_val_steps=0, callbacks=[rec])
-    start = time.perf_counter()
-    trainer.fit(module, train_loader(config, splits["train"], seed), eval_loaders["val"])
+                        enable_checkpointing=state_dir is not None, enable_progress_bar=False,
+                        enable_model_summary=False, num_sanity_val_steps=0, callbacks=callbacks,
+                        plugins=[AtomicCheckpointIO()])
+    trainer.fit(module, loader, eval_loaders["val"], ckpt_path=str(ckpt) if ckpt else None)
+    if len(rec.val) < config.trainer.max_epochs:
+        return None
     best = min(range(len(rec.val)), key=rec.val.__getitem__)
     return {"seed": seed, "num_params": num_params, "val_curve": rec.val, "test_curve": rec.test,
             "lr_curve": rec.lr, "val_final": rec.val[-1], "test_final": rec.test[-1],
@@ -239,7 +322,7 @@ def train_side(build: Callable[[], torch.nn.Module], config: Config, spec, split
             "cpu_seconds_per_step": (statistics.median(rec.step_cpu_s) if rec.step_cpu_s
                                      else None),
             "steps_per_epoch": int(trainer.num_training_batches),
-            "wall_s": time.perf_counter() - start}
+            "wall_s": rec.wall_s()}
 
 
 def _stats(values: list[float]) -> tuple[float, float]:
@@ -358,6 +441,28 @@ def same_settings(stored: dict[str, Any] | None, key: dict[str, Any], side: str)
     return stored is not None and side_view(stored, side) == side_view(key, side)
 
 
+def state_path(out: Path, model: str, seed: int, side: str) -> Path:
+    """Where the unfinished training of one (seed, side) keeps its resume state: ``last.ckpt``
+    and ``key.json``, the settings it runs under (removed once the training finishes)."""
+    return out / f"{model}.runs" / f"seed{seed}_{side}.state"
+
+
+def prepare_state(path: Path, key: dict[str, Any], side: str, resume: bool) -> None:
+    """Makes ``path`` the resume state of a training under ``key``: kept with ``resume`` when its
+    settings match, else cleared (a stale or unwanted state is never continued)."""
+    stored = path / "key.json"
+    if path.exists():
+        keep = resume and stored.is_file() and same_settings(json.loads(stored.read_text()),
+                                                             key, side)
+        if keep:
+            return
+        if resume:
+            log.warning("%s was trained under other settings; starting again", path)
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    atomic_write_text(stored, json.dumps(key, indent=1) + "\n")
+
+
 def load_side(path: Path, key: dict[str, Any], side: str = "ours") -> dict[str, Any] | None:
     """The stored run of ``side`` at ``path`` when it ran under ``key`` (compared as
     :func:`side_view`); ``None`` when absent or stale."""
@@ -387,6 +492,10 @@ def load_summary_run(path: Path, key: dict[str, Any], side: str, seed: int
 
 
 # ----------------------------------------------------------------------------------- main
+class Unfinished(Exception):
+    """The ``--minutes`` budget ended before every (seed, side) finished; ``--resume`` goes on."""
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Trains both sides for every seed and writes ``<out>/<model>.{json,png}``."""
     official_path = check_checkout(args.model, args.official)
@@ -417,6 +526,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     runs: dict[str, list] = {"ours": [], "official": []}
     keys = {side: run_key(args, config, commit, side) for side in sides}
     summary_path = out / f"{args.model}.json"
+    start = time.perf_counter()
     for seed in seeds:
         for side, build in sides.items():
             key = keys[side]
@@ -427,11 +537,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 done, source = load_summary_run(summary_path, key, side, seed), summary_path
             if done is not None:
                 log.info("%s, seed %d, %s: reusing %s", args.model, seed, side, source)
-            else:
-                log.info("%s, seed %d, %s", args.model, seed, side)
-                done = train_side(build, config, spec, splits, seed, device, eval_loaders)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(path, json.dumps({"key": key, "run": done}, indent=1) + "\n")
+                runs[side].append(done)
+                continue
+            minutes = None
+            if args.minutes is not None:
+                minutes = args.minutes - (time.perf_counter() - start) / 60
+                if minutes <= 0:
+                    raise Unfinished(f"the {args.minutes:g}-minute budget is spent before "
+                                     f"seed {seed}, {side}")
+            log.info("%s, seed %d, %s", args.model, seed, side)
+            state = state_path(out, args.model, seed, side)
+            prepare_state(state, key, side, args.resume)
+            done = train_side(build, config, spec, splits, seed, device, eval_loaders,
+                              state_dir=state, minutes=minutes)
+            if done is None:
+                raise Unfinished(f"seed {seed}, {side} stopped at the end of the "
+                                 f"{args.minutes:g}-minute budget; its state is in {state}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, json.dumps({"key": key, "run": done}, indent=1) + "\n")
+            shutil.rmtree(state)
             runs[side].append(done)
     ours, official = summarize_side(runs["ours"]), summarize_side(runs["official"])
     info = OFFICIAL[args.model]
@@ -490,7 +614,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--resume", action="store_true",
                    help="reuse the finished (seed, side) runs under <out>/<model>.runs, or "
-                        "in the summary <out>/<model>.json, whose settings match")
+                        "in the summary <out>/<model>.json, whose settings match, and continue "
+                        "an unfinished one from its state there")
+    p.add_argument("--minutes", type=float, default=None,
+                   help="stop at the last epoch boundary within this many minutes, keeping "
+                        "the unfinished training's state for a later --resume")
     p.add_argument("--limit-train-graphs", type=int, default=None,
                    help="train on the first N training graphs only (smoke runs)")
     p.add_argument("--limit-eval-graphs", type=int, default=None,
@@ -500,6 +628,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.official = os.environ.get(OFFICIAL[args.model]["env"]) or None
     if args.epochs < 1 or args.seeds < 1:
         p.error("--epochs and --seeds must be at least 1")
+    if args.minutes is not None and not args.minutes > 0:
+        p.error("--minutes must be positive")
     return args
 
 
@@ -512,6 +642,10 @@ def main(argv: list[str] | None = None) -> int:
     except OfficialCodeError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except Unfinished as err:
+        print(f"unfinished: {err}; continue with the same command plus --resume",
+              file=sys.stderr)
+        return 3
     o, f = result["ours"], result["official"]
     print(f"{args.model}: ours {o['test_mean']:.4f} ± {o['test_std']:.4f} "
           f"({o['num_params']:,} params, {o['seconds_per_step'] or math.nan:.3f} s/step), "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -50,16 +50,28 @@ def _child(fn: Callable[..., dict], args: tuple, mem_gib: float, conn) -> None:
     conn.close()
 
 
-def measure(fn: Callable[..., dict], args: tuple, mem_gib: float, timeout: float) -> dict[str, Any]:
+def measure(fn: Callable[..., dict], args: tuple, mem_gib: float, timeout: float,
+            preload: Sequence[str] | None = None) -> dict[str, Any]:
     """``fn(*args)`` (which returns a dict with ``"status": "ok"`` and its figures) in a forked
     child capped at ``mem_gib`` GiB of address space (``RLIMIT_AS``), killed after ``timeout``
     seconds.
+
+    By default the child is a fork of the caller, which must then not have run a multi-threaded
+    torch op: a fork of a process whose OpenMP thread pool has run blocks forever in its first
+    parallel op. With ``preload`` (module names), the child is forked from a fresh server process
+    that imported those modules and never ran torch ops (``multiprocessing``'s ``forkserver``), so
+    the child may use several threads whatever the caller did before; ``fn`` must then be a
+    module-level function of an importable module and ``args`` picklable.
 
     Returns:
         ``fn``'s dict plus ``wall_s``; or ``{"status": "oom" | "timeout" | "error", …}``.
     """
     import multiprocessing as mp
-    ctx = mp.get_context("fork")
+    if preload is None:
+        ctx = mp.get_context("fork")
+    else:
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(list(preload))
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(fn, args, mem_gib, child))
     t0 = time.perf_counter()

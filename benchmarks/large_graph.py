@@ -22,7 +22,8 @@ Methods (hidden 64, 2 layers, 4 heads, dropout 0, Adam lr 1e-3):
   head of 64: in PyG 2.8.1 its global attention fails with more than one head, being built for
   ``hidden_channels`` inputs while it receives ``heads · hidden_channels``).
 
-Each (method, N) point runs in a forked child capped at ``--mem-gib`` of address space with a
+Each (method, N) point runs in a child (forked from a fresh server process, so that it may use
+several threads whatever ran before it) capped at ``--mem-gib`` of address space with a
 timeout (:mod:`isolated`); it reports seconds per training epoch (median over the epochs), the
 peak resident set of the whole process (``VmHWM``: graph, partition, model and activations) and
 accuracy on the validation and test nodes after the fixed number of epochs. Writes
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -56,6 +58,9 @@ LABELS = {"gps_performer": "GPS-Performer", "gps_linear": "GPS-linear", "exphorm
 OURS = ["gps_performer", "gps_linear", "exphormer", "sampled_gt"]
 ANCHORS = ["pyg_sgformer", "pyg_polynormer"]
 SIZES = [100_000, 1_000_000, 3_000_000]
+#: what the server that forks each point imports first (isolated.measure)
+PRELOAD = ["torch", "torch_geometric", "graph_transformers.models",
+           "graph_transformers.data.cluster", "large_graph"]
 HIDDEN, LAYERS, HEADS, LR = 64, 2, 4, 1e-3
 NUM_CLASSES, FEATURE_DIM, AVG_DEGREE, EXPANDER_DEGREE = 10, 32, 10.0, 3
 
@@ -204,6 +209,14 @@ def _ratio(results: dict, n: str) -> list[str]:
     return lines
 
 
+def _load_range(results: dict) -> str:
+    """The 1-minute load averages seen before and after the points, as a caption sentence."""
+    loads = [v for r in results.values() for p in r.values() for v in p.get("load_avg_1min", [])]
+    if not loads:
+        return ""
+    return f"1-minute load average {min(loads):.2f}–{max(loads):.2f} around the points. "
+
+
 def write_outputs(results: dict, out: Path, meta: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / "large_graph.json.tmp"
@@ -219,7 +232,8 @@ def write_outputs(results: dict, out: Path, meta: dict) -> None:
              f"{meta['epochs']} epochs; hidden {HIDDEN}, {LAYERS} layers, {HEADS} heads, Adam "
              f"lr {LR:g}; {meta['cpu']}, {meta['threads']} thread(s), float32. Each point in a "
              f"forked process capped at {meta['mem_gib']:g} GiB of address space, timeout "
-             f"{meta['timeout_s']:g} s. {meta.get('note', '')}".rstrip(), "",
+             f"{meta['timeout_s']:g} s. {_load_range(results)}{meta.get('note', '')}".rstrip(),
+             "",
              "**Seconds per training epoch** (median over the epochs):", "", head, rule]
     for n in sizes:
         lines.append(f"| {n:,} | " + " | ".join(_fmt(results[m].get(str(n)), "epoch_s")
@@ -290,7 +304,6 @@ def main(argv: list[str] | None = None) -> dict:
     backend = metis_backend()
     if backend is None:
         sys.exit("no METIS backend: pip install 'graph-transformers[large]'")
-    torch.set_num_threads(args.threads)
     meta = {"cpu": cpu_name(), "threads": args.threads, "epochs": args.epochs,
             "cluster_size": args.cluster_size, "clusters_per_batch": args.clusters_per_batch,
             "mem_gib": args.mem_gib, "timeout_s": args.timeout, "metis": backend,
@@ -304,7 +317,11 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"N={n:,}: graph and partition ready in {time.perf_counter() - t0:.1f} s",
               flush=True)
         for m in args.methods:
-            r = measure(run_point, (m, n, args), args.mem_gib, args.timeout)
+            load = os.getloadavg()[0]
+            # forked from a fresh server: a fork of this process, whose thread pool has run
+            # (the partition above, or a caller's work), would block in its first parallel op
+            r = measure(run_point, (m, n, args), args.mem_gib, args.timeout, preload=PRELOAD)
+            r["load_avg_1min"] = [load, os.getloadavg()[0]]  # before and after the point
             results[m][str(n)] = r
             print(f"{m:>15} N={n:>10,}: {r}", flush=True)
             write_outputs(results, args.out, meta)

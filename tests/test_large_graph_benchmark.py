@@ -39,6 +39,27 @@ def test_smoke_run_reports_every_method(tmp_path):
     assert (out / "large_graph.png").stat().st_size > 0
 
 
+def test_points_run_on_two_threads_after_the_caller_ran_parallel_ops(tmp_path):
+    """Regression: each point was a fork of the caller, and a fork of a process whose OpenMP pool
+    had run (here: a 2-thread matmul, as the partition or an earlier test does) blocked forever
+    in its first parallel op, so every point at --threads 2 ended as a timeout."""
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        a = torch.randn(512, 512)
+        (a @ a).sum()  # the pool runs in this process
+    finally:
+        torch.set_num_threads(threads)
+    results = large_graph.main(["--sizes", "1500", "--epochs", "1", "--threads", "2",
+                                "--methods", "gps_linear", "--cluster-size", "150",
+                                "--clusters-per-batch", "3", "--mem-gib", "8", "--timeout", "120",
+                                "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c")])
+    r = results["gps_linear"]["1500"]
+    assert r["status"] == "ok", r
+    assert len(r["load_avg_1min"]) == 2
+
+
 def test_the_graph_is_seeded_and_every_method_builds():
     """The methods differ only in the model: the graph is the same at every call (so are the
     partition and the batches, cached and seeded), and each method builds."""

@@ -155,7 +155,7 @@ def run_point(method: str, n: int, args) -> dict:
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            total += float(loss) * int(mask.sum())
+            total += float(loss.detach()) * int(mask.sum())
             count += int(mask.sum())
         epoch_s.append(time.perf_counter() - t0)
         losses.append(total / max(count, 1))

@@ -32,10 +32,27 @@ def reset_peak_rss() -> None:
         f.write("5")
 
 
+def _exit_with_parent(poll_s: float = 2.0) -> None:
+    """Ends this process once its parent is gone (a killed benchmark, or the ``forkserver``
+    that forked it exiting with the benchmark), so that no orphaned point keeps the cores busy
+    and skews the next measurement."""
+    import os
+    import threading
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll_s)
+            if os.getppid() != parent:
+                os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def _child(fn: Callable[..., dict], args: tuple, mem_gib: float, conn) -> None:
     """Runs in the forked process: caps the address space, calls ``fn(*args)``, sends its dict."""
     cap = int(mem_gib * 2**30)
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    _exit_with_parent()
     try:
         out = fn(*args)
     except (MemoryError, RuntimeError) as err:

@@ -34,6 +34,7 @@ Usage::
 
     PYTHONPATH=src python benchmarks/large_graph.py [--sizes 100000 1000000 3000000]
         [--epochs 3] [--threads 2] [--mem-gib 22] [--timeout 3600] [--out benchmarks/results]
+        [--methods ...] [--merge]
 
 Needs a METIS backend (``pip install 'graph-transformers[large]'``).
 """
@@ -297,6 +298,9 @@ def main(argv: list[str] | None = None) -> dict:
                     help="where the METIS partitions are cached")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     ap.add_argument("--note", default="", help="a sentence added to the table's caption")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the points of an existing <out>/large_graph.json and replace only "
+                         "those measured now (e.g. one re-measured on a quiet machine)")
     args = ap.parse_args(argv)
     import torch
     import graph_transformers.models  # noqa: F401  (imported once; the children inherit it)
@@ -310,6 +314,18 @@ def main(argv: list[str] | None = None) -> dict:
             "note": args.note, "torch": torch.__version__,
             "date": time.strftime("%Y-%m-%d %H:%M")}
     results: dict[str, dict] = {m: {} for m in args.methods}
+    if args.merge and (args.out / "large_graph.json").is_file():
+        saved = json.loads((args.out / "large_graph.json").read_text())
+        kept = {k: saved["meta"][k] for k in ("threads", "epochs", "cluster_size",
+                                              "clusters_per_batch")}
+        now = {k: meta[k] for k in kept}
+        if kept != now:
+            sys.exit(f"--merge: {args.out / 'large_graph.json'} was measured under {kept}, "
+                     f"not {now}")
+        for m, points in saved["results"].items():
+            results.setdefault(m, {}).update(points)
+        results = {m: results[m] for m in METHODS if m in results}  # the table's order
+        meta["date"] = f"{saved['meta']['date']}; merged {meta['date']}"
     for n in args.sizes:
         # the partition once, before the methods, so that no method's time includes METIS
         t0 = time.perf_counter()

@@ -12,6 +12,7 @@ import pytest
 from graph_transformers.data.cluster import metis_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import isolated  # noqa: E402
 import large_graph  # noqa: E402
 
 pytestmark = pytest.mark.skipif(metis_backend() is None,
@@ -58,6 +59,60 @@ def test_points_run_on_two_threads_after_the_caller_ran_parallel_ops(tmp_path):
     r = results["gps_linear"]["1500"]
     assert r["status"] == "ok", r
     assert len(r["load_avg_1min"]) == 2
+    # --merge: a re-measured point joins the saved ones, under the same settings only
+    common = ["--sizes", "1500", "--epochs", "1", "--cluster-size", "150",
+              "--clusters-per-batch", "3", "--mem-gib", "8", "--timeout", "120",
+              "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c"), "--merge"]
+    merged = large_graph.main(common + ["--threads", "2", "--methods", "sampled_gt"])
+    assert list(merged) == ["gps_linear", "sampled_gt"]
+    assert merged["gps_linear"]["1500"] == json.loads(json.dumps(r))
+    assert merged["sampled_gt"]["1500"]["status"] == "ok"
+    assert "GT (cluster batches)" in (tmp_path / "out" / "large_graph.md").read_text()
+    with pytest.raises(SystemExit, match="measured under"):
+        large_graph.main(common + ["--threads", "1", "--methods", "sampled_gt"])
+
+
+def _orphan_point(ready) -> None:
+    """A point's process whose parent then dies: it must end on its own."""
+    import multiprocessing as mp
+    import time
+
+    def point() -> None:
+        isolated._exit_with_parent(poll_s=0.05)
+        time.sleep(60)
+
+    child = mp.get_context("fork").Process(target=point)
+    child.start()
+    ready.send(child.pid)
+    time.sleep(60)  # killed by the test before this ends
+
+
+def test_a_point_ends_when_its_parent_is_killed():
+    """Regression: killing the benchmark left its running point (forked from the forkserver)
+    training on both cores, which skewed the next run's timings."""
+    import multiprocessing as mp
+    import os
+    import signal
+    import time
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    parent = ctx.Process(target=_orphan_point, args=(send,))
+    parent.start()
+    pid = recv.recv()
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.join()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:  # gone, or a zombie not yet reaped by its new parent: it has ended
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        raise AssertionError("the orphaned point kept running")
 
 
 def test_the_graph_is_seeded_and_every_method_builds():

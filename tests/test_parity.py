@@ -177,6 +177,29 @@ def test_a_training_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path):
     assert len(resumed["val_curve"]) == 3 and len(resumed["epoch_seconds"]) == 3
     for k in ("val_curve", "test_curve", "lr_curve"):
         assert resumed[k] == pytest.approx(whole[k], rel=1e-6, abs=1e-9), k
+    # a training killed during its third epoch resumes from the second's end, as uninterrupted
+    crashed = tmp_path / "crashed"
+
+    class Killed(Exception):
+        pass
+
+    start = parity.Recorder.on_train_epoch_start
+
+    def kill_in_epoch_3(self, trainer, module):
+        if trainer.current_epoch == 2:
+            raise Killed
+        start(self, trainer, module)
+
+    parity.Recorder.on_train_epoch_start = kill_in_epoch_3
+    try:
+        with pytest.raises(Killed):
+            parity.train_side(build, config, spec, splits, 0, "cpu", evals, state_dir=crashed)
+    finally:
+        parity.Recorder.on_train_epoch_start = start
+    assert (crashed / "last.ckpt").is_file()
+    again = parity.train_side(build, config, spec, splits, 0, "cpu", evals, state_dir=crashed)
+    for k in ("val_curve", "test_curve", "lr_curve"):
+        assert again[k] == pytest.approx(whole[k], rel=1e-6, abs=1e-9), k
     # the batch order is restored too: without it the resumed epochs would see other batches
     loader = parity.train_loader(config, splits["train"], 0)
     saved = parity.loader_state(loader).state_dict()

@@ -296,7 +296,10 @@ def train_side(build: Callable[[], torch.nn.Module], config: Config, spec, split
     ckpt = None
     if state_dir is not None:
         callbacks += [RunState(config.model_dump(mode="json"), [loader_state(loader)]),
-                      ModelCheckpoint(dirpath=str(state_dir), save_last=True, save_top_k=0)]
+                      # the latest epoch as last.ckpt at every epoch's end (save_last alone
+                      # writes only at the fit's end in Lightning 2.6: nothing after a kill)
+                      ModelCheckpoint(dirpath=str(state_dir), filename="last", monitor=None,
+                                      save_top_k=1, enable_version_counter=False)]
         ckpt = state_dir / "last.ckpt"
         if ckpt.is_file():
             log.info("resuming from %s", ckpt)

@@ -82,6 +82,36 @@ def test_slice_refuses_what_resume_refuses(tmp_path, capsys):
     assert "already holds a run" in capsys.readouterr().err
 
 
+def test_sliced_seeds_and_folds_resume_instead_of_counting_as_finished(tmp_path, capsys):
+    """Regression: a set of runs (``benchmark --seeds 2``, ``--folds``) under
+    ``trainer.slice_minutes`` used to read a seed stopped by its slice back as finished on
+    ``--resume`` and summarize it; now the slice's end exits 3 without a table, and ``--resume``
+    continues that seed and the rest until every run has ended its schedule."""
+    out = tmp_path / "bench"
+    sliced = ["benchmark", "--config", str(CONFIG), "--seeds", "2", "--out", str(out), "--set",
+              *FAST, f"trainer.slice_minutes={ONE_EPOCH}", "--resume"]
+    assert main(sliced) == 3
+    assert "stopped by slice after epoch 1 of 3" in capsys.readouterr().err
+    run = next(out.iterdir())  # the config's name
+    assert not (out / "table.json").exists() and not (run / "seed_1").exists()
+    for _ in range(5):  # 2 seeds x 3 epochs, one epoch per call
+        if main(sliced) == 0:
+            break
+    seeds = [json.loads((run / f"seed_{s}" / "metrics.json").read_text())
+             for s in (0, 1)]
+    assert [(m["epochs"], m["stopped_by"]) for m in seeds] == [(3, "max_epochs")] * 2
+    assert json.loads((out / "table.json").read_text())[0]["seeds"] == [0, 1]
+    # one seed per fold takes the same path: the second fold starts only after the first ends
+    folds = ["train", "--config", str(CONFIG), "--folds", "2", "--out", str(tmp_path / "cv"),
+             "--set", *FAST, f"trainer.slice_minutes={ONE_EPOCH}", "--resume"]
+    codes = [main(folds) for _ in range(6)]
+    # the slice is per training: the call that ends fold 0 also trains fold 1's first epoch
+    assert codes == [3, 3, 3, 3, 0, 0]
+    for k in (0, 1):
+        m = json.loads((tmp_path / "cv" / f"fold_{k}" / "metrics.json").read_text())
+        assert (m["epochs"], m["stopped_by"]) == (3, "max_epochs")
+
+
 def test_slice_deadline_counts_the_longest_epoch():
     class Trainer:
         should_stop = False

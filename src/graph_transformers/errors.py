@@ -2,7 +2,8 @@
 
 Each carries the process exit status the CLI returns for it (see ``docs/reliability.md``):
 ``2`` for a run that cannot start or continue because of its inputs (config, arguments, run
-directory, data), ``1`` for a failure while training, ``143`` for a terminated run.
+directory, data), ``1`` for a failure while training, ``3`` for a set of runs whose wall-clock
+slice ended before all of them finished, ``143`` for a terminated run.
 """
 from __future__ import annotations
 
@@ -34,6 +35,14 @@ class TrainingError(RunError):
     checkpoint."""
 
     exit_code = 1
+
+
+class RunUnfinished(RunError):
+    """A run of a set (seeds, folds, configs) stopped before its schedule ended (its wall-clock
+    slice, ``trainer.slice_minutes``, ran out, or it was interrupted), so the set has no summary
+    yet; the message names the run and says how to continue: the same command plus ``--resume``."""
+
+    exit_code = 3
 
 
 class RunTerminated(RunError):

@@ -944,6 +944,35 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
+#: ``stopped_by`` of a run that has not ended its schedule: ``--resume`` continues it
+UNFINISHED = ("slice", "interrupted")
+
+
+def _train_member(config: Config, run_dir: Path, resume: bool, **kwargs) -> dict[str, Any]:
+    """One run of a set (a seed, a fold): with ``resume``, a finished run's ``metrics.json`` is
+    read back, an unfinished one continued from its ``last.ckpt`` and a missing one started;
+    ``kwargs`` go to :func:`train`.
+
+    Raises:
+        RunUnfinished: the run stopped before its schedule ended (``stopped_by`` in
+            :data:`UNFINISHED`), so the set cannot be summarized and the runs after it are not
+            started.
+    """
+    done = run_dir / "metrics.json"
+    if resume and done.is_file():
+        previous = json.loads(done.read_text())
+        if previous.get("stopped_by") not in UNFINISHED:
+            return previous
+    result = train(config, run_dir, resume=resume and (run_dir / "checkpoints" /
+                                                        "last.ckpt").is_file(), **kwargs)
+    if result.get("stopped_by") in UNFINISHED:
+        from ..errors import RunUnfinished
+        raise RunUnfinished(f"{run_dir}: stopped by {result['stopped_by']} after epoch "
+                            f"{result['epochs']} of {config.trainer.max_epochs}; the same command "
+                            "with --resume continues it and the runs after it")
+    return result
+
+
 def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
                 resume: bool = False, dataset=None, allow_data_change: bool = False,
                 init_from: str | Path | None = None) -> dict[str, Any]:
@@ -951,7 +980,13 @@ def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
     ``out_dir`` itself; several into ``out_dir/seed_<s>/`` plus ``summary.json``. With
     ``resume``, finished seeds are read back and unfinished ones continued or started
     (``allow_data_change``, ``init_from``: as :func:`train`; every seed starts from the same
-    trained weights)."""
+    trained weights).
+
+    Raises:
+        RunUnfinished: several seeds, and one stopped before its schedule ended (its wall-clock
+            slice ran out, or it was interrupted): the later seeds are not started and no
+            ``summary.json`` is written (:func:`_train_member`).
+    """
     if num_seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {num_seeds}")
     if num_seeds == 1:
@@ -969,15 +1004,8 @@ def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool,
     runs = []
     for i in range(num_seeds):
         cfg = config.model_copy(update={"seed": config.seed + i})
-        seed_dir = out / f"seed_{cfg.seed}"
-        done = seed_dir / "metrics.json"
-        if resume and done.is_file():
-            runs.append(json.loads(done.read_text()))
-            continue
-        runs.append(train(cfg, seed_dir, resume=resume and (seed_dir / "checkpoints" /
-                                                              "last.ckpt").is_file(),
-                          dataset=dataset, allow_data_change=allow_data_change,
-                          init_from=init_from))
+        runs.append(_train_member(cfg, out / f"seed_{cfg.seed}", resume, dataset=dataset,
+                                  allow_data_change=allow_data_change, init_from=init_from))
     if not launch_is_rank_zero():  # DDP: the other ranks have no results to summarize
         return {}
     summary = summarize(runs)
@@ -994,6 +1022,7 @@ def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: 
 
     Raises:
         ValueError: when ``num_folds`` < 1.
+        RunUnfinished: a run stopped before its schedule ended (as :func:`train_seeds`).
     """
     if num_folds < 1:
         raise ValueError(f"--folds must be >= 1, got {num_folds}")
@@ -1002,8 +1031,12 @@ def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: 
     for k in range(num_folds):
         cfg = config.model_copy(update={"data": config.data.model_copy(update={"fold": k})})
         fold_dir = out / f"fold_{k}"
-        train_seeds(cfg, fold_dir, num_seeds, resume=resume, dataset=dataset,
-                    allow_data_change=allow_data_change, init_from=init_from)
+        if num_seeds == 1:
+            _train_member(cfg, fold_dir, resume, dataset=dataset,
+                          allow_data_change=allow_data_change, init_from=init_from)
+        else:
+            train_seeds(cfg, fold_dir, num_seeds, resume=resume, dataset=dataset,
+                        allow_data_change=allow_data_change, init_from=init_from)
         runs += [json.loads(p.read_text()) for p in sorted(fold_dir.rglob("metrics.json"))]
     if not launch_is_rank_zero():  # DDP: rank 0 writes the summary
         return {}

@@ -86,7 +86,8 @@ def test_sliced_seeds_and_folds_resume_instead_of_counting_as_finished(tmp_path,
     """Regression: a set of runs (``benchmark --seeds 2``, ``--folds``) under
     ``trainer.slice_minutes`` used to read a seed stopped by its slice back as finished on
     ``--resume`` and summarize it; now the slice's end exits 3 without a table, and ``--resume``
-    continues that seed and the rest until every run has ended its schedule."""
+    continues that seed and the rest until every run has ended its schedule. ``compare`` flags
+    such runs."""
     out = tmp_path / "bench"
     sliced = ["benchmark", "--config", str(CONFIG), "--seeds", "2", "--out", str(out), "--set",
               *FAST, f"trainer.slice_minutes={ONE_EPOCH}", "--resume"]
@@ -94,6 +95,10 @@ def test_sliced_seeds_and_folds_resume_instead_of_counting_as_finished(tmp_path,
     assert "stopped by slice after epoch 1 of 3" in capsys.readouterr().err
     run = next(out.iterdir())  # the config's name
     assert not (out / "table.json").exists() and not (run / "seed_1").exists()
+    # `compare` reads the unfinished seed but says so, in the table and the plot's legend
+    assert main(["compare", str(run), "--out", str(tmp_path / "cmp.png")]) == 0
+    assert "| 1.0 (1 unfinished) |" in capsys.readouterr().out
+    assert json.loads((tmp_path / "cmp.json").read_text())[0]["unfinished"] == 1
     for _ in range(5):  # 2 seeds x 3 epochs, one epoch per call
         if main(sliced) == 0:
             break
@@ -101,6 +106,8 @@ def test_sliced_seeds_and_folds_resume_instead_of_counting_as_finished(tmp_path,
              for s in (0, 1)]
     assert [(m["epochs"], m["stopped_by"]) for m in seeds] == [(3, "max_epochs")] * 2
     assert json.loads((out / "table.json").read_text())[0]["seeds"] == [0, 1]
+    assert main(["compare", str(run), "--out", str(tmp_path / "cmp.png")]) == 0
+    assert json.loads((tmp_path / "cmp.json").read_text())[0]["unfinished"] == 0
     # one seed per fold takes the same path: the second fold starts only after the first ends
     folds = ["train", "--config", str(CONFIG), "--folds", "2", "--out", str(tmp_path / "cv"),
              "--set", *FAST, f"trainer.slice_minutes={ONE_EPOCH}", "--resume"]

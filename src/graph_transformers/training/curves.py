@@ -15,7 +15,7 @@ from typing import Any
 
 from .._optional import MissingDependencyError, require
 from ..fileio import atomic_save
-from .reproduction import find_runs
+from .reproduction import UNFINISHED, find_runs, stopped_by
 from .stats import format_mean_std, mean_std
 from .tables import PERCENT_METRICS
 
@@ -79,7 +79,8 @@ def compare_runs(run_dirs: list[str | Path], labels: list[str] | None = None
                  ) -> list[dict[str, Any]]:
     """One row per run (seeds and folds of a run pooled): its label, config name, model, dataset,
     metric, test and val mean ± s.d. at the best-validation epoch, parameters, epochs, wall time,
-    and each seed's validation curve.
+    each seed's validation curve, and ``unfinished``: how many of its runs stopped before their
+    schedule's end (a wall-clock slice, an interrupt; the table and the plot's legend say so).
 
     A run is labelled by ``labels`` (one per directory) or else by its directory's name, so two
     runs of one config (GT and GPS with the same ``name``, say) can be told apart; a directory
@@ -121,6 +122,7 @@ def compare_runs(run_dirs: list[str | Path], labels: list[str] | None = None
                          "metric": metric, "runs": len(seeds), "test": stat("test"),
                          "val": stat("val"), "num_params": seeds[0].get("num_params"),
                          "epochs": statistics.fmean(m["epochs"] for m in seeds),
+                         "unfinished": sum(stopped_by(m) in UNFINISHED for m in seeds),
                          "wall_time_s": statistics.fmean(m.get("wall_time_s", 0.0)
                                                          for m in seeds),
                          "val_curves": curves})
@@ -137,8 +139,13 @@ def compare_table(rows: list[dict[str, Any]]) -> str:
             f"| {r['label']} | {r['name']} | {r['model']} | {r['dataset']} | {r['metric']} | "
             f"{format_mean_std(r['test']['mean'], r['test']['std'], 4)} | "
             f"{format_mean_std(r['val']['mean'], r['val']['std'], 4)} | {r['runs']} | {params} | "
-            f"{r['epochs']:.1f} | {r['wall_time_s'] / 60:.1f} min |")
+            f"{r['epochs']:.1f}{_unfinished(r)} | {r['wall_time_s'] / 60:.1f} min |")
     return "\n".join(lines) + "\n"
+
+
+def _unfinished(row: dict[str, Any]) -> str:
+    """`` (n unfinished)`` for a row with runs stopped before their schedule's end, else ``""``."""
+    return f" ({row['unfinished']} unfinished)" if row.get("unfinished") else ""
 
 
 def plot_compare(rows: list[dict[str, Any]], path: str | Path) -> Path:
@@ -157,7 +164,7 @@ def plot_compare(rows: list[dict[str, Any]], path: str | Path) -> Path:
             if curve:
                 xs, ys = zip(*curve)
                 ax.plot(xs, ys, color=color, alpha=0.85,
-                        label=r["label"] if i == 0 else None)
+                        label=r["label"] + _unfinished(r) if i == 0 else None)
     metrics = sorted({r["metric"] for r in rows})
     ax.set_xlabel("epoch")
     ax.set_ylabel("validation " + " / ".join(metrics))

@@ -43,6 +43,9 @@ from .tables import PERCENT_METRICS
 README_START = "<!-- reproduction table: written by `graph-transformers table results/`; do not edit -->"
 README_END = "<!-- end of reproduction table -->"
 COMPLETE = ("min_lr", "max_epochs")
+#: ``stopped_by`` of a run stopped before its schedule's end that ``--resume`` continues: its
+#: wall-clock slice ran out (``trainer.slice_minutes``) or it was interrupted
+UNFINISHED = ("slice", "interrupted")
 
 
 def find_runs(root: str | Path) -> dict[Path, list[dict[str, Any]]]:

@@ -944,10 +944,6 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-#: ``stopped_by`` of a run that has not ended its schedule: ``--resume`` continues it
-UNFINISHED = ("slice", "interrupted")
-
-
 def _train_member(config: Config, run_dir: Path, resume: bool, **kwargs) -> dict[str, Any]:
     """One run of a set (a seed, a fold): with ``resume``, a finished run's ``metrics.json`` is
     read back, an unfinished one continued from its ``last.ckpt`` and a missing one started;
@@ -955,9 +951,10 @@ def _train_member(config: Config, run_dir: Path, resume: bool, **kwargs) -> dict
 
     Raises:
         RunUnfinished: the run stopped before its schedule ended (``stopped_by`` in
-            :data:`UNFINISHED`), so the set cannot be summarized and the runs after it are not
+            :data:`~.reproduction.UNFINISHED`), so the set cannot be summarized and the runs after it are not
             started.
     """
+    from .reproduction import UNFINISHED
     done = run_dir / "metrics.json"
     if resume and done.is_file():
         previous = json.loads(done.read_text())

@@ -47,11 +47,12 @@ RUNS = {
     "cifar10-egt-spe-do": "configs/superpixels/egt_cifar10.yaml",
     "zinc-gps": "configs/zinc/gps.yaml",
     "zinc-grpe-small": "configs/zinc/grpe_small.yaml",
+    "zinc-grit": "configs/zinc/grit.yaml",
     # the CPU test of the slicing: GT on the embedded CSL, tiny, 3 epochs
     "csl-smoke": "src/graph_transformers/configs/csl_gt.yaml",
 }
-#: the order in which lent GPUs advance the runs (issue 24)
-PRIORITY = ("pattern-gt", "zinc-egt-spe-do", "cluster-gt")
+#: the order in which lent GPUs advance the runs (issue 24; GRIT's 2000 epochs after them, issue 29)
+PRIORITY = ("pattern-gt", "zinc-egt-spe-do", "cluster-gt", "zinc-grit")
 #: the smoke run's overrides: a model of a few thousand parameters, 3 epochs
 SMOKE = ["trainer.enable_progress_bar=false", "model.num_layers=1", "model.hidden_dim=8",
          "model.num_heads=2", "data.batch_size=30", "trainer.max_epochs=3"]

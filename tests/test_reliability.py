@@ -287,6 +287,23 @@ def test_sigterm_exits_143_and_resume_equals_uninterrupted(tmp_path, bucketing):
     assert (ma["train"], ma["val"], ma["test"]) == (mb["train"], mb["val"], mb["test"])
 
 
+def test_sigterm_in_a_set_of_runs_says_to_rerun_the_sets_command(tmp_path):
+    """SIGTERM during the first of two seeds: exit 143 naming that seed's directory and telling
+    to rerun the same command with --resume (the single run's advice, ``--out <seed dir>``, would
+    nest a new set inside it); the rerun finishes both seeds."""
+    out = tmp_path / "set"
+    base = ["train", "--config", str(CONFIG), "--seeds", "2", "--out", str(out), "--set",
+            *FAST, "trainer.max_epochs=4"]
+    killed = _cli(base, kill_at="3,2")
+    assert killed.returncode == 143, killed.stderr
+    assert f"{out / 'seed_0'}: terminated by SIGTERM during epoch 3" in killed.stderr
+    assert "the same command with --resume" in killed.stderr and "--out" not in killed.stderr
+    resumed = _cli([*base, "--resume"])
+    assert resumed.returncode == 0, resumed.stderr
+    for seed in (0, 1):
+        assert json.loads((out / f"seed_{seed}" / "metrics.json").read_text())["epochs"] == 4
+
+
 def test_rng_state_round_trips_through_a_weights_only_checkpoint(tmp_path):
     import random
 

@@ -151,7 +151,7 @@ def test_gpu_reproduce_packs_and_unpacks_a_slice(tmp_path):
                                                   REPO / "benchmarks/gpu_reproduce.py")
     gr = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gr)
-    assert gr.PRIORITY == ("pattern-gt", "zinc-egt-spe-do", "cluster-gt")
+    assert gr.PRIORITY == ("pattern-gt", "zinc-egt-spe-do", "cluster-gt", "zinc-grit")
     assert all((REPO / cfg).is_file() for cfg in gr.RUNS.values())
     root, out = tmp_path / "states", tmp_path / "out"
     assert gr.main(["--runs", "csl-smoke", "--minutes", ONE_EPOCH, "--state-root", str(root),

@@ -46,9 +46,16 @@ class RunUnfinished(RunError):
 
 
 class RunTerminated(RunError):
-    """The run received SIGTERM (e.g. a scheduler's preemption); the message says how to resume."""
+    """The run received SIGTERM (e.g. a scheduler's preemption); the message says how to resume.
+    ``detail`` is the message without its advice on how to go on (where training stopped), for a
+    caller that runs several trainings to give its own (``None``: the message has no such
+    advice)."""
 
     exit_code = 143
+
+    def __init__(self, message: str, detail: str | None = None):
+        super().__init__(message)
+        self.detail = detail
 
 
 class DataError(ValueError):

@@ -707,9 +707,10 @@ def _fit(config: Config, module: GraphTaskModule, loaders: dict, callbacks: list
     except SIGTERMException:
         last = out / "checkpoints" / "last.ckpt"
         where = f"{last} (epoch {_epoch_of(last)})" if last.is_file() else "no checkpoint yet"
-        raise RunTerminated(f"terminated by SIGTERM during epoch {trainer.current_epoch + 1}; "
-                            f"last complete checkpoint: {where}; continue with the same command "
-                            f"plus --resume --out {out}") from None
+        detail = (f"terminated by SIGTERM during epoch {trainer.current_epoch + 1}; last "
+                  f"complete checkpoint: {where}")
+        raise RunTerminated(f"{detail}; continue with the same command plus --resume --out {out}",
+                            detail=detail) from None
     return trainer, time.perf_counter() - start
 
 
@@ -951,8 +952,9 @@ def _train_member(config: Config, run_dir: Path, resume: bool, **kwargs) -> dict
 
     Raises:
         RunUnfinished: the run stopped before its schedule ended (``stopped_by`` in
-            :data:`~.reproduction.UNFINISHED`), so the set cannot be summarized and the runs after it are not
-            started.
+            :data:`~.reproduction.UNFINISHED`), so the set cannot be summarized and the runs after
+            it are not started.
+        RunTerminated: SIGTERM; the message names the run and says to rerun the set's command.
     """
     from .reproduction import UNFINISHED
     done = run_dir / "metrics.json"
@@ -960,13 +962,18 @@ def _train_member(config: Config, run_dir: Path, resume: bool, **kwargs) -> dict
         previous = json.loads(done.read_text())
         if previous.get("stopped_by") not in UNFINISHED:
             return previous
-    result = train(config, run_dir, resume=resume and (run_dir / "checkpoints" /
-                                                        "last.ckpt").is_file(), **kwargs)
+    from ..errors import RunTerminated, RunUnfinished
+    go_on = "the same command with --resume continues it and the runs after it"
+    try:
+        result = train(config, run_dir, resume=resume and (run_dir / "checkpoints" /
+                                                            "last.ckpt").is_file(), **kwargs)
+    except RunTerminated as err:  # its advice names this run's directory, not the set's command
+        if err.detail is None:
+            raise
+        raise RunTerminated(f"{run_dir}: {err.detail}; {go_on}", detail=err.detail) from None
     if result.get("stopped_by") in UNFINISHED:
-        from ..errors import RunUnfinished
         raise RunUnfinished(f"{run_dir}: stopped by {result['stopped_by']} after epoch "
-                            f"{result['epochs']} of {config.trainer.max_epochs}; the same command "
-                            "with --resume continues it and the runs after it")
+                            f"{result['epochs']} of {config.trainer.max_epochs}; {go_on}")
     return result
 
 

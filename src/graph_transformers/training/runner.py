@@ -29,11 +29,12 @@ from ..data.sampler import (DistributedBatchSampler, DistributedSizeBucketBatchS
                             EpochShuffleSampler, graph_sizes)
 from ..encodings.registry import float_encodings, pe_dim
 from ..models import build_model, count_parameters
-from ..errors import RunError, RunTerminated
+from ..errors import RunError, RunTerminated, RunUnfinished
 from .allocator import configure_for_training
 from .callbacks import (EpochLog, EpochSummary, RunCheckpoint, RunState, SliceDeadline,
                         StopAtMinLR)
 from .checkpoint import AtomicCheckpointIO, load_checkpoint, load_model_weights
+from .reproduction import UNFINISHED
 from .stats import mean_std
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, load_config,
                      save_config)
@@ -956,13 +957,11 @@ def _train_member(config: Config, run_dir: Path, resume: bool, **kwargs) -> dict
             it are not started.
         RunTerminated: SIGTERM; the message names the run and says to rerun the set's command.
     """
-    from .reproduction import UNFINISHED
     done = run_dir / "metrics.json"
     if resume and done.is_file():
         previous = json.loads(done.read_text())
         if previous.get("stopped_by") not in UNFINISHED:
             return previous
-    from ..errors import RunTerminated, RunUnfinished
     go_on = "the same command with --resume continues it and the runs after it"
     try:
         result = train(config, run_dir, resume=resume and (run_dir / "checkpoints" /

@@ -34,6 +34,7 @@ from typing import Any
 from ..errors import RunError
 from ..fileio import atomic_writer
 from .config import Config, build_config, load_config
+from .reproduction import COMPLETE
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,8 @@ log = logging.getLogger(__name__)
 STATE_FILES = ("config.yaml", "run.json", "epochs.csv", "metrics.json", "curves.png")
 #: checkpoints of a state folder (``checkpoints/<name>`` in the run directory)
 STATE_CHECKPOINTS = ("last.ckpt", "best.ckpt")
-#: what ends a paper's schedule (the reproduction table's ``COMPLETE``)
-FINISHED = ("min_lr", "max_epochs")
+#: what ends a paper's schedule (the reproduction table's ``COMPLETE``, one definition)
+FINISHED = COMPLETE
 
 
 def _copy(src: Path, dst: Path) -> None:

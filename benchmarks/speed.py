@@ -1,4 +1,4 @@
-"""Training-step speed of the library's models against the official code (EGT, GRPE) and PyG's
+"""Training-step speed of the library's models against the official code (EGT, GRPE, GRIT) and PyG's
 ``TransformerConv`` (GT), at equal conditions.
 
 For each (model, batching, precision) configuration, in its own process (so that allocator
@@ -6,8 +6,9 @@ settings and heap state never leak from one configuration into the next):
 
 * both sides are built at matched size from the same ZINC config (``configs/zinc/*.yaml``):
   ours with the library's :func:`make_model`; the reference with the official code wrapped by
-  ``benchmarks/parity/adapters.py`` (EGT, GRPE; ``--official-egt/--official-grpe PATH`` to a
-  local checkout, never committed here) or, for GT, the same block built from PyG's
+  ``benchmarks/parity/adapters.py`` (EGT, GRPE, GRIT; ``--official-egt/--official-grpe/
+  --official-grit PATH`` to a local checkout, never committed here) or, for GT, the same block
+  built from PyG's
   ``TransformerConv`` (``PyGTransformerConvNet``);
 * both sides get the same real ZINC training batches (``--batch-size`` graphs, default 128),
   ``random`` (a shuffled loader) or ``bucketed`` (the library's ``SizeBucketBatchSampler``);
@@ -34,7 +35,8 @@ flagged in the table.
 
 Usage:
     python benchmarks/speed.py --data-dir ../shared/data [--official-egt PATH]
-        [--official-grpe PATH] [--models egt grpe gt gt-edge] [--batching random bucketed]
+        [--official-grpe PATH] [--official-grit PATH] [--models egt grpe gt gt-edge grit]
+        [--batching random bucketed]
         [--precision fp32 bf16] [--steps 20] [--warm-pass] [--threads 2]
         [--out benchmarks/results/speed] [--kernels auto|off|require] [--append]
 
@@ -69,6 +71,7 @@ MODELS = {
     "grpe": ("configs/zinc/grpe_small.yaml", "official GRPE"),
     "gt": ("configs/zinc/gt.yaml", "PyG TransformerConv block"),
     "gt-edge": ("configs/zinc/gt.yaml", "PyG TransformerConv + edge_dim block"),
+    "grit": ("configs/zinc/grit.yaml", "official GRIT"),
 }
 BATCHINGS = ("random", "bucketed")
 PRECISIONS = ("fp32", "bf16")
@@ -220,7 +223,7 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
     from graph_transformers.nn import fused
 
     torch.set_num_threads(args.threads)
-    kernels = "n/a (no compiled path)"  # EGT, GRPE: plain PyTorch ops only
+    kernels = "n/a (no compiled path)"  # EGT, GRPE, GRIT: plain PyTorch ops only
     if model in ("gt", "gt-edge"):     # GT's sparse attention has the compiled kernel
         kernels = ("fused" if fused.kernels_available()
                    else f"plain ({fused.ENV}={fused.kernel_mode()})")
@@ -235,7 +238,8 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
     spec = resolve_spec(config.data)
     train = load_splits(config.data, config.encodings)["train"]
     ours, ref, reference = build_sides(model, config, spec, train,
-                                       {"egt": args.official_egt, "grpe": args.official_grpe})
+                                       {"egt": args.official_egt, "grpe": args.official_grpe,
+                                        "grit": args.official_grit})
     batches = measured_batches(config, train, batching, args.batch_size,
                                args.warmup + args.steps)
     sides = {"ours": (ours, precision)}
@@ -325,6 +329,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--official-egt", default=os.environ.get("GT_PARITY_EGT"))
     ap.add_argument("--official-grpe", default=os.environ.get("GT_PARITY_GRPE"))
+    ap.add_argument("--official-grit", default=os.environ.get("GT_PARITY_GRIT"))
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     ap.add_argument("--batching", nargs="+", default=list(BATCHINGS), choices=BATCHINGS)
     ap.add_argument("--precision", nargs="+", default=["fp32"], choices=PRECISIONS)

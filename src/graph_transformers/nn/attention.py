@@ -17,6 +17,8 @@ key-padding mask through PyTorch's ``scaled_dot_product_attention``, and refuses
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from torch import Tensor, nn
 from torch_geometric.utils import to_dense_batch
@@ -29,6 +31,15 @@ def acc_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype sums and normalizers accumulate in: float32 for 16-bit inputs (autocast), the
     input's own dtype for float32 and float64."""
     return torch.promote_types(dtype, torch.float32)
+
+
+def autocast_off(x: Tensor) -> contextlib.AbstractContextManager:
+    """Autocast disabled on ``x``'s device (a no-op on a device without autocast, e.g. meta), for
+    sums and products that must run in float32 at least."""
+    try:
+        return torch.autocast(x.device.type, enabled=False)
+    except RuntimeError:
+        return contextlib.nullcontext()
 
 
 def _safe(denom: Tensor) -> Tensor:

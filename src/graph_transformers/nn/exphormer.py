@@ -47,7 +47,6 @@ input's dtype).
 """
 from __future__ import annotations
 
-import contextlib
 import math
 
 import torch
@@ -56,17 +55,11 @@ from torch import Tensor, nn
 from torch_geometric.utils import softmax
 
 from ..core.checks import checks_enabled
-from .attention import QKVAttention, acc_dtype, check_batch, check_node_features
+from .attention import (QKVAttention, acc_dtype, autocast_off, check_batch,
+                        check_node_features)
 
 #: how :class:`ExphormerAttention` forms the input states of the virtual nodes
 VIRTUAL_STATES = ("mean", "learned")
-
-
-def _autocast_off(x: Tensor) -> contextlib.AbstractContextManager:
-    try:
-        return torch.autocast(x.device.type, enabled=False)
-    except RuntimeError:  # a device type without autocast (e.g. meta)
-        return contextlib.nullcontext()
 
 
 def _index_shape_ok(index: Tensor | None) -> bool:
@@ -263,7 +256,7 @@ class ExphormerAttention(QKVAttention):
         in_dtype = q.dtype  # the projections' dtype (bf16 under autocast)
         dtype = acc_dtype(in_dtype)
         scale = 1.0 / math.sqrt(dk)
-        with _autocast_off(x):
+        with autocast_off(x):
             q, k, v = q.to(dtype) * scale, k.to(dtype), v.to(dtype)  # q scaled once, on N rows
             g_edge, g_exp = (g.to(dtype).view(-1, H, dk) for g in gates[:2])
             src, dst = edge_index[0], edge_index[1]

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.utils import softmax as scatter_softmax
 
-from .attention import acc_dtype, clamped_edge_softmax, head_dim
+from .attention import acc_dtype, autocast_off, clamped_edge_softmax, head_dim
 from .convention import legacy_init, with_attention
 from .norm import make_norm
 from .reset import reset_children
@@ -34,22 +34,22 @@ class GRITOutput(NamedTuple):
 
 
 class _SignedSqrt(torch.autograd.Function):
-    """``ρ(s) = sign(s) √|s|`` with the backward ``1 / (2 √|s|) = 1 / (2 |ρ(s)|)`` computed from
-    the saved output (one tensor saved instead of the two ReLUs and square roots of the
-    equivalent ``√ReLU(s) − √ReLU(−s)``), and 0 at ``s = 0``, where that form's autograd
-    gradient is 0 too (ReLU's backward discards the infinite derivative of the square root)."""
+    """``ρ(s) = sign(s) √|s|`` with the backward ``1 / (2 √|s|)`` computed from the saved
+    ``√|s|`` (one tensor saved instead of the two ReLUs and square roots of the equivalent
+    ``√ReLU(s) − √ReLU(−s)``), and 0 at ``s = 0``, where that form's autograd gradient is 0 too
+    (ReLU's backward discards the infinite derivative of the square root)."""
 
     @staticmethod
     def forward(ctx, s: Tensor) -> Tensor:
-        out = torch.sign(s) * torch.sqrt(torch.abs(s))
-        ctx.save_for_backward(out)
-        return out
+        root = torch.abs(s).sqrt_()                                  # √|s|
+        ctx.save_for_backward(root)
+        return torch.copysign(root, s)
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> Tensor:
-        (out,) = ctx.saved_tensors
-        # the division is inf / nan where ρ(s) = 0; those entries are replaced by 0
-        return torch.where(out != 0, grad / (2 * out.abs()), grad.new_zeros(()))
+        (root,) = ctx.saved_tensors
+        # the division is inf / nan where √|s| = 0; those entries are replaced by 0
+        return torch.where(root != 0, grad / (2 * root), grad.new_zeros(()))
 
 
 def signed_sqrt(s: Tensor) -> Tensor:
@@ -240,8 +240,12 @@ class GRITLayer(nn.Module):
         e_hat = F.relu(signed_sqrt(qk.view(P, H, dk) * ew) + eb)                # [P, H, d']
 
         # --- attention α_ij over each query's pairs -----------------------------------------
+        # W_A per head as one product with the block-diagonal [D, H] matrix, in float32 at
+        # least (autocast off): fewer [P, D] passes than a product and a sum
         acc = acc_dtype(e_hat.dtype)
-        scores = (e_hat * self.attn_weight).sum(-1, dtype=acc)                  # [P, H]
+        with autocast_off(x):
+            w_a = torch.block_diag(*self.attn_weight.to(acc).unsqueeze(-1))     # [D, H]
+            scores = e_hat.reshape(P, D).to(acc) @ w_a                          # [P, H]
         if self.clamp is not None:
             alpha = clamped_edge_softmax(scores, dst, n, self.clamp)
         else:
@@ -250,10 +254,9 @@ class GRITLayer(nn.Module):
         alpha = self._drop(alpha, self.attn_dropout).unsqueeze(-1)              # [P, H, 1]
 
         # --- x̂_i = Σ_j α_ij (W_V x_j + W_Ev ê_ij), accumulated in float32 under autocast ------
-        v = self.v(x).view(n, H, dk).index_select(0, src)
-        msg = torch.cat([v, e_hat], dim=-1).to(acc) * alpha                      # [P, H, 2d']
-        agg = msg.new_zeros(n, H, 2 * dk).index_add_(0, dst, msg)
-        agg_v, agg_e = agg.split(dk, dim=-1)
+        v = self.v(x).view(n, H, dk).index_select(0, src)                       # [P, H, d']
+        agg_v = alpha.new_zeros(n, H, dk).index_add_(0, dst, v.to(acc) * alpha)
+        agg_e = alpha.new_zeros(n, H, dk).index_add_(0, dst, e_hat.to(acc) * alpha)
         value_edge = self.value_edge.to(acc)
         h = (agg_v + torch.einsum("nhd,hdc->nhc", agg_e, value_edge)).to(x.dtype).reshape(n, D)
 

@@ -41,13 +41,13 @@ back to the input's dtype), as :class:`~graph_transformers.nn.linear_attention.P
 """
 from __future__ import annotations
 
-import contextlib
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import QKVAttention, acc_dtype, check_batch, check_node_features
+from .attention import (QKVAttention, acc_dtype, autocast_off, check_batch,
+                        check_node_features)
 from .convention import legacy_init
 
 #: how :class:`SGFormerAttention` normalizes ``Q`` and ``K``
@@ -185,14 +185,6 @@ def sgformer_attention(q: Tensor, k: Tensor, v: Tensor, batch: Tensor | None = N
 
 
 # ----------------------------------------------------------------------------- input checks
-def _autocast_off(x: Tensor) -> contextlib.AbstractContextManager:
-    """Autocast disabled on ``x``'s device (a no-op on a device without autocast, e.g. meta)."""
-    try:
-        return torch.autocast(x.device.type, enabled=False)
-    except RuntimeError:
-        return contextlib.nullcontext()
-
-
 def _check_inputs(layer: nn.Module, x: Tensor, batch: Tensor | None,
                   num_graphs: int | None) -> None:
     check_node_features(layer, x)
@@ -273,7 +265,7 @@ class LinearGlobalAttention(QKVAttention):
         n = x.size(0)
         q, k, v = self.qkv(x).view(n, 3, self.num_heads, self.head_dim).unbind(1)
         dtype = acc_dtype(q.dtype)  # sums and normalizers in fp32 at least, autocast off
-        with _autocast_off(x):
+        with autocast_off(x):
             o = kernelized_attention(q.to(dtype), k.to(dtype), v.to(dtype), batch, num_graphs,
                                      self.eps)
         return self.dropout(self.out(o.to(q.dtype).reshape(n, self.hidden_dim)))
@@ -377,7 +369,7 @@ class SGFormerAttention(nn.Module):
         n, H, d = x.size(0), self.num_heads, self.hidden_dim
         q, k, v = (lin(x).view(n, H, d) for lin in (self.q, self.k, self.v))
         dtype = acc_dtype(q.dtype)
-        with _autocast_off(x):
+        with autocast_off(x):
             o = sgformer_attention(q.to(dtype), k.to(dtype), v.to(dtype), batch, num_graphs,
                                    self.qk_norm, self.eps)
         return self.dropout(o.mean(1).to(q.dtype))

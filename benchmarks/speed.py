@@ -16,6 +16,10 @@ settings and heap state never leak from one configuration into the next):
   the two sides alternate batch by batch in one process, same threads, so machine noise hits both;
 * ``--kernels``: our side with the compiled fast paths (``graph_transformers.nn.fused``; GT's
   sparse attention) or without (``off``); each row records which ran (``kernels``);
+* ``--compile``: our side under ``torch.compile`` (``model.compile: true``, dynamic shapes); the
+  compilation happens in the warm-up steps and its time is recorded (``ours_compile_s``: the
+  first warm-up step); the FLOPs are counted on an eager copy (compiled kernels are not seen by
+  the counter);
 * ``--warm-pass``: before timing, one untimed pass over the timed batches, so every batch shape
   has been seen once (the steady state of a training loop; without it, the first step on each
   new shape pays the heap growth and first-touch page faults, which the medians mostly hide but
@@ -38,7 +42,7 @@ Usage:
         [--official-grpe PATH] [--official-grit PATH] [--models egt grpe gt gt-edge grit]
         [--batching random bucketed]
         [--precision fp32 bf16] [--steps 20] [--warm-pass] [--threads 2]
-        [--out benchmarks/results/speed] [--kernels auto|off|require] [--append]
+        [--out benchmarks/results/speed] [--kernels auto|off|require] [--compile] [--append]
 
 Writes ``<out>.json`` (``{"rows": [...], "conditions": {...}}``) and ``<out>.md``. Without an
 official checkout the row is measured for ours alone and says that the ratio was not measured.
@@ -46,6 +50,7 @@ official checkout the row is measured for ours alone and says that the ratio was
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import platform
@@ -240,6 +245,12 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
     ours, ref, reference = build_sides(model, config, spec, train,
                                        {"egt": args.official_egt, "grpe": args.official_grpe,
                                         "grit": args.official_grit})
+    counted = ours  # the module whose FLOPs are counted: an eager copy when ours is compiled
+    if args.compile:
+        from graph_transformers.training.device import compile_model
+        counted = copy.deepcopy(ours)
+        compile_model(ours)
+        kernels = "torch.compile (dynamic)"
     batches = measured_batches(config, train, batching, args.batch_size,
                                args.warmup + args.steps)
     sides = {"ours": (ours, precision)}
@@ -252,9 +263,13 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
     # warm-up steps, then (--warm-pass) one untimed pass over the timed batches themselves: the
     # first step of each new batch shape grows the heap and first-touches its pages, which a
     # training loop pays once, not every epoch
+    compile_s = None
     for batch in batches[: args.warmup] + (timed if args.warm_pass else []):
         for k, (m, p) in sides.items():
+            t = time.perf_counter()
             train_step(m, opts[k], batch, p)
+            if k == "ours" and compile_s is None:
+                compile_s = time.perf_counter() - t
     times: dict[str, list[float]] = {k: [] for k in sides}
     for batch in timed:
         for k, (m, p) in sides.items():
@@ -263,7 +278,10 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
             times[k].append(time.perf_counter() - t)
     graphs = statistics.fmean(b.num_graphs for b in timed)
     rate = {k: graphs / statistics.median(v) for k, v in times.items()}
-    flops = {k: count_flops(m, timed, p) for k, (m, p) in sides.items()}
+    if counted is not ours:
+        counted.load_state_dict(ours.state_dict())
+    flops = {k: count_flops(counted if k == "ours" else m, timed, p)
+             for k, (m, p) in sides.items()}
     gflops = {k: flops[k] / sum(times[k]) / 1e9 for k in sides}
     memory = {k: peak_step_memory_mib(lambda m=m, k=k, p=p: train_step(m, opts[k], timed[0], p))
               for k, (m, p) in sides.items()}
@@ -289,6 +307,7 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
         "flops_per_graph": round(flops["ours"] / (graphs * len(timed))),
         "threads": args.threads, "allocator": "keep freed memory" if allocator else "glibc default",
         "kernels": kernels,
+        "ours_compile_s": round(compile_s, 1) if args.compile else None,
         "load_avg": [round(load_start, 2), round(load_end, 2)],
     }
 
@@ -349,6 +368,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--kernels", choices=("auto", "off", "require"), default="auto",
                     help="GRAPH_TRANSFORMERS_KERNELS for our side: the compiled fast paths "
                          "(auto: when they build; off: the plain PyTorch path)")
+    ap.add_argument("--compile", action="store_true",
+                    help="our side under torch.compile (model.compile: true); the compilation "
+                         "runs in the warm-up steps")
     ap.add_argument("--single", default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 

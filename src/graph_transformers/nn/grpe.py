@@ -455,7 +455,6 @@ class GRPEAttention(nn.Module):
             raise ValueError(f"edge ids must be [B, N, N] = {tuple(topology.shape)}, got "
                              f"{tuple(edge.shape)}")
         B, N = topology.size(0), topology.size(1)
-        rows = torch.arange(N, device=topology.device)
         ids = {"topology": topology.long(), "edge": edge.long()}
         fused = self._fused(encodings, N)
         plan = self._plan(encodings, fused)

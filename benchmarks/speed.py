@@ -1,5 +1,5 @@
-"""Training-step speed of the library's models against the official code (EGT, GRPE, GRIT) and PyG's
-``TransformerConv`` (GT), at equal conditions.
+"""Training-step speed of the library's models against the official code (EGT, GRPE, GRIT) and
+PyG's ``TransformerConv`` (GT), at equal conditions.
 
 For each (model, batching, precision) configuration, in its own process (so that allocator
 settings and heap state never leak from one configuration into the next):
@@ -8,8 +8,7 @@ settings and heap state never leak from one configuration into the next):
   ours with the library's :func:`make_model`; the reference with the official code wrapped by
   ``benchmarks/parity/adapters.py`` (EGT, GRPE, GRIT; ``--official-egt/--official-grpe/
   --official-grit PATH`` to a local checkout, never committed here) or, for GT, the same block
-  built from PyG's
-  ``TransformerConv`` (``PyGTransformerConvNet``);
+  built from PyG's ``TransformerConv`` (``PyGTransformerConvNet``);
 * both sides get the same real ZINC training batches (``--batch-size`` graphs, default 128),
   ``random`` (a shuffled loader) or ``bucketed`` (the library's ``SizeBucketBatchSampler``);
 * one step = forward + L1 loss (+ the model's auxiliary loss) + backward + Adam step; the steps of

@@ -113,6 +113,29 @@ def test_forward_backward_on_meta_device_without_syncs(name, batch):
                for p in model.parameters() if p.requires_grad and p.grad is not None)
 
 
+def test_grit_pairs_computed_per_batch_on_meta_device_without_syncs(batch):
+    """GRIT with ``encodings.rrwp.cache_pairs: false`` computes the RRWP pairs in its forward
+    (``encodings.rrwp.batch_rrwp``): on ``meta``, with no host reads and no other device; in
+    float64, with no mixed dtypes."""
+    torch.manual_seed(0)
+    bare = batch.clone()
+    del bare.rrwp_pair
+    model = MODELS["grit"]().to("meta").train()
+    audit = _DeviceAudit()
+    with audit:
+        loss = _loss(model, bare.clone().to("meta"))
+        loss.backward()
+    assert loss.device.type == "meta"
+    assert not audit.host_reads and not audit.mixed, (audit.host_reads, audit.mixed[:5])
+    model = MODELS["grit"]().double().train()
+    b = bare.clone()
+    b.rrwp, b.y = b.rrwp.double(), b.y.double()
+    dtypes = _DtypeAudit()
+    with dtypes:
+        _loss(model, b).backward()
+    assert not dtypes.mixed, dtypes.mixed[:5]
+
+
 class _DtypeAudit(TorchDispatchMode):
     """Records ATen ops that mix floating dtypes among their tensor arguments."""
 

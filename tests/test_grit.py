@@ -1,7 +1,8 @@
 """GRIT (Ma et al. 2023): the layer against a naive per-pair implementation of its equations
 (§3.2-3.3 as the official code computes them), the signed square root and its gradient,
-permutation equivariance, batching independence, the model's forward / backward, its
-parameter count against the official model's, and a one-epoch run through the config."""
+permutation equivariance, batching independence, the pairs computed per batch against the cached
+ones, the model's forward / backward, its parameter count against the official model's, and a
+one-epoch run through the config."""
 from __future__ import annotations
 
 import math
@@ -233,6 +234,26 @@ def test_sparse_attention_equals_full_where_every_pair_has_a_walk():
     assert not torch.allclose(sparse(split)[:5], full(split)[:5])
 
 
+@pytest.mark.parametrize("full_attention", [True, False])
+def test_pairs_computed_per_batch_equal_the_cached_ones(full_attention):
+    """``encodings.rrwp.cache_pairs: false``: a batch without ``rrwp_pair`` gets its pairs
+    computed in the forward; loss and gradients are the cached batch's (training mode: batch
+    statistics over the pairs)."""
+    cached = _batch(sizes=(5, 9, 4, 6), isolated=True)
+    bare = cached.clone()
+    del bare.rrwp_pair
+    model = _model(full_attention=full_attention, attn_dropout=0.0).train()
+    grads = []
+    for b in (cached, bare):
+        model.zero_grad()
+        out = model(b)
+        out.square().sum().backward()
+        grads.append((out.detach(), [p.grad.clone() for p in model.parameters()]))
+    torch.testing.assert_close(grads[1][0], grads[0][0], rtol=1e-10, atol=1e-10)
+    for got, want in zip(grads[1][1], grads[0][1]):
+        torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-10)
+
+
 def test_forward_backward_every_parameter_learns():
     batch = _batch(isolated=True)
     for kw in (dict(level="graph", readout="mean"), dict(use_edge_features=False, head="graphgym"),
@@ -306,9 +327,11 @@ def test_parameter_counts_against_the_official_models():
     assert count("configs/cluster/grit.yaml") == official - (48 * 48 + 48 + 2 * 48) - 48
 
 
-def test_one_epoch_through_the_config(tmp_path):
+@pytest.mark.parametrize("cache_pairs", [True, False])
+def test_one_epoch_through_the_config(tmp_path, cache_pairs):
     """The config wiring: ``model: grit`` with ``encodings.rrwp`` trains one epoch on in-memory
-    graphs (the RRWP pre-transform computed and its walk length passed to the model)."""
+    graphs (the RRWP pre-transform computed and its walk length passed to the model), with the
+    pairs cached or computed per batch."""
     import graph_transformers as gtr
     gen = torch.Generator().manual_seed(8)
     graphs = []
@@ -318,7 +341,8 @@ def test_one_epoch_through_the_config(tmp_path):
                            y=torch.tensor([k % 2])))
     config = {"model": {"name": "grit", "hidden_dim": 8, "num_layers": 1, "num_heads": 2,
                         "use_edge_features": False},
-              "data": {"batch_size": 8}, "encodings": {"rrwp": {"walk_length": 4}},
+              "data": {"batch_size": 8},
+              "encodings": {"rrwp": {"walk_length": 4, "cache_pairs": cache_pairs}},
               "trainer": {"max_epochs": 1, "enable_progress_bar": False}}
     metrics = gtr.train(config, dataset=graphs, out_dir=tmp_path / "run")
     assert metrics["epochs"] == 1 and math.isfinite(metrics["test"]["loss"])

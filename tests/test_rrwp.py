@@ -1,6 +1,7 @@
 """GRIT's relative random-walk probabilities (``encodings.rrwp``): the matrix powers against an
 explicit enumeration of walks, isolated nodes, disconnected and directed graphs, multi-edges,
-permutation equivariance, the stored layout, the budget check and the registry / config
+permutation equivariance, the stored layout, the pairs computed per batch
+(``cache_pairs: false``) against the cached ones, the budget check and the registry / config
 wiring."""
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 import torch
 from torch_geometric.data import Batch, Data
 
-from graph_transformers.core.dense import DenseBudgetError
-from graph_transformers.encodings import AddRRWP, relative_random_walk_probabilities
+from graph_transformers.core.dense import DenseBudgetError, host_num_nodes
+from graph_transformers.encodings import AddRRWP, batch_rrwp, relative_random_walk_probabilities
 from graph_transformers.models.utils import full_graph_edge_index
 
 
@@ -105,6 +106,38 @@ def test_transform_stores_diagonal_and_flattened_pairs_in_batch_order():
     assert repr(AddRRWP(21)) == "AddRRWP(walk_length=21)"
 
 
+def _random_graph(gen: torch.Generator, n: int) -> Data:
+    m = int(torch.randint(0, 3 * n, (), generator=gen))
+    edge_index = torch.randint(0, n, (2, m), generator=gen)  # directed, multi-edges, self-loops
+    return Data(edge_index=edge_index, num_nodes=n)
+
+
+def test_batch_rrwp_equals_the_cached_pairs():
+    """The pairs computed per batch on the model's device (``cache_pairs: false``) equal the
+    cached ones: on the walk-enumeration graphs and on random directed multigraphs of unequal
+    sizes, over all pairs and over a subset of them."""
+    gen = torch.Generator().manual_seed(0)
+    K = 6
+    graphs = [Data(edge_index=ei, num_nodes=n) for ei, n in GRAPHS.values()]
+    graphs += [_random_graph(gen, int(torch.randint(1, 15, (), generator=gen))) for _ in range(8)]
+    cached = Batch.from_data_list([AddRRWP(K)(g.clone()) for g in graphs])
+    bare = Batch.from_data_list([AddRRWP(K, cache_pairs=False)(g.clone()) for g in graphs])
+    assert "rrwp_pair" not in bare and torch.equal(bare.rrwp, cached.rrwp)
+    sizes = host_num_nodes(bare)
+    index = full_graph_edge_index(bare.batch, self_loops=True, host_sizes=sizes)
+    node, pair = batch_rrwp(bare.edge_index, bare.batch, sizes, K, index)
+    assert node.dtype == pair.dtype == torch.float32
+    torch.testing.assert_close(node, cached.rrwp, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(pair, cached.rrwp_pair, rtol=1e-6, atol=1e-7)
+    rows = torch.randperm(index.size(1), generator=gen)[:50]          # any pair list
+    _, some = batch_rrwp(bare.edge_index, bare.batch, sizes, K, index[:, rows])
+    torch.testing.assert_close(some, cached.rrwp_pair[rows], rtol=1e-6, atol=1e-7)
+    _, only_identity = batch_rrwp(bare.edge_index, bare.batch, sizes, 1, index)
+    assert torch.equal(only_identity[:, 0], (index[0] == index[1]).float())
+    with pytest.raises(ValueError, match="walk_length must be >= 1"):
+        batch_rrwp(bare.edge_index, bare.batch, sizes, 0, index)
+
+
 def test_budget_and_argument_errors():
     with pytest.raises(DenseBudgetError, match=r"RRWP over all node pairs .* graphs above ≈"):
         AddRRWP(21, budget_bytes=1e6)(Data(edge_index=torch.zeros(2, 0, dtype=torch.long),
@@ -119,7 +152,9 @@ def test_registry_and_config_section():
     from graph_transformers.data.registry import build_pre_transform
     from graph_transformers.training.config import EncodingsConfig, build_config
     pre = build_pre_transform(EncodingsConfig(rrwp={"walk_length": 8}))
-    assert repr(pre) == "AddRRWP(walk_length=8)"
+    assert repr(pre) == "AddRRWP(walk_length=8)" and pre.cache_pairs
+    pre = build_pre_transform(EncodingsConfig(rrwp={"walk_length": 8, "cache_pairs": False}))
+    assert repr(pre) == "AddRRWP(walk_length=8, cache_pairs=False)" and not pre.cache_pairs
     assert EncodingsConfig(rrwp={}).rrwp.walk_length == 21
     cfg = build_config({"model": {"name": "grit"}, "encodings": {"rrwp": {}}})
     assert cfg.model.name == "grit"

@@ -11,7 +11,7 @@ from .registry import ENCODINGS, Encoding, register_encoding
 if TYPE_CHECKING:  # what the names below are, for type checkers and the API reference
     from .expander import AddExpanderGraph, random_expander
     from .lappe import AddLaplacianPE, laplacian_pe, normalized_laplacian, random_sign_flip
-    from .rrwp import AddRRWP, relative_random_walk_probabilities
+    from .rrwp import AddRRWP, batch_rrwp, relative_random_walk_probabilities
     from .rwse import AddRWSE, random_walk_se
     from .spd import (AddShortestPaths, num_spd_ids, pair_edge_types, shortest_path_distances,
                       spd_ids)
@@ -25,16 +25,17 @@ _LAZY = {
     "AddShortestPaths": "spd", "num_spd_ids": "spd", "pair_edge_types": "spd",
     "shortest_path_distances": "spd", "spd_ids": "spd",
     "AddRWSE": "rwse", "random_walk_se": "rwse",
-    "AddRRWP": "rrwp", "relative_random_walk_probabilities": "rrwp",
+    "AddRRWP": "rrwp", "batch_rrwp": "rrwp", "relative_random_walk_probabilities": "rrwp",
     "AddSVDPE": "svd", "random_svd_sign_flip": "svd", "svd_pe": "svd",
     "AddWLPE": "wlpe", "wl_role_ids": "wlpe",
     "AddExpanderGraph": "expander", "random_expander": "expander",
 }
 
 __all__ = ["AddExpanderGraph", "AddLaplacianPE", "AddRRWP", "AddRWSE", "AddSVDPE",
-           "AddShortestPaths", "AddWLPE", "ENCODINGS", "Encoding", "laplacian_pe",
+           "AddShortestPaths", "AddWLPE", "ENCODINGS", "Encoding", "batch_rrwp", "laplacian_pe",
            "normalized_laplacian", "num_spd_ids", "pair_edge_types", "random_expander",
-           "random_sign_flip", "random_svd_sign_flip", "random_walk_se", "register_encoding", "relative_random_walk_probabilities", "shortest_path_distances",
-           "spd_ids", "svd_pe", "wl_role_ids"]
+           "random_sign_flip", "random_svd_sign_flip", "random_walk_se", "register_encoding",
+           "relative_random_walk_probabilities", "shortest_path_distances", "spd_ids", "svd_pe",
+           "wl_role_ids"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -78,6 +78,10 @@ class RRWPConfig(EncodingSection):
     PATTERN configs: 21; CLUSTER: 32)."""
 
     walk_length: PositiveInt = 21
+    #: cache every pair with the dataset (``4 K n²`` bytes per graph); ``false`` caches the
+    #: diagonal only and GRIT computes the pairs of each batch on its device (the same values;
+    #: PATTERN / CLUSTER: ≈17–22 GB of cache otherwise)
+    cache_pairs: bool = True
 
 
 class ExpanderConfig(EncodingSection):
@@ -104,8 +108,8 @@ class Encoding:
     Args:
         name: config key under ``encodings:``; for a node encoding also the ``Data`` attribute.
         config: the section's pydantic model (a subclass of :class:`EncodingSection`).
-        transform: a callable or ``"module:Class"``, called with the section's first ``args``
-            values (positionally) to build the pre-transform.
+        transform: a callable or ``"module:Class"``, called with the section's ``args``
+            values (positionally) and ``kwargs`` values (by name) to build the pre-transform.
         args: the section fields passed to ``transform``, in order.
         pe: the ``model.pe`` value that selects this node encoding (``None``: no model reads it
             as a positional encoding, e.g. the pair encodings ``spd``).
@@ -117,6 +121,7 @@ class Encoding:
             features ``[num_nodes, dim]`` (projected).
         raw_norm: models normalise the raw values with a ``BatchNorm`` before projecting them
             (GraphGPS's RWSE encoder: return probabilities span orders of magnitude).
+        kwargs: the section fields passed to ``transform`` by name.
     """
 
     name: str
@@ -128,10 +133,12 @@ class Encoding:
     sign_flip: Any = None
     categorical: bool = False
     raw_norm: bool = False
+    kwargs: tuple[str, ...] = ()
 
     def build_transform(self, section: BaseModel) -> Any:
         """The PyG pre-transform of a validated section."""
-        return resolve(self.transform)(*(getattr(section, a) for a in self.args))
+        return resolve(self.transform)(*(getattr(section, a) for a in self.args),
+                                       **{k: getattr(section, k) for k in self.kwargs})
 
     def flip(self) -> Callable[..., Any] | None:
         """The sign-flip function, imported (``None`` when the encoding has none)."""
@@ -152,7 +159,8 @@ ENCODINGS: dict[str, Encoding] = {e.name: e for e in (
     Encoding("spd", SPDConfig, f"{_PKG}.spd:AddShortestPaths", ("max_distance",)),
     Encoding("rwse", RWSEConfig, f"{_PKG}.rwse:AddRWSE", ("walk_length",), pe="rwse",
              dim=lambda s: s.walk_length, raw_norm=True),
-    Encoding("rrwp", RRWPConfig, f"{_PKG}.rrwp:AddRRWP", ("walk_length",)),
+    Encoding("rrwp", RRWPConfig, f"{_PKG}.rrwp:AddRRWP", ("walk_length",),
+             kwargs=("cache_pairs",)),
     Encoding("expander", ExpanderConfig, f"{_PKG}.expander:AddExpanderGraph",
              ("degree", "seed")),
 )}

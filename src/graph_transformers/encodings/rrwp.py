@@ -35,6 +35,11 @@ sparse list of the pairs with a nonzero value plus their index; GRIT's shipped c
 over all pairs (``full_attn: True``), and on the benchmark graphs (connected, diameter below
 ``K``) nearly every pair is nonzero, so the dense layout stores less (no index) and needs no
 coalescing in the model.
+
+With ``AddRRWP(cache_pairs=False)`` (config ``encodings.rrwp.cache_pairs: false``) only the
+diagonal is stored, and :func:`batch_rrwp` computes the pairs of each batch on the model's device,
+in the same layout and to the same values: the cache of PATTERN or CLUSTER shrinks from ≈17–22 GB
+to ≈0.1 GB (``docs/grit.md``).
 """
 from __future__ import annotations
 
@@ -43,7 +48,8 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from ..core.dense import PAIR_BUDGET_BYTES, check_pair_budget
+from ..core.dense import PAIR_BUDGET_BYTES, check_pair_budget, count_per_graph
+
 #: bytes per node pair while computing, besides the ``4 K`` of the float32 result: the float64
 #: transition matrix, the current power and the product
 _WORK_BYTES_PER_PAIR = 24
@@ -105,6 +111,64 @@ def relative_random_walk_probabilities(edge_index: Tensor, num_nodes: int,
     return out
 
 
+def batch_rrwp(edge_index: Tensor, batch: Tensor, host_sizes: Tensor, walk_length: int,
+               pair_index: Tensor) -> tuple[Tensor, Tensor]:
+    """RRWP of every graph of a batch, computed on the batch's device: what
+    :class:`AddRRWP` would have cached, for a dataset processed with ``cache_pairs=False``
+    (same conventions and values: float64 powers rounded to float32 once).
+
+    The graphs' transition matrices are padded to ``[B, N, N]`` (``N`` the largest graph) and
+    multiplied ``K - 2`` times; each power is read at the pairs of ``pair_index``. Work memory:
+    three float64 ``[B, N, N]`` matrices plus the ``[P, K]`` result. No device sync: the sizes
+    come from the host.
+
+    Args:
+        edge_index: ``[2, num_edges]`` of the batch (source, target).
+        batch: ``[num_nodes]`` sorted graph ids.
+        host_sizes: ``[B]`` nodes per graph on the CPU
+            (:func:`~graph_transformers.core.dense.host_num_nodes`).
+        walk_length: ``K``.
+        pair_index: ``[2, P]`` pairs of nodes of the same graph (``pair_index[0] = j`` key,
+            ``pair_index[1] = i`` query), e.g.
+            :func:`~graph_transformers.models.utils.full_graph_edge_index` with
+            ``self_loops=True``, the layout of the cached ``rrwp_pair``.
+
+    Returns:
+        ``(node [num_nodes, K], pair [P, K])`` float32: ``P_ii`` and ``P_ij`` (query ``i``, key
+        ``j``).
+
+    Raises:
+        ValueError: for ``walk_length < 1``.
+    """
+    if walk_length < 1:
+        raise ValueError(f"RRWP walk_length must be >= 1 (K = 1 keeps the identity only), got "
+                         f"{walk_length}")
+    device, num_graphs = batch.device, host_sizes.numel()
+    n_max = int(host_sizes.max()) if num_graphs else 0
+    counts = count_per_graph(batch, num_graphs)
+    pos = torch.arange(batch.numel(), device=device) - (torch.cumsum(counts, 0) - counts)[batch]
+    adj = torch.zeros(num_graphs, n_max, n_max, dtype=torch.float64, device=device)
+    src, dst = edge_index[0], edge_index[1]
+    adj.index_put_((batch[src], pos[src], pos[dst]),
+                   torch.ones(src.numel(), dtype=torch.float64, device=device), accumulate=True)
+    deg = adj.sum(-1, keepdim=True)
+    trans = adj / torch.where(deg > 0, deg, torch.ones_like(deg))  # rows of degree 0 stay 0
+    key, query = pair_index[0], pair_index[1]
+    at_pairs = (batch[query], pos[query], pos[key])
+    at_nodes = (batch, pos, pos)
+    node = torch.zeros(batch.numel(), walk_length, dtype=torch.float32, device=device)
+    pair = torch.zeros(key.numel(), walk_length, dtype=torch.float32, device=device)
+    node[:, 0] = 1.0
+    pair[:, 0] = (key == query).float()
+    power = trans
+    for k in range(1, walk_length):
+        node[:, k] = power[at_nodes].float()
+        pair[:, k] = power[at_pairs].float()
+        if k + 1 < walk_length:
+            power = torch.bmm(power, trans)
+    return node, pair
+
+
 class AddRRWP(BaseTransform):
     """PyG transform storing GRIT's RRWP (:func:`relative_random_walk_probabilities`):
 
@@ -113,30 +177,34 @@ class AddRRWP(BaseTransform):
       (``k = i · n + j``; batching concatenates them, see the module docstring).
 
     Meant as a ``pre_transform`` (computed once, cached with the dataset; the ``repr`` names
-    ``walk_length``, so the cache key changes with it). Source: GRIT (Ma et al. 2023), §3.1.
+    ``walk_length`` and ``cache_pairs=False``, so the cache key changes with them). Source: GRIT
+    (Ma et al. 2023), §3.1.
 
     The cached pairs take ``4 K n²`` bytes per graph: about 50 KB for a ZINC molecule (K = 21,
     0.6 GB for ZINC-12k) but about 1.2 MB for a PATTERN graph (K = 21, n ≈ 120; ≈ 17 GB for its
-    14,000 graphs), see ``docs/grit.md``.
+    14,000 graphs), see ``docs/grit.md``. With ``cache_pairs=False`` only ``rrwp`` is stored and
+    the model computes the pairs of each batch (:func:`batch_rrwp`, the same values).
 
     Args:
         walk_length: ``K``.
         budget_bytes: refuse a graph whose computation would allocate more (``None``: no check).
+        cache_pairs: store ``rrwp_pair`` (``False``: the diagonal only).
 
     Raises:
         ValueError: for ``walk_length < 1``.
     """
 
-    def __init__(self, walk_length: int = 21, budget_bytes: float | None = PAIR_BUDGET_BYTES
-                 ) -> None:
+    def __init__(self, walk_length: int = 21, budget_bytes: float | None = PAIR_BUDGET_BYTES,
+                 *, cache_pairs: bool = True) -> None:
         if walk_length < 1:
             raise ValueError(f"RRWP walk_length must be >= 1 (K = 1 keeps the identity only), "
                              f"got {walk_length}")
         self.walk_length = walk_length
         self.budget_bytes = budget_bytes
+        self.cache_pairs = cache_pairs
 
     def forward(self, data: Data) -> Data:
-        """Adds ``rrwp`` and ``rrwp_pair`` to ``data``.
+        """Adds ``rrwp`` and, with ``cache_pairs``, ``rrwp_pair`` to ``data``.
 
         Raises:
             DenseBudgetError: a graph over ``budget_bytes`` (default 4 GiB: about 6,000 nodes at
@@ -153,8 +221,11 @@ class AddRRWP(BaseTransform):
         pairs = relative_random_walk_probabilities(data.edge_index, n, self.walk_length)
         idx = torch.arange(n)
         data.rrwp = pairs[idx, idx].clone()
-        data.rrwp_pair = pairs.reshape(n * n, self.walk_length)
+        if self.cache_pairs:
+            data.rrwp_pair = pairs.reshape(n * n, self.walk_length)
         return data
 
     def __repr__(self) -> str:
-        return f"{self.__class__.__name__}(walk_length={self.walk_length})"
+        # the cache key of the default (pairs cached) is the one it has always been
+        extra = "" if self.cache_pairs else ", cache_pairs=False"
+        return f"{self.__class__.__name__}(walk_length={self.walk_length}{extra})"

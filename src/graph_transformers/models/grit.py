@@ -16,6 +16,7 @@ from torch.nn import functional as F
 from torch_geometric.data import Batch
 
 from ..core.dense import DenseBudgetError, count_per_graph, format_bytes, host_num_nodes
+from ..encodings.rrwp import batch_rrwp
 from ..nn.grit import GRITLayer, pair_bytes
 from ..nn.reset import reset_children
 from .encoders import FeatureEncoder
@@ -139,11 +140,13 @@ class GRIT(nn.Module):
 
     Forward takes a PyG ``Batch`` processed with :class:`~graph_transformers.encodings.AddRRWP`
     (``x``, ``edge_index``, ``rrwp [num_nodes, K]``, ``rrwp_pair [Σ n², K]``, ``edge_attr`` with
-    ``use_edge_features``) and returns ``[num_graphs | num_nodes | num_edges, out_dim]``.
+    ``use_edge_features``) and returns ``[num_graphs | num_nodes | num_edges, out_dim]``. A
+    batch without ``rrwp_pair`` (``encodings.rrwp.cache_pairs: false``) gets its pairs computed
+    on its device (:func:`~graph_transformers.encodings.rrwp.batch_rrwp`, the same values).
 
     Raises:
         ValueError: for an unknown level, head or readout; in ``forward`` for a batch without
-            the RRWP encodings or with another ``walk_length``.
+            ``rrwp`` or with another ``walk_length``.
         DenseBudgetError: in ``forward``, for a batch beyond ``memory_budget_gb``.
     """
 
@@ -230,23 +233,26 @@ class GRIT(nn.Module):
         """``(h [n, D], pair index [2, P], e [P, D], degree [n], batch [n])`` of a batch."""
         check_inputs(data, need_edge_attr=self.use_edge_features)
         node, pair = getattr(data, "rrwp", None), getattr(data, "rrwp_pair", None)
-        if node is None or pair is None:
-            raise ValueError("GRIT needs the RRWP encodings but the batch has no rrwp / "
-                             "rrwp_pair: add encodings.rrwp to the config (the AddRRWP "
-                             "pre-transform)")
+        if node is None:
+            raise ValueError("GRIT needs the RRWP encodings but the batch has no rrwp: add "
+                             "encodings.rrwp to the config (the AddRRWP pre-transform)")
         K = self.walk_length
         sizes = host_num_nodes(data)
         total = int((sizes * sizes).sum())
-        if node.shape != (data.x.size(0), K) or pair.shape != (total, K):
+        if node.shape != (data.x.size(0), K) or (pair is not None and pair.shape != (total, K)):
+            got = "not cached" if pair is None else tuple(pair.shape)
             raise ValueError(f"rrwp must be [num_nodes, {K}] and rrwp_pair [Σ n² = {total}, {K}], "
-                             f"got {tuple(node.shape)} and {tuple(pair.shape)}: the dataset was "
-                             "processed with another encodings.rrwp.walk_length (or without "
-                             "RRWP for some graphs)")
+                             f"got {tuple(node.shape)} and {got}: the dataset was processed "
+                             "with another encodings.rrwp.walk_length (or without RRWP for "
+                             "some graphs)")
         self._check_budget(sizes)
         dtype = self.rrwp_pair.weight.dtype
-        h = self.node_encoder(data.x) + self.rrwp_node(node.to(dtype))
+        h = self.node_encoder(data.x)
         batch = batch_vector(data, h)
         pairs = grit_pairs(data.edge_index, batch, sizes, dtype=h.dtype)
+        if pair is None:  # encodings.rrwp.cache_pairs: false, computed here (the same values)
+            pair = batch_rrwp(data.edge_index, batch, sizes, K, pairs.index)[1]
+        h = h + self.rrwp_node(node.to(dtype))
         e_edges = (self.edge_encoder(data.edge_attr) if self.use_edge_features
                    else self.edge_embedding.expand(data.edge_index.size(1), -1))
         e = self.rrwp_pair(pair.to(dtype))

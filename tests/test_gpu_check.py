@@ -43,6 +43,30 @@ def test_cpu_smoke_run_writes_the_reports(tmp_path):
         assert e["speed_fp32"]["peak_mib"] is None  # CUDA only
         assert e["epoch_fp32"]["graphs"] == 16 and e["epoch_bf16"]["seconds"] > 0
         assert f"| {name} |" in report
+    assert result["models"]["grit_batch_rrwp"]["computed_per_batch"] == ["rrwp_pair"]
+    assert "computed_per_batch" not in result["models"]["grit"]
+
+
+def test_grit_with_pairs_computed_on_the_device(tmp_path):
+    """``grit_batch_rrwp`` (``encodings.rrwp.cache_pairs: false``): the shared batch is processed
+    with the pairs cached (the union of the encodings), and this model's batches drop them, so
+    the check runs the pair computation on the device; both GRIT entries pass."""
+    configs = device_check.model_configs(["grit", "grit_batch_rrwp"],
+                                         device_check.REPO / "configs" / "zinc", tiny=True)
+    assert device_check._encodings_union(configs).rrwp.cache_pairs is True
+    assert device_check.uncached_keys(configs["grit"]) == ()
+    assert device_check.uncached_keys(configs["grit_batch_rrwp"]) == ("rrwp_pair",)
+    data = device_check.load_data(configs, None, 4, None, synthetic=True)
+    assert "rrwp_pair" in data.batch
+    bare = device_check._without(data.batch, ("rrwp_pair",))
+    assert "rrwp_pair" not in bare and "rrwp_pair" in data.batch
+    out = tmp_path / "grit"
+    rc = device_check.main(["--device", "cpu", "--synthetic", "--tiny", "--batch-size", "4",
+                            "--steps", "1", "--epoch-graphs", "8", "--models", "grit",
+                            "grit_batch_rrwp", "--out", str(out)])
+    result = json.loads((out / "gpu_check.json").read_text())
+    assert rc == 0 and result["ok"], result
+    assert result["models"]["grit_batch_rrwp"]["computed_per_batch"] == ["rrwp_pair"]
 
 
 def test_diagnostic_options_are_recorded_and_restored(tmp_path):

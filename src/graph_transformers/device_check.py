@@ -2,8 +2,9 @@
 throughput, memory and one-epoch training time (``graph-transformers check-device`` and
 ``benchmarks/gpu_check.py``; how to run it on a GPU machine: ``docs/gpu.md``).
 
-For each model (GT, GT with edges, EGT, GRPE, Graphormer, GPS, GatedGCN; the ZINC configs under
-``configs/zinc``) and one fixed batch of ZINC graphs (the library's ZINC loader; a clearly
+For each model (GT, GT with edges, EGT, GRPE, Graphormer, GPS, GatedGCN, GRIT with its RRWP pairs
+cached and GRIT computing them on the device; the ZINC configs under ``configs/zinc``) and one
+fixed batch of ZINC graphs (the library's ZINC loader; a clearly
 labelled synthetic batch of molecule-sized graphs when the data is absent):
 
 - **parity**: forward and backward of the same weights on the CPU and on the device, in eval
@@ -52,6 +53,9 @@ MODELS: dict[str, tuple[str, dict[str, Any]]] = {
     "graphormer": ("graphormer_small.yaml", {}),
     "gps": ("gps.yaml", {}),
     "gatedgcn": ("gatedgcn_100k.yaml", {}),
+    "grit": ("grit.yaml", {}),
+    # the RRWP pairs computed per batch on the device (encodings.rrwp.batch_rrwp)
+    "grit_batch_rrwp": ("grit.yaml", {"encodings.rrwp.cache_pairs": False}),
 }
 #: tiny sizes for ``--tiny`` (CPU smoke runs)
 TINY = {"gt": dict(hidden_dim=16, num_layers=2, num_heads=2),
@@ -60,7 +64,12 @@ TINY = {"gt": dict(hidden_dim=16, num_layers=2, num_heads=2),
         "grpe": dict(hidden_dim=16, ffn_dim=16, num_layers=2, num_heads=2),
         "graphormer": dict(hidden_dim=16, ffn_dim=16, num_layers=2, num_heads=2),
         "gps": dict(hidden_dim=16, num_layers=2, num_heads=2, pe_embed_dim=4),
-        "gatedgcn": dict(hidden_dim=16, num_layers=2)}
+        "gatedgcn": dict(hidden_dim=16, num_layers=2),
+        "grit": dict(hidden_dim=16, num_layers=2, num_heads=2),
+        "grit_batch_rrwp": dict(hidden_dim=16, num_layers=2, num_heads=2)}
+#: ``Data`` attributes a model's config leaves uncached (its model computes them per batch): the
+#: shared batch, processed with the union of the encodings, drops them for that model
+UNCACHED = {("rrwp", "cache_pairs"): "rrwp_pair"}
 
 #: tolerances (relative L2 differences) of the parity and bf16 checks
 TOL_FP32 = 1e-4
@@ -130,13 +139,16 @@ class CheckData:
 
 
 def _encodings_union(configs: dict[str, Any]) -> Any:
-    """One encodings section holding every model's encodings (so ZINC is processed once)."""
+    """One encodings section holding every model's encodings (so ZINC is processed once), with
+    everything cached (:data:`UNCACHED`: a model that computes some per batch gets a batch
+    without them, :func:`uncached_keys`)."""
     from .training.config import EncodingsConfig
     merged: dict[str, Any] = {}
     for cfg in configs.values():
         for key, value in cfg.encodings.model_dump().items():
             if value is None:
                 continue
+            value = {**value, **{f: True for (k, f) in UNCACHED if k == key}}
             if key in merged and merged[key] != value:
                 raise ValueError(f"the ZINC configs disagree on encodings.{key}: {merged[key]} vs "
                                  f"{value}")
@@ -167,6 +179,24 @@ def synthetic_molecules(num_graphs: int, seed: int = 0, min_nodes: int = 9,
                            edge_attr=torch.cat([bond, bond]).view(-1, 1),
                            y=torch.randn(1, generator=g), num_nodes=n))
     return graphs
+
+
+def uncached_keys(cfg: Any) -> tuple[str, ...]:
+    """The ``Data`` attributes ``cfg``'s encodings leave uncached (:data:`UNCACHED`)."""
+    return tuple(attr for (key, flag), attr in UNCACHED.items()
+                 if (section := getattr(cfg.encodings, key, None)) is not None
+                 and not getattr(section, flag))
+
+
+def _without(batch: Any, keys: tuple[str, ...]) -> Any:
+    """``batch`` without the attributes ``keys`` (a copy when there are any)."""
+    if not keys:
+        return batch
+    batch = batch.clone()
+    for key in keys:
+        if key in batch:
+            del batch[key]
+    return batch
 
 
 def load_data(configs: dict[str, Any], data_dir: str | None, batch_size: int,
@@ -377,8 +407,9 @@ def train_steps(model: nn.Module, batch, task, device: torch.device, bf16: bool,
 
 
 def epoch_time(model: nn.Module, train, task, device: torch.device, bf16: bool,
-               batch_size: int, workers: dict) -> dict:
-    """Wall time of one training epoch over ``train`` (loading included)."""
+               batch_size: int, workers: dict, drop: tuple[str, ...] = ()) -> dict:
+    """Wall time of one training epoch over ``train`` (loading included), each batch without
+    the attributes ``drop``."""
     from torch_geometric.loader import DataLoader
 
     m = copy.deepcopy(model).to(device).train()
@@ -388,7 +419,8 @@ def epoch_time(model: nn.Module, train, task, device: torch.device, bf16: bool,
     t0 = time.perf_counter()
     n = 0
     for b in loader:
-        _train_step(m, opt, b.to(device, non_blocking=True), task, device, bf16)
+        _train_step(m, opt, _without(b, drop).to(device, non_blocking=True), task, device,
+                    bf16)
         n += b.num_graphs
     _sync(device)
     return {"seconds": round(time.perf_counter() - t0, 4), "graphs": n}
@@ -407,9 +439,12 @@ def model_configs(names: list[str], config_dir: Path, tiny: bool) -> dict[str, A
         over = dict(overrides)
         if tiny:
             over.update({f"model.{k}": v for k, v in TINY[name].items()})
-        for key, value in over.items():
-            section, field = key.split(".")
-            raw.setdefault(section, {})[field] = value
+        for key, value in over.items():  # "section.field" or "section.sub.field"
+            *path, field = key.split(".")
+            node = raw
+            for part in path:
+                node = node.setdefault(part, {})
+            node[field] = value
         out[name] = build_config(raw)
     return out
 
@@ -456,9 +491,12 @@ def _check_models(args: argparse.Namespace, device: torch.device) -> dict:
         spec = resolve_spec(cfg.data)
         model = make_model(cfg, spec)
         entry: dict[str, Any] = {"config": MODELS[name][0], "params": count_parameters(model)}
+        drop = uncached_keys(cfg)
+        if drop:
+            entry["computed_per_batch"] = list(drop)
         try:
             measure_model(entry, model, Task(spec), device, data, args, cfg.data.batch_size,
-                          workers)
+                          workers, drop)
             entry["ok"] = verdict(entry)
         except Exception as err:  # noqa: BLE001 - a failing model is a result, not a crash
             entry["error"] = f"{type(err).__name__}: {err}"
@@ -494,12 +532,13 @@ def _environment(device: torch.device, data: Any, tiny: bool, calibrate: bool = 
 
 def measure_model(entry: dict[str, Any], model: torch.nn.Module, task: Any,
                   device: torch.device, data: Any, args: argparse.Namespace, batch_size: int,
-                  workers: dict) -> None:
+                  workers: dict, drop: tuple[str, ...] = ()) -> None:
     """Adds one model's measurements to ``entry`` as they are taken (a model that fails keeps
     those before the failure): CPU-vs-device parity in float32 and float64 (not on MPS), bf16
     against float32, the SDPA kernels that ran, training-step speed in fp32 and bf16, and with
-    ``args.epoch`` one epoch's time over ``data.train``."""
-    batch = data.batch
+    ``args.epoch`` one epoch's time over ``data.train``; every batch without the attributes
+    ``drop`` (what the model's config leaves uncached)."""
+    batch = _without(data.batch, drop)
     if getattr(args, "calibrate_norms", True):
         calibrate_norms(model, batch)
     entry["parity_fp32"] = parity(model, batch, task, device, torch.float32)
@@ -516,9 +555,9 @@ def measure_model(entry: dict[str, Any], model: torch.nn.Module, task: Any,
     entry["speed_bf16"] = train_steps(model, batch, task, device, True, args.steps)
     if args.epoch:
         entry["epoch_fp32"] = epoch_time(model, data.train, task, device, False, batch_size,
-                                         workers)
+                                         workers, drop)
         entry["epoch_bf16"] = epoch_time(model, data.train, task, device, True, batch_size,
-                                         workers)
+                                         workers, drop)
 
 
 def verdict(entry: dict) -> bool:

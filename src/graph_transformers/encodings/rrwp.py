@@ -38,8 +38,8 @@ coalescing in the model.
 
 With ``AddRRWP(cache_pairs=False)`` (config ``encodings.rrwp.cache_pairs: false``) only the
 diagonal is stored, and :func:`batch_rrwp` computes the pairs of each batch on the model's device,
-in the same layout and to the same values: the cache of PATTERN or CLUSTER shrinks from ≈17–22 GB
-to ≈0.1 GB (``docs/grit.md``).
+in the same layout and to the same values (up to float64 rounding): the RRWP cache of PATTERN or
+CLUSTER shrinks from ≈17–22 GB to ≈0.14–0.18 GB (``docs/grit.md``).
 """
 from __future__ import annotations
 

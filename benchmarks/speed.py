@@ -19,6 +19,11 @@ settings and heap state never leak from one configuration into the next):
   compilation happens in the warm-up steps and its time is recorded (``ours_compile_s``: the
   first warm-up step); the FLOPs are counted on an eager copy (compiled kernels are not seen by
   the counter);
+* ``--deterministic``: our side's steps run with ``torch.use_deterministic_algorithms(True)``
+  (``trainer.deterministic: true``). With ``--compile`` on more than one thread this matters for
+  speed: inductor then lowers the accumulating scatters (``index_add``, ``index_put``) to ATen's
+  kernels, whose deterministic CPU path runs in parallel, instead of generated loops with
+  ``atomic_add`` (``docs/speed.md#grit``);
 * ``--warm-pass``: before timing, one untimed pass over the timed batches, so every batch shape
   has been seen once (the steady state of a training loop; without it, the first step on each
   new shape pays the heap growth and first-touch page faults, which the medians mostly hide but
@@ -41,7 +46,8 @@ Usage:
         [--official-grpe PATH] [--official-grit PATH] [--models egt grpe gt gt-edge grit]
         [--batching random bucketed]
         [--precision fp32 bf16] [--steps 20] [--warm-pass] [--threads 2]
-        [--out benchmarks/results/speed] [--kernels auto|off|require] [--compile] [--append]
+        [--out benchmarks/results/speed] [--kernels auto|off|require] [--compile]
+        [--deterministic] [--append]
 
 Writes ``<out>.json`` (``{"rows": [...], "conditions": {...}}``) and ``<out>.md``. Without an
 official checkout the row is measured for ours alone and says that the ratio was not measured.
@@ -181,10 +187,20 @@ def step_loss(model: nn.Module, batch, precision: str) -> Tensor:
     return loss
 
 
-def train_step(model: nn.Module, opt: torch.optim.Optimizer, batch, precision: str) -> None:
-    opt.zero_grad(set_to_none=True)
-    step_loss(model, batch, precision).backward()
-    opt.step()
+def train_step(model: nn.Module, opt: torch.optim.Optimizer, batch, precision: str,
+               deterministic: bool = False) -> None:
+    """One training step; with ``deterministic``, under ``torch.use_deterministic_algorithms``
+    (restored afterwards)."""
+    prior = (torch.are_deterministic_algorithms_enabled(),
+             torch.is_deterministic_algorithms_warn_only_enabled())
+    torch.use_deterministic_algorithms(deterministic or prior[0],
+                                       warn_only=prior[1] if not deterministic else False)
+    try:
+        opt.zero_grad(set_to_none=True)
+        step_loss(model, batch, precision).backward()
+        opt.step()
+    finally:
+        torch.use_deterministic_algorithms(prior[0], warn_only=prior[1])
 
 
 def count_flops(model: nn.Module, batches: list, precision: str) -> int:
@@ -250,11 +266,14 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
         counted = copy.deepcopy(ours)
         compile_model(ours)
         kernels = "torch.compile (dynamic)"
+    if args.deterministic:
+        kernels = f"deterministic; {kernels}"
     batches = measured_batches(config, train, batching, args.batch_size,
                                args.warmup + args.steps)
     sides = {"ours": (ours, precision)}
     if ref is not None:
         sides["reference"] = (ref, "fp32")
+    det = {"ours": args.deterministic, "reference": False}
     opts = {k: torch.optim.Adam(m.parameters(), 1e-4) for k, (m, _) in sides.items()}
     for m, _ in sides.values():
         m.train()
@@ -266,14 +285,14 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
     for batch in batches[: args.warmup] + (timed if args.warm_pass else []):
         for k, (m, p) in sides.items():
             t = time.perf_counter()
-            train_step(m, opts[k], batch, p)
+            train_step(m, opts[k], batch, p, det[k])
             if k == "ours" and compile_s is None:
                 compile_s = time.perf_counter() - t
     times: dict[str, list[float]] = {k: [] for k in sides}
     for batch in timed:
         for k, (m, p) in sides.items():
             t = time.perf_counter()
-            train_step(m, opts[k], batch, p)
+            train_step(m, opts[k], batch, p, det[k])
             times[k].append(time.perf_counter() - t)
     graphs = statistics.fmean(b.num_graphs for b in timed)
     rate = {k: graphs / statistics.median(v) for k, v in times.items()}
@@ -282,7 +301,8 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
     flops = {k: count_flops(counted if k == "ours" else m, timed, p)
              for k, (m, p) in sides.items()}
     gflops = {k: flops[k] / sum(times[k]) / 1e9 for k in sides}
-    memory = {k: peak_step_memory_mib(lambda m=m, k=k, p=p: train_step(m, opts[k], timed[0], p))
+    memory = {k: peak_step_memory_mib(lambda m=m, k=k, p=p: train_step(m, opts[k], timed[0], p,
+                                                                          det[k]))
               for k, (m, p) in sides.items()}
     peak = matmul_peak_gflops(precision)
     load_end = os.getloadavg()[0]
@@ -307,6 +327,7 @@ def measure(args: argparse.Namespace, model: str, batching: str, precision: str
         "threads": args.threads, "allocator": "keep freed memory" if allocator else "glibc default",
         "kernels": kernels,
         "ours_compile_s": round(compile_s, 1) if args.compile else None,
+        "ours_deterministic": args.deterministic,
         "load_avg": [round(load_start, 2), round(load_end, 2)],
     }
 
@@ -370,6 +391,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--compile", action="store_true",
                     help="our side under torch.compile (model.compile: true); the compilation "
                          "runs in the warm-up steps")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="our side's steps under torch.use_deterministic_algorithms(True) "
+                         "(trainer.deterministic: true)")
     ap.add_argument("--single", default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 

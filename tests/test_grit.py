@@ -349,25 +349,32 @@ def test_one_epoch_through_the_config(tmp_path, cache_pairs):
 
 
 @pytest.mark.slow
-def test_compiled_model_matches_eager():
+@pytest.mark.parametrize("deterministic", [False, True], ids=["default", "deterministic"])
+def test_compiled_model_matches_eager(deterministic):
     """``model.compile: true`` (``torch.compile(dynamic=True)``, a graph break at the host read
     of the graph sizes) computes the eager loss and gradients in training mode (batch statistics;
     no dropout, whose masks differ), on two batches of different shapes; its checkpoint keys are
-    unchanged. In float64: in float32 the reordered sums of the fused kernels move the pair
-    path's gradients by ~1e-3 relative (the signed square root's conditioning, docs/grit.md),
-    in float64 by ~1e-12."""
+    unchanged. Also with deterministic algorithms (``trainer.deterministic: true``, the
+    comparison's setting: inductor keeps ATen's scatter kernels). In float64: in float32 the
+    reordered sums of the fused kernels move the pair path's gradients by ~1e-3 relative (the
+    signed square root's conditioning, docs/grit.md), in float64 by ~1e-12."""
     import copy
 
     from graph_transformers.training.device import compile_model
     eager = _model(level="graph", attn_dropout=0.0).train()       # float64
     compiled = compile_model(copy.deepcopy(eager))
     assert compiled.state_dict().keys() == eager.state_dict().keys()
+    prior = torch.are_deterministic_algorithms_enabled()
     for b in (_batch(), _batch(sizes=(6, 3, 8, 5), seed=1)):
         losses = []
         for m in (eager, compiled):
             m.zero_grad()
-            loss = m(b.clone()).square().mean()
-            loss.backward()
+            torch.use_deterministic_algorithms(deterministic)
+            try:
+                loss = m(b.clone()).square().mean()
+                loss.backward()
+            finally:
+                torch.use_deterministic_algorithms(prior)
             losses.append(loss)
         torch.testing.assert_close(losses[1], losses[0], rtol=1e-10, atol=1e-12)
         for (n, p), q in zip(eager.named_parameters(), compiled.parameters()):

@@ -139,6 +139,20 @@ def batch_rrwp(edge_index: Tensor, batch: Tensor, host_sizes: Tensor, walk_lengt
 
     Raises:
         ValueError: for ``walk_length < 1``.
+
+    Example:
+        >>> from torch_geometric.data import Batch, Data
+        >>> from graph_transformers.core.dense import host_num_nodes
+        >>> from graph_transformers.models.utils import full_graph_edge_index
+        >>> path = Data(edge_index=torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]]), num_nodes=3)
+        >>> b = Batch.from_data_list([AddRRWP(4, cache_pairs=False)(path)] * 2)
+        >>> sizes = host_num_nodes(b)
+        >>> index = full_graph_edge_index(b.batch, self_loops=True, host_sizes=sizes)
+        >>> node, pair = batch_rrwp(b.edge_index, b.batch, sizes, 4, index)
+        >>> pair.shape, torch.allclose(node, b.rrwp)
+        (torch.Size([18, 4]), True)
+        >>> pair[1]  # query 0, key 1: from the path's end, walks are in the middle at odd steps
+        tensor([0., 1., 0., 1.])
     """
     if walk_length < 1:
         raise ValueError(f"RRWP walk_length must be >= 1 (K = 1 keeps the identity only), got "

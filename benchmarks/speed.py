@@ -193,8 +193,8 @@ def train_step(model: nn.Module, opt: torch.optim.Optimizer, batch, precision: s
     (restored afterwards)."""
     prior = (torch.are_deterministic_algorithms_enabled(),
              torch.is_deterministic_algorithms_warn_only_enabled())
-    torch.use_deterministic_algorithms(deterministic or prior[0],
-                                       warn_only=prior[1] if not deterministic else False)
+    if deterministic:
+        torch.use_deterministic_algorithms(True)
     try:
         opt.zero_grad(set_to_none=True)
         step_loss(model, batch, precision).backward()

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from graph_transformers.training.device import cpu_name  # noqa: F401  (re-exported)
+
 
 def status_kib(key: str) -> int:
     """A ``/proc/self/status`` field in KiB (``VmRSS``, ``VmHWM``, ``VmSize``).
@@ -110,13 +112,3 @@ def measure(fn: Callable[..., dict], args: tuple, mem_gib: float, timeout: float
         status = "oom" if proc.exitcode in (-9, 137) else "error"
         return {"status": status, "exitcode": proc.exitcode, "wall_s": round(wall, 1)}
     return {**result, "wall_s": round(wall, 1)}
-
-
-def cpu_name() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), else ``platform.processor()``."""
-    import platform
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()

@@ -70,6 +70,7 @@ import torch
 from torch import Tensor, nn
 
 from graph_transformers.fileio import atomic_write_text
+from graph_transformers.training.device import cpu_name
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -424,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{row['whole_step_gflops']} GFLOP/s ({100 * row['peak_fraction']:.0f}% of "
                       f"{row['peak_gflops']}), load {row['load_avg']}", flush=True)
     result = {"conditions": {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+                             "cpu": cpu_name(),
                              "torch": torch.__version__, "threads": args.threads,
                              "batch_size": args.batch_size, "steps": args.steps,
                              "warmup": args.warmup, "warm_pass": args.warm_pass,

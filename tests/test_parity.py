@@ -155,11 +155,12 @@ def test_one_epoch_smoke_on_a_stand_in_checkout(tmp_path):
     assert a == b
 
 
-def test_a_training_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path):
+def test_a_training_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path, monkeypatch):
     """--minutes / --resume inside one (seed, side): a training stopped after its first epoch
     and continued from its state gives the uninterrupted curves (same batches, dropout draws and
-    schedule), with the curves of both slices in its result; a finished training returns them,
-    an unfinished one None."""
+    schedule), with the curves of both slices in its result, and the device of each epoch (a
+    slice resumed on another machine); a finished training returns them, an unfinished one
+    None."""
     config, _ = parity.parity_config(tiny_grpe_config(tmp_path), 3, None)
     config.model.dropout = 0.1  # dropout draws must continue as they would have
     spec = resolve_spec(config.data)
@@ -169,12 +170,27 @@ def test_a_training_stopped_and_resumed_equals_an_uninterrupted_one(tmp_path):
     build = lambda: parity.make_model(config, spec, splits["train"])  # noqa: E731
     whole = parity.train_side(build, config, spec, splits, 0, "cpu", evals,
                               state_dir=tmp_path / "whole")
+    here = parity.device_name(torch.device("cpu"))
+    assert whole["devices"] == {here: 3} and whole["epoch_devices"] == [here] * 3
     state = tmp_path / "sliced"
+    monkeypatch.setattr(parity, "device_name", lambda device: "machine A")
     assert parity.train_side(build, config, spec, splits, 0, "cpu", evals, state_dir=state,
                              minutes=1e-6) is None  # at least one epoch, then the deadline
     assert (state / "last.ckpt").is_file()
+    monkeypatch.setattr(parity, "device_name", lambda device: "machine B")
     resumed = parity.train_side(build, config, spec, splits, 0, "cpu", evals, state_dir=state)
     assert len(resumed["val_curve"]) == 3 and len(resumed["epoch_seconds"]) == 3
+    assert resumed["epoch_devices"] == ["machine A", "machine B", "machine B"]
+    assert resumed["devices"] == {"machine A": 1, "machine B": 2}
+    assert parity.summarize_side([resumed, whole])["devices"] == {
+        "machine A": 1, "machine B": 2, here: 3}
+    # a state saved before devices were recorded: its epochs count as unrecorded
+    rec = parity.Recorder(spec, evals["test"], spec.metric)
+    old_state = {k: v for k, v in rec.state_dict().items() if k != "device"}
+    rec.load_state_dict({**old_state, "val": [0.5, 0.4]})
+    assert rec.device == [None, None]
+    assert parity.count_devices(rec.device + ["machine B"]) == {"unrecorded": 2, "machine B": 1}
+    monkeypatch.undo()
     for k in ("val_curve", "test_curve", "lr_curve"):
         assert resumed[k] == pytest.approx(whole[k], rel=1e-6, abs=1e-9), k
     # a training killed during its third epoch resumes from the second's end, as uninterrupted

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import platform
 import shutil
 from pathlib import Path
 
@@ -117,6 +118,54 @@ def test_sliced_seeds_and_folds_resume_instead_of_counting_as_finished(tmp_path,
     for k in (0, 1):
         m = json.loads((tmp_path / "cv" / f"fold_{k}" / "metrics.json").read_text())
         assert (m["epochs"], m["stopped_by"]) == (3, "max_epochs")
+
+
+def test_slices_on_two_machines_record_each_epochs_device(tmp_path, monkeypatch):
+    """A run continued on another machine: ``epochs.csv`` names each epoch's device, its
+    ``metrics.json`` counts the epochs per device, the curves reader skips the text column and a
+    benchmark table marks the mixed epoch times (regression: every CPU was ``CPU (x86_64, 2
+    threads)``, so times from a machine twice as fast mixed in silently)."""
+    import graph_transformers.training.device as device
+    from graph_transformers.training.curves import read_epochs
+    from graph_transformers.training.runner import summarize
+    from graph_transformers.training.tables import markdown_table, table_row
+
+    state = tmp_path / "state"
+    two = [*FAST[:-2], "trainer.max_epochs=2"]
+    monkeypatch.setattr(device, "cpu_name", lambda: "Machine A")
+    assert _slice(state, "--config", str(CONFIG), "--set", *two) == 0
+    monkeypatch.setattr(device, "cpu_name", lambda: "Machine B")
+    assert _slice(state) == 0
+    threads = torch.get_num_threads()
+    a, b = (f"CPU (Machine {m}, {platform.machine()}, {threads} threads)" for m in "AB")
+    with open(state / "epochs.csv") as f:
+        assert [r["device"] for r in csv.DictReader(f)] == [a, b]
+    metrics = json.loads((state / "metrics.json").read_text())
+    assert metrics["epochs"] == 2 and metrics["devices"] == {a: 1, b: 1}
+    assert metrics["device"] == b  # the machine that finished it
+    assert all("device" not in row and row["epoch"] > 0 for row in read_epochs(state / "epochs.csv"))
+    summary = summarize([metrics, {**metrics, "seed": 1, "devices": {b: 2}}])
+    assert summary["devices"] == {a: 1, b: 3}
+    table = markdown_table([table_row("csl-gt", summary),
+                            table_row("same-machine", {**summary, "devices": {b: 2}})])
+    assert table.count("‡") == 2  # the mixed row's times and its note; the other row unmarked
+    assert f"‡ csl-gt: epochs per device: {a}: 1; {b}: 3" in table
+    # a log written before the column existed has no device record
+    from graph_transformers.training.callbacks import epoch_devices
+    legacy = tmp_path / "legacy.csv"
+    legacy.write_text("epoch,lr,epoch_time_s,elapsed_s\n1,0.001,1.0,1.0\n")
+    assert epoch_devices(legacy) == {} and epoch_devices(tmp_path / "missing.csv") == {}
+
+
+def test_device_name_names_the_cpu():
+    from graph_transformers.training.device import cpu_name, device_name
+    name = cpu_name()
+    assert name and name.strip() == name
+    assert device_name("cpu") == (f"CPU ({name}, {platform.machine()}, "
+                                  f"{torch.get_num_threads()} threads)")
+    if not torch.cuda.is_available():
+        assert device_name() == device_name("cpu")
+    assert device_name(torch.device("meta")) == "META"
 
 
 def test_slice_deadline_counts_the_longest_epoch():

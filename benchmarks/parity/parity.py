@@ -82,6 +82,7 @@ from graph_transformers.training.config import (Config, CosineConfig, LinearConf
                                                 PlateauConfig, build_config, load_yaml)
 from graph_transformers.training.callbacks import RunState, SliceDeadline  # noqa: E402
 from graph_transformers.training.checkpoint import AtomicCheckpointIO  # noqa: E402
+from graph_transformers.training.device import device_name  # noqa: E402
 from graph_transformers.training.module import GraphTaskModule, evaluate  # noqa: E402
 from graph_transformers.training.runner import make_loader, make_model, model_kwargs  # noqa: E402
 
@@ -203,7 +204,8 @@ def loader_state(loader: DataLoader):
 # ----------------------------------------------------------------------------------- training
 class Recorder(L.Callback):
     """Per epoch: the validation MAE Lightning logged, the test MAE (the library's
-    :func:`evaluate`), training seconds; per step (after ``warmup_steps`` steps): wall seconds
+    :func:`evaluate`), training seconds, the device that trained it (a training resumed on
+    another machine mixes epoch times; :func:`device_name`); per step (after ``warmup_steps`` steps): wall seconds
     and CPU seconds of the process (all threads; on a CPU shared with other jobs the CPU seconds
     are the better measure of the cost of a step). The curves and the wall time so far are part
     of each checkpoint, so a resumed training reports the whole of them."""
@@ -213,20 +215,22 @@ class Recorder(L.Callback):
         self.warmup_steps = warmup_steps
         self.val, self.test, self.epoch_s, self.step_s, self.lr = [], [], [], [], []
         self.step_cpu_s: list[float] = []
+        self.device: list[str | None] = []
         self._t0 = self._e0 = self._c0 = 0.0
         self._steps = 0
         self.prior_wall_s = 0.0  # wall seconds of the slices before a resume
         self._fit0 = 0.0
 
     #: the curves are saved in each checkpoint (``state_dict``) and restored at a resume
-    _CURVES = ("val", "test", "epoch_s", "step_s", "step_cpu_s", "lr")
+    _CURVES = ("val", "test", "epoch_s", "step_s", "step_cpu_s", "lr", "device")
 
     def state_dict(self) -> dict[str, Any]:
         return {**{k: list(getattr(self, k)) for k in self._CURVES}, "wall_s": self.wall_s()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for k in self._CURVES:
-            setattr(self, k, list(state[k]))
+            # a state saved before the device was recorded: its epochs' device is unknown
+            setattr(self, k, list(state[k]) if k in state else [None] * len(state["val"]))
         self.prior_wall_s = state["wall_s"]
 
     def wall_s(self) -> float:
@@ -269,6 +273,7 @@ class Recorder(L.Callback):
         res = evaluate(module.model, self.spec, self.test_loader, device=module.device)
         self.test.append(res[self.metric])
         self.lr.append(trainer.optimizers[0].param_groups[0]["lr"])
+        self.device.append(device_name(module.device))
         log.info("epoch %d: val %s %.4f, test %.4f, %.1f s", len(self.val), self.metric,
                  self.val[-1], self.test[-1], self.epoch_s[-1] if self.epoch_s else float("nan"))
 
@@ -321,11 +326,23 @@ def train_side(build: Callable[[], torch.nn.Module], config: Config, spec, split
             "lr_curve": rec.lr, "val_final": rec.val[-1], "test_final": rec.test[-1],
             "best_val_epoch": best + 1, "test_at_best_val": rec.test[best],
             "epoch_seconds": rec.epoch_s,
+            "epoch_devices": rec.device,
+            "devices": count_devices(rec.device),
             "seconds_per_step": statistics.median(rec.step_s) if rec.step_s else None,
             "cpu_seconds_per_step": (statistics.median(rec.step_cpu_s) if rec.step_cpu_s
                                      else None),
             "steps_per_epoch": int(trainer.num_training_batches),
             "wall_s": rec.wall_s()}
+
+
+def count_devices(names: list[str | None]) -> dict[str, int]:
+    """Epochs per device, in the order the devices first trained (``None``, an epoch of a state
+    saved before devices were recorded, counts as ``"unrecorded"``)."""
+    counts: dict[str, int] = {}
+    for name in names:
+        key = name or "unrecorded"
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def _stats(values: list[float]) -> tuple[float, float]:
@@ -353,6 +370,9 @@ def summarize_side(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "cpu_seconds_per_step": statistics.fmean(cpu) if cpu else None,
         "steps_per_epoch": runs[0]["steps_per_epoch"],
         "epoch_seconds_mean": statistics.fmean(s for r in runs for s in r["epoch_seconds"]),
+        # epochs per device over the seeds: with several, the times above mix machines
+        "devices": count_devices([d for r in runs
+                                  for d in r.get("epoch_devices", [None] * len(r["val_curve"]))]),
         "wall_s": sum(r["wall_s"] for r in runs),
         "runs": runs,
     }
@@ -586,8 +606,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "schedule": schedule, "gradient_clip_val": config.trainer.gradient_clip_val,
             "loss": "L1 (+ the model's auxiliary loss)",
             "threads": torch.get_num_threads(), "device": device,
-            "device_name": (torch.cuda.get_device_name() if device == "cuda" else
-                            f"CPU ({platform.machine()}, {torch.get_num_threads()} threads)"),
+            "device_name": device_name(device),  # of this invocation; per side: ``devices``
             "torch": torch.__version__, "python": platform.python_version(),
             "num_params": {"ours": ours["num_params"], "official": official["num_params"]},
         },

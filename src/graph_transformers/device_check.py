@@ -515,10 +515,11 @@ def _environment(device: torch.device, data: Any, tiny: bool, calibrate: bool = 
                  deterministic: bool = False) -> dict[str, Any]:
     """The head of the result: device, versions, the batch checked, the tolerances, where the
     BatchNorm statistics came from and whether deterministic algorithms were on."""
+    from .training.device import cpu_name
     batch = data.batch
     return {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else
-        platform.processor() or "cpu",
+        cpu_name(),
         "device_type": device.type, "torch": torch.__version__,
         "cuda": torch.version.cuda, "python": platform.python_version(),
         "data": data.source, "batch_graphs": int(batch.num_graphs),

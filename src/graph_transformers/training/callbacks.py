@@ -11,6 +11,7 @@ import lightning as L
 from lightning.pytorch.callbacks import Checkpoint, ModelCheckpoint
 
 from ..fileio import atomic_writer
+from .device import device_name
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,9 @@ class StopAtMinLR(L.Callback):
 
 class EpochLog(Checkpoint):
     """Appends one row per epoch to ``path`` (CSV): epoch, lr, epoch time, cumulative training
-    time (across ``--resume`` segments), and every ``train/`` and ``val/`` metric.
+    time (across ``--resume`` segments), the device that trained the epoch
+    (:func:`~graph_transformers.training.device.device_name`: a run resumed on another machine
+    shows where its epoch times changed) and every ``train/`` and ``val/`` metric.
 
     The cumulative time is kept in the checkpoint, so a resumed run continues the clock.
     It derives from Lightning's ``Checkpoint`` marker class only so that Lightning calls its
@@ -69,7 +72,8 @@ class EpochLog(Checkpoint):
         metrics = _epoch_metrics(trainer)
         row = {"epoch": trainer.current_epoch + 1,
                "lr": trainer.optimizers[0].param_groups[0]["lr"],
-               "epoch_time_s": round(epoch_time, 3), "elapsed_s": round(self.elapsed, 3)}
+               "epoch_time_s": round(epoch_time, 3), "elapsed_s": round(self.elapsed, 3),
+               "device": device_name(pl_module.device)}
         row.update({k: metrics[k] for k in sorted(metrics)})
         self._append(row)
 
@@ -87,6 +91,24 @@ class EpochLog(Checkpoint):
             writer = csv.DictWriter(f, fieldnames=fields)
             writer.writeheader()
             writer.writerows(rows)
+
+
+def epoch_devices(path: str | os.PathLike) -> dict[str, int]:
+    """Epochs per device in an :class:`EpochLog` file: ``{device name: number of epochs}``, in
+    the order the devices first trained; ``{}`` for a log written before the ``device`` column
+    existed or a missing file. Rows of such older segments count as ``"unrecorded"``."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if "device" not in (reader.fieldnames or ()):
+            return {}
+        counts: dict[str, int] = {}
+        for row in reader:
+            name = row["device"] or "unrecorded"
+            counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 class SliceDeadline(L.Callback):

@@ -22,11 +22,17 @@ from .tables import PERCENT_METRICS
 log = logging.getLogger(__name__)
 
 
+#: the text columns of an ``epochs.csv``, left out by :func:`read_epochs`
+#: (:func:`~graph_transformers.training.callbacks.epoch_devices` reads ``device``)
+TEXT_COLUMNS = frozenset({"device"})
+
+
 def read_epochs(path: str | Path) -> list[dict[str, float]]:
     """Rows of an ``epochs.csv`` as floats (empty cells, e.g. a metric first logged later,
-    become NaN)."""
+    become NaN), without the text columns (:data:`TEXT_COLUMNS`)."""
     with open(path, newline="") as f:
-        return [{k: float(v) if v not in ("", None) else math.nan for k, v in row.items()}
+        return [{k: float(v) if v not in ("", None) else math.nan for k, v in row.items()
+                 if k not in TEXT_COLUMNS}
                 for row in csv.DictReader(f)]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import platform
 
 import torch
 from torch import nn
@@ -12,6 +13,42 @@ log = logging.getLogger(__name__)
 
 #: DataLoader worker processes per GPU process with ``data.num_workers: auto``
 AUTO_GPU_WORKERS = 4
+
+
+def cpu_name() -> str:
+    """The CPU's model name as ``/proc/cpuinfo`` gives it (e.g. ``"AMD EPYC"``), else
+    :func:`platform.processor`, else the architecture (``"x86_64"``).
+
+    Timings depend on it: the same 2-thread training took 79 s per epoch on one development
+    machine and twice that on another (``docs/reproduction.md``).
+    """
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f
+                     if line.startswith("model name")]
+    except OSError:
+        names = []
+    return (names[0] if names and names[0] else None) or platform.processor() or \
+        platform.machine() or "unknown CPU"
+
+
+def device_name(device: torch.device | str | None = None) -> str:
+    """What trains a run, for epoch logs and results tables: a CUDA device's name (e.g.
+    ``"NVIDIA H100 80GB HBM3"``), else the CPU's model with the architecture and torch's thread
+    count (``"CPU (AMD EPYC, x86_64, 2 threads)"``), else the device type (``"MPS"``).
+
+    Args:
+        device: the device that trains; ``None``: the current CUDA device where CUDA is
+            available, else the CPU.
+    """
+    if device is None:
+        device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "cpu":
+        return f"CPU ({cpu_name()}, {platform.machine()}, {torch.get_num_threads()} threads)"
+    return device.type.upper()
 
 
 def trains_on_cpu(accelerator: str) -> bool:

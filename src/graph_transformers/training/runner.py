@@ -9,7 +9,6 @@ import json
 import math
 import os
 import logging
-import platform
 import sys
 import time
 from pathlib import Path
@@ -32,14 +31,15 @@ from ..models import build_model, count_parameters
 from ..errors import RunError, RunTerminated, RunUnfinished
 from .allocator import configure_for_training
 from .callbacks import (EpochLog, EpochSummary, RunCheckpoint, RunState, SliceDeadline,
-                        StopAtMinLR)
+                        StopAtMinLR, epoch_devices)
 from .checkpoint import AtomicCheckpointIO, load_checkpoint, load_model_weights
 from .reproduction import UNFINISHED
 from .stats import mean_std
 from .config import (Config, ConfigError, PlateauConfig, atomic_write_text, load_config,
                      save_config)
 from .curves import write_curves
-from .device import compile_model, eval_device, loader_options, trains_on_cpu
+from .device import (compile_model, device_name, eval_device, loader_options,
+                     trains_on_cpu)
 from .distributed import SeedPerRank, launch_is_rank_zero
 from .module import GraphTaskModule, evaluate
 from .tasks import Task
@@ -860,7 +860,9 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
         "epoch_time_s": round(wall_time_s / max(epochs, 1), 3),
         "seed": config.seed,
         "stopped_by": stopped_by,
-        "device": device_name(),
+        "device": device_name(eval_device(config.trainer.accelerator)),
+        # epochs per device from the epoch log: more than one when slices ran on other machines
+        "devices": epoch_devices(out / "epochs.csv"),
         "provenance": provenance,
         # where the graphs came from (data.source): published files or generated, and why
         "data_source": getattr(next(iter(splits.values())), "data_source", None),
@@ -905,14 +907,6 @@ def finalize_interrupted(run_dir: str | Path, dataset=None) -> dict[str, Any]:
                       last_checkpoint=run / "checkpoints" / "last.ckpt")
 
 
-def device_name() -> str:
-    """What trained the run, for results tables: the CUDA device's name, else the CPU with its
-    thread count."""
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name()
-    return f"CPU ({platform.machine()}, {torch.get_num_threads()} threads)"
-
-
 def _eval_loader(config: Config, dataset, split: str):
     """Evaluation loader: graphs in order (``eval_batch_size``), or the neighbour-sampling loader of
     the split's seed nodes, or all of the split's Cluster-GCN batches (rank 0 evaluates alone
@@ -931,7 +925,8 @@ def write_json(path: str | Path, obj: Any) -> None:
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean ± sample s.d. (``n − 1``; ``None`` for one run, :mod:`~.stats`) of every split metric
-    over runs."""
+    over runs, and ``devices``: epochs per device over the runs (several when slices of a run
+    trained on different machines, whose epoch times then mix)."""
     if not runs:
         return {}
     summary: dict[str, Any] = {"model": runs[0]["model"], "dataset": runs[0]["dataset"],
@@ -943,6 +938,11 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                           for k in keys}
     for k in ("epochs", "wall_time_s", "epoch_time_s"):
         summary[k] = dict(zip(("mean", "std"), mean_std([r[k] for r in runs])))
+    devices: dict[str, int] = {}
+    for r in runs:
+        for name, n in (r.get("devices") or {}).items():
+            devices[name] = devices.get(name, 0) + n
+    summary["devices"] = devices  # epochs per device over the seeds (times mix when several)
     return summary
 
 

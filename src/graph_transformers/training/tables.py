@@ -32,21 +32,32 @@ def table_row(name: str, summary: dict[str, Any]) -> dict[str, Any]:
         "epochs": summary["epochs"]["mean"],
         "epoch_time_s": summary["epoch_time_s"]["mean"],
         "total_time_s": summary["wall_time_s"]["mean"],
+        "devices": summary.get("devices") or {},
     }
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The rows as a Markdown table with the columns of GT's Table 1: test ± s.d., train ± s.d.,
-    #params, #epochs, epoch time / total time (means over seeds; sample s.d.)."""
+    #params, #epochs, epoch time / total time (means over seeds; sample s.d.). A row whose
+    epochs trained on more than one device (``devices``, from the epoch logs) has its times
+    marked ``‡`` and a note under the table with the epochs per device."""
     lines = ["| run | dataset | metric | #params | test ± s.d. | train ± s.d. | #epochs | "
              "epoch / total | seeds |",
              "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    notes = []
     for r in rows:
+        devices = r.get("devices") or {}
+        mark = " ‡" if len(devices) > 1 else ""
+        if mark:
+            notes.append(f"‡ {r['name']}: epochs per device: "
+                         + "; ".join(f"{name}: {n}" for name, n in devices.items()))
         lines.append(
             f"| {r['name']} | {r['dataset']} | {r['metric']} | {r['num_params']:,} | "
             f"{_cell(r['test'], r['metric'])} | {_cell(r['train'], r['metric'])} | "
-            f"{r['epochs']:.2f} | {r['epoch_time_s']:.2f}s/{_hours(r['total_time_s'])} | "
+            f"{r['epochs']:.2f} | {r['epoch_time_s']:.2f}s/{_hours(r['total_time_s'])}{mark} | "
             f"{len(r['seeds'])} |")
+    if notes:
+        lines += [""] + [f"{n}  " if i < len(notes) - 1 else n for i, n in enumerate(notes)]
     return "\n".join(lines) + "\n"
 
 

@@ -204,10 +204,10 @@ def loader_state(loader: DataLoader):
 # ----------------------------------------------------------------------------------- training
 class Recorder(L.Callback):
     """Per epoch: the validation MAE Lightning logged, the test MAE (the library's
-    :func:`evaluate`), training seconds, the device that trained it (a training resumed on
-    another machine mixes epoch times; :func:`device_name`); per step (after ``warmup_steps`` steps): wall seconds
-    and CPU seconds of the process (all threads; on a CPU shared with other jobs the CPU seconds
-    are the better measure of the cost of a step). The curves and the wall time so far are part
+    :func:`evaluate`), training seconds, the device that trained it (:func:`device_name`: a
+    training resumed on another machine mixes epoch times); per step (after ``warmup_steps``
+    steps): wall seconds and CPU seconds of the process (all threads; on a CPU shared with other
+    jobs the CPU seconds are the better measure of the cost of a step). The curves and the wall time so far are part
     of each checkpoint, so a resumed training reports the whole of them."""
 
     def __init__(self, spec, test_loader, metric: str, warmup_steps: int = 1) -> None:

@@ -95,8 +95,9 @@ class EpochLog(Checkpoint):
 
 def epoch_devices(path: str | os.PathLike) -> dict[str, int]:
     """Epochs per device in an :class:`EpochLog` file: ``{device name: number of epochs}``, in
-    the order the devices first trained; ``{}`` for a log written before the ``device`` column
-    existed or a missing file. Rows of such older segments count as ``"unrecorded"``."""
+    the order the devices first trained. ``{}`` for a missing file or a log written before the
+    ``device`` column existed; in a run resumed from such a log, the earlier epochs (blank
+    cells) count as ``"unrecorded"``."""
     path = Path(path)
     if not path.is_file():
         return {}

@@ -2,6 +2,7 @@
 optional ``torch.compile`` of the model."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import platform
@@ -15,6 +16,7 @@ log = logging.getLogger(__name__)
 AUTO_GPU_WORKERS = 4
 
 
+@functools.cache
 def cpu_name() -> str:
     """The CPU's model name as ``/proc/cpuinfo`` gives it (e.g. ``"AMD EPYC"``), else
     :func:`platform.processor`, else the architecture (``"x86_64"``).
@@ -22,14 +24,14 @@ def cpu_name() -> str:
     Timings depend on it: the same 2-thread training took 79 s per epoch on one development
     machine and twice that on another (``docs/reproduction.md``).
     """
+    name = ""
     try:
         with open("/proc/cpuinfo") as f:
-            names = [line.split(":", 1)[1].strip() for line in f
-                     if line.startswith("model name")]
+            name = next((line.split(":", 1)[1].strip() for line in f
+                         if line.startswith("model name")), "")
     except OSError:
-        names = []
-    return (names[0] if names and names[0] else None) or platform.processor() or \
-        platform.machine() or "unknown CPU"
+        pass
+    return name or platform.processor() or platform.machine() or "unknown CPU"
 
 
 def device_name(device: torch.device | str | None = None) -> str:

@@ -57,6 +57,7 @@ import statistics
 import sys
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -338,11 +339,7 @@ def train_side(build: Callable[[], torch.nn.Module], config: Config, spec, split
 def count_devices(names: list[str | None]) -> dict[str, int]:
     """Epochs per device, in the order the devices first trained (``None``, an epoch of a state
     saved before devices were recorded, counts as ``"unrecorded"``)."""
-    counts: dict[str, int] = {}
-    for name in names:
-        key = name or "unrecorded"
-        counts[key] = counts.get(key, 0) + 1
-    return counts
+    return dict(Counter(name or "unrecorded" for name in names))
 
 
 def _stats(values: list[float]) -> tuple[float, float]:

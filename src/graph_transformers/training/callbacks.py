@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+from collections import Counter
 import logging
 import os
 import time
@@ -105,11 +106,7 @@ def epoch_devices(path: str | os.PathLike) -> dict[str, int]:
         reader = csv.DictReader(f)
         if "device" not in (reader.fieldnames or ()):
             return {}
-        counts: dict[str, int] = {}
-        for row in reader:
-            name = row["device"] or "unrecorded"
-            counts[name] = counts.get(name, 0) + 1
-    return counts
+        return dict(Counter(row["device"] or "unrecorded" for row in reader))
 
 
 class SliceDeadline(L.Callback):

@@ -11,6 +11,7 @@ import os
 import logging
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -938,11 +939,10 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                           for k in keys}
     for k in ("epochs", "wall_time_s", "epoch_time_s"):
         summary[k] = dict(zip(("mean", "std"), mean_std([r[k] for r in runs])))
-    devices: dict[str, int] = {}
+    devices: Counter[str] = Counter()
     for r in runs:
-        for name, n in (r.get("devices") or {}).items():
-            devices[name] = devices.get(name, 0) + n
-    summary["devices"] = devices  # epochs per device over the seeds (times mix when several)
+        devices.update(r.get("devices") or {})
+    summary["devices"] = dict(devices)  # epochs per device over the seeds (times mix when several)
     return summary
 
 

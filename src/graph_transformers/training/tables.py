@@ -57,7 +57,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             f"{r['epochs']:.2f} | {r['epoch_time_s']:.2f}s/{_hours(r['total_time_s'])}{mark} | "
             f"{len(r['seeds'])} |")
     if notes:
-        lines += [""] + [f"{n}  " if i < len(notes) - 1 else n for i, n in enumerate(notes)]
+        lines += ["", "  \n".join(notes)]  # two spaces: a line break in Markdown
     return "\n".join(lines) + "\n"
 
 

@@ -6,6 +6,7 @@ ZINC-like graphs (GRIT also with our weights copied into the official model). No
 benchmark data."""
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -516,3 +517,66 @@ def test_official_grit_equals_ours_with_the_same_weights():
     for key in ("rrwp", "rrwp_pair"):
         batch[key] = batch[key].double()
     torch.testing.assert_close(official(batch), ours(batch), rtol=1e-10, atol=1e-10)
+
+
+def test_official_grit_initial_weights_have_the_official_spreads():
+    """Built from the ZINC config, our GRIT and the official model draw each weight tensor with
+    the same spread: per tensor of ≥ 1,000 values, the standard deviation averaged over four seeds
+    agrees within 10% (the sampling noise is ≤ 5%; a Xavier-uniform instead of PyTorch's default
+    Linear init, the GPS bug of docs/reproduction.md, is a factor √3)."""
+    path = official_checkout("grit", "the GRIT adapter's initialization against ours")
+    config, _ = parity.parity_config(ROOT / parity.CONFIGS["grit"], 40, None)
+    spec = resolve_spec(config.data)
+    graphs = synthetic_zinc(6)
+    spreads: dict[str, list[list[float]]] = {}
+    for seed in range(4):
+        torch.manual_seed(seed)
+        ours = parity.make_model(config, spec, graphs)
+        official = parity.build_official("grit", path, config, spec)
+        mapped = copy.deepcopy(official)
+        copy_grit_weights(ours, mapped)
+        for (name, mine), (_, theirs) in zip(mapped.named_parameters(),
+                                             official.named_parameters()):
+            if theirs.numel() >= 1000 and name != "layers.9.O_e.weight":   # never trained
+                pair = spreads.setdefault(name, [[], []])
+                pair[0].append(mine.std().item())
+                pair[1].append(theirs.std().item())
+    assert len(spreads) > 50
+    for name, (mine, theirs) in spreads.items():
+        ratio = sum(mine) / sum(theirs)
+        assert 0.9 < ratio < 1.1, f"{name}: ours / official initial std {ratio:.3f}"
+
+
+def test_official_grit_gradients_equal_ours():
+    """The ZINC widths (D = 64, 10 layers, 8 heads): with our weights copied in, an L1 loss gives
+    the official parameters the gradients of ours (float64), mapped through the same layout. The
+    biases in front of a BatchNorm get only rounding (≈1e-17 on both sides), hence the
+    absolute tolerance on the scale of the largest gradient."""
+    path = official_checkout("grit", "the GRIT adapter's gradients against ours")
+    torch.manual_seed(0)
+    D, L, H, K = 64, 10, 8, 21
+    ours = GRIT(D, L, H, out_dim=1, num_node_types=28, num_edge_types=4, walk_length=K,
+                attn_dropout=0.0).double().train()
+    official = adapters.build_official_grit(
+        path, hidden_dim=D, num_layers=L, num_heads=H, num_node_types=28, num_edge_types=4,
+        walk_length=K, attn_dropout=0.0).double().train()
+    copy_grit_weights(ours, official)
+    batch = Batch.from_data_list(synthetic_zinc(16))
+    for key in ("rrwp", "rrwp_pair"):
+        batch[key] = batch[key].double()
+    y = torch.randn(16, 1, dtype=torch.float64)
+    (ours(batch) - y).abs().mean().backward()
+    (official(batch) - y).abs().mean().backward()
+    grads = copy.deepcopy(ours)                 # our gradients, laid out as the official tensors
+    with torch.no_grad():
+        for holder, p in zip(grads.parameters(), ours.parameters()):
+            holder.copy_(p.grad)
+    mapped = copy.deepcopy(official)
+    copy_grit_weights(grads, mapped)
+    pairs = [(n, a, b.grad) for (n, a), (_, b) in zip(mapped.named_parameters(),
+                                                      official.named_parameters())
+             if b.grad is not None]
+    assert len(pairs) > 100
+    scale = max(g.abs().max().item() for _, _, g in pairs)
+    for name, mine, theirs in pairs:
+        torch.testing.assert_close(mine, theirs, rtol=1e-7, atol=1e-10 * scale, msg=name)

@@ -476,6 +476,18 @@ def copy_grit_weights(ours: GRIT, official: torch.nn.Module) -> None:
             b.bias.copy_(a.bias)
 
 
+def grit_pair(path: Path, D: int, L: int, H: int) -> tuple[GRIT, torch.nn.Module]:
+    """Our GRIT (seed 0, ZINC vocabularies, K = 21, no dropout) and the official model with its
+    weights copied in, both float64 in training mode."""
+    torch.manual_seed(0)
+    kwargs = dict(num_node_types=28, num_edge_types=4, walk_length=21, attn_dropout=0.0)
+    ours = GRIT(D, L, H, out_dim=1, **kwargs).double().train()
+    official = adapters.build_official_grit(path, hidden_dim=D, num_layers=L, num_heads=H,
+                                            **kwargs).double().train()
+    copy_grit_weights(ours, official)
+    return ours, official
+
+
 def test_official_grit_trains_the_parameters_ours_has():
     """The ZINC config: the official model has our parameters plus its last layer's O_e and
     pair BatchNorm (D² + D + 2D = 4,288), which get no gradient (nothing reads that layer's pair
@@ -501,14 +513,8 @@ def test_official_grit_equals_ours_with_the_same_weights():
     the batch's statistics, no dropout), the two predict the same, and the adapter's conversion
     of our RRWP to the official rrwp_index / rrwp_val gives the official layers our pairs."""
     path = official_checkout("grit", "the GRIT adapter against our GRIT")
-    torch.manual_seed(0)
-    D, L, H, K = 32, 3, 4, 21
-    ours = GRIT(D, L, H, out_dim=1, num_node_types=28, num_edge_types=4, walk_length=K,
-                attn_dropout=0.0).double().train()
-    official = adapters.build_official_grit(
-        path, hidden_dim=D, num_layers=L, num_heads=H, num_node_types=28, num_edge_types=4,
-        walk_length=K, attn_dropout=0.0).double().train()
-    copy_grit_weights(ours, official)
+    ours, official = grit_pair(path, 32, 3, 4)
+    K = 21
     graphs = synthetic_zinc(7)
     graphs[3].edge_index = graphs[3].edge_index[:, :2]   # a graph with unreachable pairs:
     graphs[3].edge_attr = graphs[3].edge_attr[:2]        # padded with zero-valued pairs
@@ -553,14 +559,7 @@ def test_official_grit_gradients_equal_ours():
     biases in front of a BatchNorm get only rounding (≈1e-17 on both sides), hence the
     absolute tolerance on the scale of the largest gradient."""
     path = official_checkout("grit", "the GRIT adapter's gradients against ours")
-    torch.manual_seed(0)
-    D, L, H, K = 64, 10, 8, 21
-    ours = GRIT(D, L, H, out_dim=1, num_node_types=28, num_edge_types=4, walk_length=K,
-                attn_dropout=0.0).double().train()
-    official = adapters.build_official_grit(
-        path, hidden_dim=D, num_layers=L, num_heads=H, num_node_types=28, num_edge_types=4,
-        walk_length=K, attn_dropout=0.0).double().train()
-    copy_grit_weights(ours, official)
+    ours, official = grit_pair(path, 64, 10, 8)
     batch = Batch.from_data_list(synthetic_zinc(16))
     for key in ("rrwp", "rrwp_pair"):
         batch[key] = batch[key].double()

@@ -31,7 +31,8 @@ except ImportError:  # a source checkout without the package installed (the lent
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from graph_transformers.training.config import build_config, load_yaml  # noqa: E402
-from graph_transformers.training.slices import FINISHED, run_slice, state_config  # noqa: E402
+from graph_transformers.training.slices import (FINISHED, LOCK_FILES, run_slice,  # noqa: E402
+                                                 state_config)
 
 REPO = Path(__file__).resolve().parents[1]
 STATE_ROOT = REPO / "results" / "gpu_runs"
@@ -85,12 +86,13 @@ def advance(run: str, minutes: float, state_root: Path, overrides: list[str]) ->
 
 
 def pack(state: Path, out: Path) -> Path:
-    """``state`` as ``out/<run>.tar`` (members ``<run>/<file>``)."""
+    """``state`` as ``out/<run>.tar`` (members ``<run>/<file>``; the state's lock files stay
+    out)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{state.name}.tar"
     with tarfile.open(path, "w") as tar:
         for f in sorted(state.iterdir()):
-            if f.is_file():
+            if f.is_file() and f.name not in LOCK_FILES:
                 tar.add(f, arcname=f"{state.name}/{f.name}")
     return path
 

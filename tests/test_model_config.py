@@ -30,7 +30,12 @@ PROBES = [-1, 0.5, 1.5, "nope", None]
 ADDED_SINCE = {"gps": {"num_virtual_nodes": 1}}
 #: choices added to a key after the snapshot: (old wording, new wording) of its error message
 CHOICES_ADDED_SINCE = {"gps.attention": ("'sgformer' or 'none'",
-                                         "'sgformer', 'exphormer' or 'none'")}
+                                         "'sgformer', 'exphormer' or 'none'"),
+                       # EGT's per-node flip of the paper's code (issue 53), shared by every
+                       # model with a sign-flipped positional encoding
+                       **{f"{m}.sign_flip": ("'graph' or 'none'", "'graph', 'node' or 'none'")
+                          for m in ("egt", "gat", "gatedgcn", "gcn", "gin", "gine", "gps", "gt",
+                                    "pna")}}
 
 
 def _config_files() -> list[Path]:

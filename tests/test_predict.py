@@ -113,7 +113,7 @@ def test_invalid_smiles_keep_their_row_in_input_order(csv_run):
     preds = run.predict(smiles, batch_size=2)
     assert len(preds) == 6 and preds.inputs == tuple(smiles) and preds.num_invalid == 3
     assert preds.status[1] == "invalid SMILES 'not_a_smiles': SMILES syntax error"
-    assert preds.status[2] == "empty SMILES"
+    assert preds.status[2] == "empty input"
     assert preds.status[4].startswith("invalid SMILES 'C1CC'")
     assert preds.ok.tolist() == [True, False, False, True, False, True]
     assert torch.isnan(preds.values[~preds.ok]).all() and not torch.isnan(preds.values[preds.ok]).any()
@@ -233,10 +233,25 @@ def test_cli_writes_one_row_per_input(csv_run, tmp_path, capsys):
     assert [(r["index"], r["id"], r["smiles"], r["status"] == "ok") for r in rows] == [
         ("0", "a", "CCO", True), ("1", "b", "xyz", False), ("2", "c", "c1ccccc1", True),
         ("3", "d", "", False)]
-    assert rows[3]["status"] == "empty SMILES" and rows[1]["y"] == rows[1]["z"] == ""
+    assert rows[3]["status"] == "empty input" and rows[1]["y"] == rows[1]["z"] == ""
     expected = load_run(csv_run).predict(["CCO"]).values[0]
     assert [float(rows[0][c]) for c in ("y", "z")] == pytest.approx(expected.tolist(), rel=1e-6)
     assert sorted(p.name for p in out.parent.iterdir()) == ["preds.csv"]
+
+
+def test_cli_one_column_input_keeps_a_row_for_every_empty_input(csv_run, tmp_path, capsys):
+    """Issue 54: in a CSV of SMILES alone, a row holding "" or only spaces is an input (status
+    "empty input"), so output row i is input row i; an empty line is no row, as in training."""
+    data = tmp_path / "one.csv"
+    data.write_text('smiles\nCCO\n""\n   \n\nc1ccccc1\n')
+    out = tmp_path / "preds.csv"
+    assert main(["predict", str(csv_run), "--data", str(data), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("2 of 4 inputs predicted, 2 invalid")
+    rows = _read(out)
+    assert [(r["index"], r["smiles"], r["status"]) for r in rows] == [
+        ("0", "CCO", "ok"), ("1", "", "empty input"), ("2", "", "empty input"),
+        ("3", "c1ccccc1", "ok")]
+    assert rows[1]["y"] == rows[2]["z"] == "" and rows[3]["y"] != ""
 
 
 def test_cli_keeps_the_input_columns_asked_for(csv_run, tmp_path, capsys):

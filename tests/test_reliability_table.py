@@ -2,6 +2,7 @@
 error message must be the documented ones, and every probe here has a row there (and back)."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -72,7 +73,66 @@ class _Evil:
         return (eval, ("1 + 1",))
 
 
+#: the probes of issue 54 (inputs read loudly), run by :func:`_probe_input`
+INPUT_PROBES = {"csv-repeated-column", "csv-pickle", "csv-open-quote", "nodes-repeated-column",
+                "edges-empty", "edges-header-only", "split-file-binary", "yaml-unhashable-key",
+                "model-name-list", "predict-pickle-csv", "predict-repeated-smiles"}
+NODE_TABLE = REPO / "configs/graphs/gt_node_table.yaml"
+GRAPH_FILE = REPO / "configs/graphs/gt_graph_file.yaml"
+
+
+def _probe_input(name: str, tmp: Path, trained: Path) -> int:
+    """A user's file that must be refused in one line (``tests/test_inputs_loud.py`` has the
+    reader-level tests)."""
+    import pickle
+    if name.startswith("csv-"):
+        path = tmp / ("m.pkl" if name == "csv-pickle" else "m.csv")
+        if name == "csv-pickle":
+            path.write_bytes(pickle.dumps({"smiles": ["CCO"], "y": [1.0]}))
+        elif name == "csv-repeated-column":
+            path.write_text("smiles,y,y\nCCO,1.0,2.0\nCCN,2.0,3.0\n")
+        else:  # an open quote would swallow the rows below it
+            path.write_text('smiles,y\nCCO,1.0\n"CCN,2.0\nCCC,3.0\n')
+        return _train(tmp, f"data.path={path}", *CSV_SETS)
+    if name.startswith(("nodes-", "edges-")):
+        nodes, edges = tmp / "nodes.csv", tmp / "edges.csv"
+        header = "id,label,label" if name == "nodes-repeated-column" else "id,label,f"
+        nodes.write_text(header + "\n" + "".join(f"n{i},{'ab'[i % 2]},{i}\n" for i in range(8)))
+        edges.write_text({"edges-empty": "", "edges-header-only": "source,target\n"}.get(
+            name, "n0,n1\nn1,n2\n"))
+        return main(["train", "--config", str(NODE_TABLE), "--out", str(tmp / "run"), "--set",
+                     f"data.edges={edges}", f"data.nodes={nodes}",
+                     "data.split=random:0.5,0.25,0.25", "trainer.max_epochs=1"])
+    if name == "split-file-binary":
+        import numpy as np
+        import torch
+        from torch_geometric.data import Data
+        graphs = [Data(x=torch.zeros(3, 1), edge_index=torch.tensor([[0, 1], [1, 2]]),
+                       y=torch.tensor([float(i)])) for i in range(12)]
+        torch.save(graphs, tmp / "graphs.pt")
+        np.save(tmp / "train.npy", np.arange(4))  # ids saved with numpy, not as text
+        (tmp / "val.txt").write_text("4 5 6\n")
+        (tmp / "test.txt").write_text("7 8 9\n")
+        files = f"{{train: {tmp / 'train.npy'}, val: {tmp / 'val.txt'}, test: {tmp / 'test.txt'}}}"
+        return main(["train", "--config", str(GRAPH_FILE), "--out", str(tmp / "run"), "--set",
+                     f"data.path={tmp / 'graphs.pt'}", f"data.split_files={files}",
+                     "trainer.max_epochs=1"])
+    if name == "yaml-unhashable-key":
+        (tmp / "bad.yaml").write_text("? [a]\n: 1\n")
+        return _train(tmp, config=tmp / "bad.yaml")
+    if name == "model-name-list":
+        return _train(tmp, "model.name=[gt]")
+    data = tmp / "in.csv"
+    if name == "predict-pickle-csv":
+        data.write_bytes(pickle.dumps(["CCO"]))
+    else:  # predict-repeated-smiles
+        data.write_text("smiles,name,smiles\nCCO,ethanol,CCN\n")
+    return main(["predict", str(trained), "--data", str(data), "--out", str(tmp / "p.csv")])
+
+
 def _probe(name: str, tmp: Path, trained: Path, monkeypatch) -> int:
+    if name in INPUT_PROBES:
+        return _probe_input(name, tmp, trained)
     bad = tmp / "bad.yaml"
     if name == "yaml-syntax":
         bad.write_text("model:\n [1, 2\n")
@@ -120,6 +180,15 @@ def _probe(name: str, tmp: Path, trained: Path, monkeypatch) -> int:
         return _train(tmp, f"data.path={tmp / 'absent.csv'}", *CSV_SETS)
     if name == "existing-run":
         return _train(tmp, "trainer.max_epochs=1", out=_copy(trained, tmp))
+    if name == "name-dotdot":  # issue 54: the name became the parent of --out
+        return main(["benchmark", "--config", str(CONFIG), "--seeds", "1", "--out",
+                     str(tmp / "out"), "--set", "name=..", *FAST, "trainer.max_epochs=1"])
+    if name == "out-foreign-files":
+        (tmp / "mine").mkdir()
+        (tmp / "mine" / "config.yaml").write_text("my: own\n")
+        return _train(tmp, "trainer.max_epochs=1", out=tmp / "mine")
+    if name == "tu-name-path":
+        return _train(tmp, "data.name=tu:../x", "trainer.max_epochs=1")
     if name == "resume-below-epochs":
         out = tmp / "two"
         assert _train(tmp, "trainer.max_epochs=2", out=out) == 0
@@ -205,21 +274,46 @@ def _probe(name: str, tmp: Path, trained: Path, monkeypatch) -> int:
         return _train(tmp, out=locked / "run")
     if name == "run-locked":
         out = tmp / "busy"
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        import graph_transformers
-        env["PYTHONPATH"] = str(Path(graph_transformers.__file__).parents[1])
-        holder = subprocess.Popen(
-            [sys.executable, "-c", "import sys, time\n"
-             "from graph_transformers.training.rundir import run_lock\n"
-             "with run_lock(sys.argv[1]):\n    print('locked', flush=True)\n    time.sleep(60)\n",
-             str(out)], env=env, stdout=subprocess.PIPE, text=True)
-        try:
-            assert holder.stdout.readline().strip() == "locked"
+        with _locked_by_another_process(out):
             return _train(tmp, out=out)
-        finally:
-            holder.kill()
-            holder.wait()
+    if name == "resume-weights-only":
+        from graph_transformers.training.slices import _save_weights
+        run = _copy(trained, tmp)
+        _truncate(run / "checkpoints/last.ckpt")
+        _save_weights(run / "checkpoints/best.ckpt", run / "checkpoints/best.ckpt")
+        return _train(tmp, "trainer.max_epochs=2", resume=True, out=run)
+    if name.startswith("slice-"):
+        state = tmp / "state"
+        if name == "slice-corrupt-last":
+            assert main(["slice", "--state", str(state), "--minutes", "0.0001", "--config",
+                         str(CONFIG), "--set", *FAST, "trainer.max_epochs=2"]) == 0
+            data = bytearray((state / "last.ckpt").read_bytes())
+            data[len(data) // 2] ^= 0xFF
+            (state / "last.ckpt").write_bytes(bytes(data))
+            return main(["slice", "--state", str(state), "--minutes", "0.0001"])
+        with _locked_by_another_process(state):
+            return main(["slice", "--state", str(state), "--minutes", "0.0001", "--config",
+                         str(CONFIG), "--set", *FAST, "trainer.max_epochs=2"])
     raise KeyError(name)
+
+
+@contextlib.contextmanager
+def _locked_by_another_process(folder: Path):
+    """While the block runs, another live process holds ``folder``'s run lock."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    import graph_transformers
+    env["PYTHONPATH"] = str(Path(graph_transformers.__file__).parents[1])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from graph_transformers.training.rundir import run_lock\n"
+         "with run_lock(sys.argv[1]):\n    print('locked', flush=True)\n    time.sleep(60)\n",
+         str(folder)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 PROBES = {"yaml-syntax", "yaml-duplicate-key", "yaml-not-utf8", "yaml-not-mapping",
@@ -232,7 +326,10 @@ PROBES = {"yaml-syntax", "yaml-duplicate-key", "yaml-not-utf8", "yaml-not-mappin
           "resume-unreadable", "evaluate-truncated", "evaluate-empty", "evaluate-unsafe-pickle",
           "evaluate-not-a-run", "predict-not-molecular", "predict-unsafe-pickle",
           "predict-no-column", "predict-no-checkpoint", "analyze-truncated", "out-permission",
-          "run-locked"}
+          "run-locked", "resume-weights-only", "slice-corrupt-last", "slice-locked",
+          "name-dotdot", "out-foreign-files", "tu-name-path"}
+
+PROBES |= INPUT_PROBES
 
 
 def test_the_table_lists_every_probe():

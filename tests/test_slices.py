@@ -7,6 +7,9 @@ import csv
 import json
 import platform
 import shutil
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -212,6 +215,179 @@ def test_gpu_reproduce_packs_and_unpacks_a_slice(tmp_path):
     (here / "csl-smoke").mkdir(parents=True)
     (here / "csl-smoke" / "last.ckpt").write_text("stale")
     assert gr.main(["--unpack", str(out), "--state-root", str(here)]) == 0
+    # the state folder's lock file (held by each slice) is not part of the state
+    assert (root / "csl-smoke" / ".lock").exists()
+    with tarfile.open(out / "csl-smoke.tar") as tar:
+        assert not [m.name for m in tar.getmembers() if ".lock" in m.name]
     for f in (root / "csl-smoke").iterdir():
-        assert (here / "csl-smoke" / f.name).read_bytes() == f.read_bytes(), f.name
+        if f.name not in (".lock", ".lock.holder.json"):
+            assert (here / "csl-smoke" / f.name).read_bytes() == f.read_bytes(), f.name
     assert not gr.finished(here / "csl-smoke")
+
+
+# ----------------------------------------------------------------------------- issue 54
+@pytest.fixture(scope="module")
+def one_slice(tmp_path_factory) -> Path:
+    """A state folder after one one-epoch slice of a 3-epoch run (copied by the tests)."""
+    state = tmp_path_factory.mktemp("sliced") / "state"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRAPH_TRANSFORMERS_CACHE", str(tmp_path_factory.mktemp("cache")))
+        assert _slice(state, "--config", str(CONFIG), "--set", *FAST) == 0
+    return state
+
+
+def _state(state: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(state.iterdir())
+            if p.name not in (".lock", ".lock.holder.json")}
+
+
+def test_a_second_slice_of_a_state_in_use_is_refused(tmp_path, one_slice, capsys):
+    """Two slices of one state both ran, and the last writer's files were kept; now the state
+    folder is locked for the whole slice, as a run directory is (one mechanism, ``run_lock``)."""
+    from test_reliability import _env
+    state = tmp_path / "state"
+    shutil.copytree(one_slice, state)
+    before = _state(state)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from graph_transformers.training.rundir import run_lock\n"
+         "with run_lock(sys.argv[1]):\n    print('locked', flush=True)\n    time.sleep(60)\n",
+         str(state)], env=_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        capsys.readouterr()
+        assert _slice(state) == 2
+        errors = [x for x in capsys.readouterr().err.splitlines()
+                  if x.startswith("graph-transformers: error:")]
+        assert len(errors) == 1, errors
+        assert f"{state} is in use by another run (pid {holder.pid} on " in errors[0], errors
+        assert errors[0].endswith("wait for it to finish or choose another --state"), errors
+        assert _state(state) == before
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder gone, the slice runs; no lock file travels into the scratch directory
+    work = tmp_path / "work"
+    assert _slice(state, "--work", str(work)) == 0
+    assert json.loads((state / "metrics.json").read_text())["epochs"] == 2
+    assert not (state / ".lock.holder.json").exists() and not (work / ".lock.holder.json").exists()
+
+
+def _flip_a_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # inside a tensor record: its CRC-32 no longer matches
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["flipped-byte", "truncated", "weights-only", "missing"])
+def test_an_unreadable_last_checkpoint_of_a_state_is_one_line(tmp_path, one_slice, capsys,
+                                                               damage):
+    """A flipped byte in the state's ``last.ckpt`` made the slice resume from the weights-only
+    ``best.ckpt`` and end in a 46-line Lightning ``KeyError``; a missing one started the run
+    again beside the state's ``best.ckpt``. Now: one CheckpointError naming the file and saying
+    to restore it, and the state unchanged."""
+    state = tmp_path / "state"
+    shutil.copytree(one_slice, state)
+    last = state / "last.ckpt"
+    if damage == "flipped-byte":
+        _flip_a_byte(last)
+    elif damage == "truncated":
+        last.write_bytes(last.read_bytes()[:1000])
+    elif damage == "weights-only":
+        shutil.copy(state / "best.ckpt", last)
+    else:
+        last.unlink()
+    before = _state(state)
+    capsys.readouterr()
+    assert _slice(state) == 2
+    err = capsys.readouterr().err
+    errors = [x for x in err.splitlines() if x.startswith("graph-transformers: error:")]
+    assert len(errors) == 1 and "Traceback" not in err and "KeyError" not in err, err[-3000:]
+    why = {"flipped-byte": f"cannot read checkpoint {last}: its content does not match its "
+                           "checksums",
+           "truncated": f"cannot read checkpoint {last} (1,000 bytes): truncated or corrupt",
+           "weights-only": f"{last} holds model weights only (no optimizer state)",
+           "missing": f"{state} holds best.ckpt but no last.ckpt"}[damage]
+    assert why in errors[0], errors[0]
+    assert f"restore {last} (e.g. git checkout -- {last}" in errors[0], errors[0]
+    assert errors[0].endswith("and run the slice again; nothing was changed"), errors[0]
+    assert _state(state) == before
+
+
+@pytest.mark.parametrize("when", ["epoch", "final-evaluation"])
+def test_a_sigterm_in_a_slice_says_which_slice_command_continues(tmp_path, when):
+    """A SIGTERMed slice advised ``--resume --out <its temporary work dir>``, a directory removed
+    on exit, with a command ``slice`` does not have. Now the message gives the ``slice`` command,
+    the state keeps the last complete epoch, and that command finishes the run with the epochs
+    of an uninterrupted one."""
+    from test_reliability import _cli, _env
+    from test_reliability_errors import SIGTERM_IN_EVALUATION
+    whole = tmp_path / "whole"
+    assert main(["train", "--config", str(CONFIG), "--out", str(whole), "--set", *FAST]) == 0
+    state = tmp_path / "state"
+    first = ["slice", "--state", str(state), "--minutes", "60", "--config", str(CONFIG),
+             "--set", *FAST]
+    if when == "epoch":  # batch 2 of epoch 2
+        killed = _cli(first, kill_at="2,2")
+    else:  # after the 3 epochs, as the splits are evaluated
+        killed = subprocess.run([sys.executable, "-c", SIGTERM_IN_EVALUATION, *first],
+                                env=_env(), capture_output=True, text=True, timeout=300)
+    assert killed.returncode == 143, killed.stderr[-3000:]
+    errors = [x for x in killed.stderr.splitlines()
+              if x.startswith("graph-transformers: error:")]
+    assert len(errors) == 1 and "--resume" not in errors[0], killed.stderr[-3000:]
+    epochs = 1 if when == "epoch" else 3
+    during = "during epoch 2" if when == "epoch" else "during the final evaluation"
+    assert errors[0].startswith(f"graph-transformers: error: {state}: terminated by SIGTERM "
+                                f"{during}"), errors[0]
+    assert (f"the state folder keeps the run up to epoch {epochs}: continue with "
+            f"graph-transformers slice --state {state} --minutes 60") in errors[0], errors[0]
+    assert "gt-slice-" not in errors[0]  # the scratch directory is gone: not named
+    assert torch.load(state / "last.ckpt", weights_only=True)["epoch"] == epochs - 1
+    assert {"config.yaml", "run.json", "epochs.csv", "best.ckpt"} <= set(_state(state))
+    assert len(_rows(state / "epochs.csv")) >= epochs
+    # the advised command, without --config, continues from the state and ends the schedule
+    resumed = _cli(["slice", "--state", str(state), "--minutes", "60"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    final = json.loads((state / "metrics.json").read_text())
+    assert (final["epochs"], final["stopped_by"]) == (3, "max_epochs")
+    assert not (state / "last.ckpt").exists()
+    assert _rows(state / "epochs.csv") == _rows(whole / "epochs.csv")
+    ref = json.loads((whole / "metrics.json").read_text())
+    for key in ("train", "val", "test", "best_epoch", "last"):
+        assert final[key] == ref[key], key
+
+
+WRITE_BACK_SIGTERM = """
+import os, signal, sys
+from graph_transformers.training import slices
+real = slices._save_weights
+def save_weights(src, dst):  # the SIGTERM comes between last.ckpt and best.ckpt
+    os.kill(os.getpid(), signal.SIGTERM)
+    return real(src, dst)
+slices._save_weights = save_weights
+from graph_transformers.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_sigterm_while_the_state_is_written_back_waits_for_a_complete_state(tmp_path):
+    """Killed between two files, the state held a ``last.ckpt`` of one epoch beside the
+    ``best.ckpt`` of another (whose best score the next slice would then trust). Now the signal
+    waits until the state is complete, then ends the slice (143) with the continuing command."""
+    from test_reliability import _env
+    state = tmp_path / "state"
+    proc = subprocess.run([sys.executable, "-c", WRITE_BACK_SIGTERM, "slice", "--state",
+                           str(state), "--minutes", ONE_EPOCH, "--config", str(CONFIG), "--set",
+                           *FAST], env=_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 143, proc.stderr[-3000:]
+    errors = [x for x in proc.stderr.splitlines() if x.startswith("graph-transformers: error:")]
+    assert errors == [f"graph-transformers: error: {state}: terminated by SIGTERM while the state "
+                      "was written back; the state folder keeps the run up to epoch 1: continue "
+                      f"with graph-transformers slice --state {state} --minutes {ONE_EPOCH}"], \
+        proc.stderr[-3000:]
+    for name in ("last.ckpt", "best.ckpt"):
+        assert torch.load(state / name, weights_only=True)["epoch"] == 0, name
+    assert json.loads((state / "metrics.json").read_text())["epochs"] == 1
+    assert _slice(state) == 0  # and it continues
+    assert json.loads((state / "metrics.json").read_text())["epochs"] == 2

@@ -54,6 +54,7 @@ def train(config: Any, dataset: Any = None, out_dir: str | os.PathLike | None = 
         >>> sorted(metrics["test"])
         ['accuracy', 'loss']
     """
+    from .fileio import path_inside
     from .training.config import Config, build_config, load_config
     from .training.runner import train_folds, train_seeds
     if isinstance(config, Config):
@@ -63,7 +64,7 @@ def train(config: Any, dataset: Any = None, out_dir: str | os.PathLike | None = 
     else:
         cfg = load_config(config, overrides)
     out = Path(out_dir) if out_dir is not None else \
-        Path("runs") / (cfg.name or f"{cfg.model.name}-{cfg.data.name}")
+        path_inside("runs", cfg.name or f"{cfg.model.name}-{cfg.data.name}", what="run name")
     if folds is not None:
         return train_folds(cfg, out, folds, seeds, resume=resume, dataset=dataset,
                            init_from=init_from)

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
+
+from .fileio import path_inside
 
 DEFAULT_CONFIG = "csl_gt.yaml"
 
@@ -245,6 +249,9 @@ def _add_predict(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--batch-size", type=int, default=None,
                     help="graphs per forward pass (default: the run's evaluation batch size)")
     pr.add_argument("--data-dir", help="raw data directory (only tu:<NAME> runs need it)")
+    pr.add_argument("--allow-data-change", action="store_true",
+                    help="a node-level run: predict even though its data differ from those the "
+                         "checkpoint was trained on (each node keeps the split it trained with)")
 
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:
@@ -320,7 +327,8 @@ def _train(args: argparse.Namespace) -> int:
     if args.config is None:
         return _train_default(args, overrides)
     config = load_config(args.config, overrides)
-    out = args.out or Path("runs") / _default_run_name(args.config, config)
+    out = args.out or path_inside("runs", _default_run_name(args.config, config),
+                                  what="run name (the config's name)")
     allow = args.allow_data_change
     if args.folds is not None:
         result = train_folds(config, out, args.folds, args.seeds, resume=args.resume,
@@ -426,11 +434,11 @@ def _benchmark(args: argparse.Namespace) -> int:
     for path in args.configs:
         config = load_config(path, overrides)
         name = config.name or path.stem
+        run_dir = path_inside(args.out, name, what=f"run name of {path}")
         if args.folds is not None:
-            result = train_folds(config, args.out / name, args.folds, args.seeds,
-                                 resume=args.resume)
+            result = train_folds(config, run_dir, args.folds, args.seeds, resume=args.resume)
         else:
-            result = train_seeds(config, args.out / name, args.seeds, resume=args.resume)
+            result = train_seeds(config, run_dir, args.seeds, resume=args.resume)
         if not result:  # a non-zero DDP rank
             return 0
         summary = result if (args.seeds > 1 or args.folds is not None) else summarize([result])
@@ -521,7 +529,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace) -> int:
     from .prediction import load_run, read_inputs
-    run = load_run(args.run_dir, checkpoint=args.checkpoint, data_dir=args.data_dir)
+    run = load_run(args.run_dir, checkpoint=args.checkpoint, data_dir=args.data_dir,
+                   allow_data_change=args.allow_data_change)
     if args.data is None:
         if run.spec.level != "node":
             raise ValueError(f"predict: --data FILE is required for a {run.spec.level}-level run "
@@ -600,9 +609,13 @@ def main(argv: list[str] | None = None) -> int:
     input_errors = (ConfigError, DataNotFoundError, MissingDependencyError, ValueError,
                     TypeError, FileNotFoundError, PermissionError)
     try:
-        return _COMMANDS[args.command](args)
-    except RunError as err:  # exit status by kind: 2 inputs, 1 training failure, 143 SIGTERM
-        if args.verbose and err.exit_code != 143:
+        with _sigint_once():
+            return _COMMANDS[args.command](args)
+    except KeyboardInterrupt:  # Ctrl-C outside training (which says where it stopped)
+        print("graph-transformers: error: interrupted by SIGINT (Ctrl-C)", file=sys.stderr)
+        return 130
+    except RunError as err:  # exit status by kind: 2 inputs, 1 training failure, 143 SIGTERM,
+        if args.verbose and err.exit_code not in (130, 143):  # 130 SIGINT
             raise
         print(f"graph-transformers: error: {err}", file=sys.stderr)
         return err.exit_code
@@ -612,13 +625,41 @@ def main(argv: list[str] | None = None) -> int:
         print(f"graph-transformers: error: {_one_line(err)}", file=sys.stderr)
         return 2 if isinstance(err, input_errors) else 1
     except RuntimeError as err:  # torch.save of a dataset cache on a full disk, say
-        from .fileio import is_torch_write_failure
+        from .fileio import file_being_written, is_torch_write_failure
         if args.verbose or not is_torch_write_failure(err):
             raise
-        print("graph-transformers: error: a file could not be written (a full disk or a "
-              f"file-size limit; torch: {str(err).splitlines()[0][-60:].strip()})",
-              file=sys.stderr)
+        where = file_being_written(err)
+        print(f"graph-transformers: error: a file could not be written"
+              f"{f' ({where})' if where else ''} (a full disk or a file-size limit; torch: "
+              f"{str(err).splitlines()[0][-60:].strip()})", file=sys.stderr)
         return 1
+
+
+@contextlib.contextmanager
+def _sigint_once() -> Iterator[None]:
+    """While the command runs (main thread only), the first SIGINT (Ctrl-C) raises
+    ``KeyboardInterrupt`` as usual and every later one is ignored, so that a second Ctrl-C
+    while the run stops (Lightning's teardown, the CLI's message) cannot escape as a traceback
+    or change the exit status (always 130, ``docs/reliability.md``). After an interrupted
+    command SIGINT stays ignored, as the process is ending (a later one would print a traceback
+    from the interpreter's exit); otherwise the previous handler is restored."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def handler(signum, frame):
+        if not received:
+            received.append(signum)
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN if received else previous)
 
 
 def _one_line(err: BaseException) -> str:

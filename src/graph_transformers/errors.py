@@ -3,7 +3,8 @@
 Each carries the process exit status the CLI returns for it (see ``docs/reliability.md``):
 ``2`` for a run that cannot start or continue because of its inputs (config, arguments, run
 directory, data), ``1`` for a failure while training, ``3`` for a set of runs whose wall-clock
-slice ended before all of them finished, ``143`` for a terminated run.
+slice ended before all of them finished, ``143`` for a terminated run (SIGTERM), ``130`` for an
+interrupted one (SIGINT, Ctrl-C).
 """
 from __future__ import annotations
 
@@ -56,6 +57,20 @@ class RunTerminated(RunError):
     def __init__(self, message: str, detail: str | None = None):
         super().__init__(message)
         self.detail = detail
+
+
+class RunInterrupted(RunTerminated):
+    """The run received SIGINT (Ctrl-C); as :class:`RunTerminated` (the message says how to
+    resume, ``detail`` where training stopped), with the shell's status for SIGINT, 128 + 2."""
+
+    exit_code = 130
+
+
+class UnsafeNameError(RunError, ValueError):
+    """A name that becomes a file or folder (a config's ``name``, a run, fold or label name, a
+    dataset name in a cache path) is not a plain name (a path separator, ``..``, an absolute
+    path, a control character), or a path built from one would leave its root (the run or
+    cache directory); the message names the name and where it came from."""
 
 
 class DataError(ValueError):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import csv
 import gzip
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,16 +34,22 @@ from torch_geometric.data import Batch, Data
 from .models.utils import check_inputs
 from .datasets.user.graph_list import load_graph_file
 from .data.registry import DatasetSpec, build_pre_transform
+from .data.textfiles import check_header, check_text_head, csv_records, read_head
 from .errors import DataError
 from .fileio import atomic_writer
 from .models.encoders import check_features
 from .training.config import Config
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Predictions", "NodePredictions", "TrainedRun", "load_run", "read_inputs",
            "load_graphs", "read_csv_columns", "read_smiles_csv"]
 
 #: ``status`` of an input that was predicted
 OK = "ok"
+#: ``status`` of an input that is empty: ``""`` or only whitespace (a CSV row holding ``""`` or
+#: spaces keeps its row with it, so that output rows line up with input rows)
+EMPTY = "empty input"
 #: columns of :meth:`Predictions.rows` before the prediction columns
 _FIXED = ("index", "smiles", "status", "class")
 
@@ -213,6 +220,11 @@ class TrainedRun:
         model (torch.nn.Module): the trained model, in eval mode.
         run_dir (Path | None): the run directory, ``None`` for a run not loaded from disk.
         checkpoint (str | None): the checkpoint loaded: ``"best"`` or ``"last"``.
+        binding (dict): what the checkpoint stores of its run (run id, data fingerprint,
+            config; :func:`~graph_transformers.training.binding.stored_binding`); empty for a
+            run not loaded from disk.
+        allow_data_change (bool): :meth:`predict_nodes` proceeds on data that differ from the
+            checkpoint's (``--allow-data-change``).
         pre_transform (BaseTransform | None): the run's encodings as a PyG transform, or
             ``None``.
     """
@@ -224,6 +236,8 @@ class TrainedRun:
         self.model = model.eval()
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.checkpoint = checkpoint
+        self.binding: dict[str, Any] = {}
+        self.allow_data_change = False
         self.pre_transform = build_pre_transform(config.encodings)
         #: the in-memory graphs of a ``graph_list`` run (:func:`load_run`'s ``dataset``)
         self._dataset: Any = None
@@ -257,12 +271,13 @@ class TrainedRun:
 
         Raises:
             ValueError: the run's dataset is not molecular (see :attr:`DatasetSpec.featurize`),
-                or RDKit cannot use ``smiles`` (the message names it and says why).
+                ``smiles`` is empty or only whitespace (:data:`EMPTY`), or RDKit cannot use it
+                (the message names it and says why).
             MissingDependencyError: RDKit is not installed.
         """
         self._require_featurizer()
         if not isinstance(smiles, str) or not smiles.strip():
-            raise ValueError("empty SMILES")
+            raise ValueError(EMPTY)
         return self.spec.featurize(smiles.strip())
 
     def _require_featurizer(self) -> None:
@@ -383,9 +398,17 @@ class TrainedRun:
             :class:`NodePredictions`: one row per node (``values`` ``[N, out_dim]``) with the
             user's node ids, class names (a node table's labels) and each node's split.
 
+        The data are bound as ``evaluate`` binds them: their fingerprint must match the
+        checkpoint's (:attr:`allow_data_change` proceeds anyway), and each node's split is the
+        one the run trained with, read from the run's ``node_split.pt`` (by node id), never
+        drawn again from the current data.
+
         Raises:
             ValueError: a graph- or edge-level run, a run on several graphs (PATTERN, CLUSTER),
                 or an in-memory run without ``dataset``.
+            RunError: the data differ from the checkpoint's (labels, edges or nodes edited)
+                without :attr:`allow_data_change`, or with it for a run that stored no node
+                split (trained before ``node_split.pt`` existed).
             DataNotFoundError, DataError: the run's data files are gone or unreadable.
 
         Example::
@@ -407,16 +430,11 @@ class TrainedRun:
                              "graph-transformers evaluate for its splits)")
         graph = copy.copy(first[0])
         n = int(graph.num_nodes)
-        where = ["none"] * n
-        for name, ds in splits.items():
-            mask = getattr(ds[0], "node_mask", None)
-            if mask is not None:
-                for i in torch.nonzero(mask).view(-1).tolist():
-                    where[i] = name
+        ids = getattr(first, "node_ids", None) or tuple(str(i) for i in range(n))
+        where = self._node_split(splits, ids)
         for key in ("y", "node_mask"):
             if key in graph:
                 del graph[key]
-        ids = getattr(first, "node_ids", None) or tuple(str(i) for i in range(n))
         self.model.eval()
         device = next((p.device for p in self.model.parameters()), torch.device("cpu"))
         out = split_output(self.model(Batch.from_data_list([graph]).to(device)))[0]
@@ -434,6 +452,36 @@ class TrainedRun:
                                    tuple(f"p_{t}" for t in targets), torch.sigmoid(out))
         columns = ("prediction",) if dim == 1 else tuple(f"prediction_{t}" for t in targets)
         return NodePredictions(task, tuple(ids), tuple(where), columns, out)
+
+    def _node_split(self, splits: dict[str, Any], ids: Sequence[str]) -> list[str]:
+        """Each node's split as the run trained on it (see :meth:`predict_nodes`)."""
+        from .errors import RunError
+        from .training.binding import check_same_data, data_fingerprint, read_node_split
+        source = f"checkpoint {self.checkpoint}.ckpt of {self.run_dir}"
+        changed = check_same_data(self.binding.get("data"), data_fingerprint(splits), source,
+                                  self.allow_data_change)
+        stored = read_node_split(self.run_dir) if self.run_dir is not None else None
+        if stored is None:
+            if changed:
+                raise RunError(f"--allow-data-change: {self.run_dir} stores no node split "
+                               "(node_split.pt; trained before it existed), so the split it "
+                               "trained with cannot be recovered from the changed data; "
+                               "predict with the data it trained on, or train again")
+            where = ["none"] * len(ids)  # the data are the checkpoint's: so is their split
+            for name, ds in splits.items():
+                mask = getattr(ds[0], "node_mask", None)
+                if mask is not None:
+                    for i in torch.nonzero(mask).view(-1).tolist():
+                        where[i] = name
+            return where
+        names, codes = stored["names"], stored["codes"].tolist()
+        trained_ids = stored.get("node_ids") or [str(i) for i in range(len(codes))]
+        by_id = dict(zip(trained_ids, (names[c] for c in codes)))
+        if changed:
+            log.warning("--allow-data-change: predicting on data that differ from the "
+                        "checkpoint's (%s); each node's split is the one it trained with, "
+                        "'none' for nodes the run did not have", ", ".join(changed))
+        return [by_id.get(str(i), "none") for i in ids]
 
     def _forward(self, graphs: list[Data], where: list[int], status: list[str]
                  ) -> list[Tensor | None]:
@@ -503,7 +551,7 @@ def _as_list(inputs: Any) -> list:
 
 
 def load_run(run_dir: str | Path, checkpoint: str = "best", data_dir: str | None = None,
-             dataset: Any = None) -> TrainedRun:
+             dataset: Any = None, allow_data_change: bool = False) -> TrainedRun:
     """Loads a trained run for prediction: its ``config.yaml`` and the model weights of
     ``checkpoints/<checkpoint>.ckpt`` (read with ``weights_only=True``), on the CPU.
 
@@ -516,10 +564,14 @@ def load_run(run_dir: str | Path, checkpoint: str = "best", data_dir: str | None
             dataset=graphs)`` trained on (``data.name: graph_list``), from which its task and
             feature vocabularies are read again (and, for a run on one graph, whose nodes
             :meth:`TrainedRun.predict_nodes` predicts).
+        allow_data_change: let :meth:`TrainedRun.predict_nodes` use data that differ from
+            the checkpoint's (``--allow-data-change``, as ``evaluate``).
 
     Raises:
-        RunError: ``run_dir`` is not a run directory or has no such checkpoint.
-        CheckpointError: the checkpoint cannot be read or does not fit the config.
+        RunError: ``run_dir`` is not a run directory or has no such checkpoint, or its
+            ``config.yaml`` changes the data keys the checkpoint was trained with.
+        CheckpointError: the checkpoint cannot be read, does not fit the config, or was
+            written by another run.
 
     Example::
 
@@ -528,10 +580,11 @@ def load_run(run_dir: str | Path, checkpoint: str = "best", data_dir: str | None
         >>> run.predict(["CCO"]).rows()  # doctest: +SKIP
         [{'index': 0, 'smiles': 'CCO', 'status': 'ok', 'logSolubility': ...}]
     """
-    from .training.runner import load_trained_model
-    config, spec, model = load_trained_model(run_dir, data_dir, checkpoint, dataset)
+    from .training.runner import load_bound_model
+    config, spec, model, binding = load_bound_model(run_dir, data_dir, checkpoint, dataset)
     run = TrainedRun(config, spec, model, run_dir=run_dir, checkpoint=checkpoint)
     run._dataset = dataset
+    run.binding, run.allow_data_change = binding, allow_data_change
     return run
 
 
@@ -542,7 +595,8 @@ def read_inputs(path: str | Path, smiles_column: str = "smiles") -> list[str] | 
 
     Raises:
         FileNotFoundError: no such file.
-        DataError: an unknown file type, or a file that cannot be read (see the two readers).
+        DataError: an unknown file type (one that is not text is named: a pickle, a zip
+            archive, ...), or a file that cannot be read (see the two readers).
     """
     path = Path(path)
     if not path.is_file():
@@ -552,33 +606,56 @@ def read_inputs(path: str | Path, smiles_column: str = "smiles") -> list[str] | 
         return read_smiles_csv(path, smiles_column)
     if name.endswith((".pt", ".pth")):
         return load_graphs(path)
+    check_text_head(path, read_head(path))  # a pickle or an archive: say so
     raise DataError(f"{path}: unknown input type; expected a SMILES CSV (.csv, .csv.gz) or a "
                     ".pt file of torch_geometric graphs")
 
 
+def _inputs(records: Iterable[tuple[int, list[str]]]) -> Iterable[list[str]]:
+    """The records below the header of an input CSV that are inputs: every line but an empty
+    one (no characters at all). A line holding ``""`` or only spaces is an input, an empty one
+    (its status :data:`EMPTY`): output rows line up with input rows one to one."""
+    return (rec for _, rec in records if rec)
+
+
+def _input_header(path: Path, records: Iterable[tuple[int, list[str]]]) -> list[str]:
+    """The stripped header of an input CSV: the first of its ``records``
+    (:func:`~graph_transformers.data.textfiles.csv_records`).
+
+    Raises:
+        DataError: an empty file.
+    """
+    header = [h.strip() for h in next(iter(records), (0, []))[1]]
+    if not header:
+        raise DataError(f"{path}: empty file (expected a CSV header line)")
+    return header
+
+
 def read_smiles_csv(path: str | Path, smiles_column: str = "smiles") -> list[str]:
     """The SMILES column of a CSV file with a header line (``.csv``, or ``.csv.gz``), one entry
-    per data row in file order (blank lines skipped, as in training; a blank cell stays, as an
-    invalid input).
+    per data row in file order: empty lines are skipped, as in training, but a row holding
+    ``""`` or only spaces stays, as an empty input (status :data:`EMPTY`), and so does a blank
+    cell.
 
     Raises:
         DataError: an empty file, no ``smiles_column`` in the header (the message lists the
-            columns), no data rows, or a file that is not CSV text.
+            columns), the header naming ``smiles_column`` twice, no data rows, a quoted cell over
+            several lines (a ``"`` left open), or a file that is not CSV text (a pickle, a zip
+            archive, not UTF-8: named as such).
     """
     from .datasets.molecules.moleculenet import _open_text
     path = Path(path)
+    check_text_head(path, read_head(path, gzip_ok=True), gzip_ok=True)
     try:
         with _open_text(path) as f:
-            reader = csv.reader(f)
-            header = [h.strip() for h in next(reader, [])]
-            if not header:
-                raise DataError(f"{path}: empty file (expected a CSV header line)")
+            records = csv_records(path, f)
+            header = _input_header(path, records)
             if smiles_column not in header:
                 raise DataError(f"{path}: SMILES column {smiles_column!r} not in the header; "
                                 f"columns: {header} (choose one with --smiles-column)")
+            check_header(path, header, used=[smiles_column])
             j = header.index(smiles_column)
-            smiles = [(rec[j] if j < len(rec) else "").strip() for rec in reader
-                      if rec and any(c.strip() for c in rec)]
+            smiles = [(rec[j] if j < len(rec) else "").strip() for rec in _inputs(records)]
     except (UnicodeDecodeError, gzip.BadGzipFile, csv.Error, EOFError) as err:
         raise DataError(f"{path}: not a readable CSV file ({_reason(err)})") from None
     if not smiles:
@@ -589,7 +666,7 @@ def read_smiles_csv(path: str | Path, smiles_column: str = "smiles") -> list[str
 def read_csv_columns(path: str | Path, columns: Sequence[str] | None = None,
                      exclude: Sequence[str] = ()) -> dict[str, list[str]]:
     """Columns of a CSV with a header line, one value per data row in file order, the rows
-    aligned with :func:`read_smiles_csv` (blank lines skipped): what ``predict`` carries from
+    aligned with :func:`read_smiles_csv` (empty lines skipped): what ``predict`` carries from
     its input into its output (ID columns, names).
 
     Args:
@@ -598,23 +675,26 @@ def read_csv_columns(path: str | Path, columns: Sequence[str] | None = None,
         exclude: columns left out when ``columns`` is ``None`` (the SMILES column).
 
     Raises:
-        DataError: a named column not in the header (the message lists the columns), or a file
-            that is not CSV text.
+        DataError: a named column not in the header (the message lists the columns), a column
+            read whose name the header gives twice, or a file that is not CSV text (as
+            :func:`read_smiles_csv`).
     """
     from .datasets.molecules.moleculenet import _open_text
     path = Path(path)
+    check_text_head(path, read_head(path, gzip_ok=True), gzip_ok=True)
     try:
         with _open_text(path) as f:
-            reader = csv.reader(f)
-            header = [h.strip() for h in next(reader, [])]
+            records = csv_records(path, f)
+            header = _input_header(path, records)
             names = [h for h in header if h not in exclude and h] if columns is None \
                 else list(columns)
             missing = [c for c in names if c not in header]
             if missing:
                 raise DataError(f"{path}: column(s) {missing} not in the header; columns: "
                                 f"{header}")
+            check_header(path, header, used=names)
             where = [header.index(c) for c in names]
-            records = [rec for rec in reader if rec and any(c.strip() for c in rec)]
+            records = list(_inputs(records))
     except (UnicodeDecodeError, gzip.BadGzipFile, csv.Error, EOFError) as err:
         raise DataError(f"{path}: not a readable CSV file ({_reason(err)})") from None
     return {c: [(rec[j] if j < len(rec) else "") for rec in records]

@@ -49,6 +49,46 @@ def format_bytes(n: float) -> str:
     return f"{n:.1f} TiB"  # pragma: no cover
 
 
+@dataclass(frozen=True)
+class GraphSizeLimit:
+    """The largest graph a model can take, known before its data are processed: an all-pairs
+    encoding (:class:`~graph_transformers.encodings.rrwp.AddRRWP`,
+    :class:`~graph_transformers.encodings.spd.AddShortestPaths`) refuses a larger graph before
+    computing anything for it, instead of caching an encoding the model would refuse.
+
+    Args:
+        max_nodes: nodes of the largest graph that fits.
+        why: what sets the limit, for the message (e.g. "GRIT's memory budget
+            (model.memory_budget_gb: 8.0 GiB at 3,712 B per node pair)").
+    """
+
+    max_nodes: int
+    why: str
+
+    def check(self, num_nodes: int, encoding: str) -> None:
+        """Raises :class:`DenseBudgetError` for a graph of more than :attr:`max_nodes` nodes,
+        naming ``encoding`` (what would have been computed) and :attr:`why`."""
+        if num_nodes > self.max_nodes:
+            raise DenseBudgetError(
+                f"a graph of {num_nodes:,} nodes is larger than the {self.max_nodes:,} nodes "
+                f"that {self.why} allows; refused before computing its {encoding}. Raise "
+                "model.memory_budget_gb, or use a sparse model (GT, GPS) for such graphs")
+
+
+def pair_size_limit(budget_bytes: float | None, bytes_per_pair: float, extra_nodes: int,
+                    model: str) -> GraphSizeLimit | None:
+    """The largest graph whose ``(n + extra_nodes)²`` pairs at ``bytes_per_pair`` fit
+    ``budget_bytes`` alone in a batch (``None`` without a budget): what the dense model
+    ``model`` (its name, for the message) would refuse in :func:`check_dense_budget`, known
+    before the data are processed."""
+    if budget_bytes is None:
+        return None
+    largest = int(math.isqrt(int(budget_bytes // bytes_per_pair))) - extra_nodes
+    return GraphSizeLimit(max(largest, 0), f"{model}'s memory budget (model.memory_budget_gb: "
+                                           f"{format_bytes(budget_bytes)} at "
+                                           f"{bytes_per_pair:,.0f} B per node pair)")
+
+
 #: default memory budget of the all-pairs encodings (:class:`~graph_transformers.encodings.spd.
 #: AddShortestPaths`, :class:`~graph_transformers.encodings.rrwp.AddRRWP`) for one graph
 PAIR_BUDGET_BYTES = 4 * 1024 ** 3

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, RunError
 
 __all__ = ["load_weights_only"]
 
@@ -51,6 +51,8 @@ def load_weights_only(path, map_location=None, what: str = "checkpoint",
                         "written")
         with torch.serialization.safe_globals(extra):
             return torch.load(path, map_location=map_location or "cpu", weights_only=True)
+    except (error, RunError):  # the checksum refusal above, a SIGTERM's RunTerminated: as they are
+        raise
     except pickle.UnpicklingError as err:
         found = _GLOBAL.search(str(err))
         if found:

@@ -3,7 +3,8 @@
 ``metrics.json`` keeps), the processed-data cache (:mod:`.cache`), downloads (:mod:`.download`),
 split names and argument checks and the base class of generated datasets (:mod:`.generated`),
 parallel generation (:mod:`.parallel`) and the batch samplers (:mod:`.sampler`,
-:mod:`.sampling`, :mod:`.cluster`). The datasets themselves live in
+:mod:`.sampling`, :mod:`.cluster`) and the checks every reader of a user's text table shares
+(:mod:`.textfiles`). The datasets themselves live in
 :mod:`graph_transformers.datasets`, by family (``docs/adding_a_dataset.md``).
 """
 from .._lazy import lazy_exports

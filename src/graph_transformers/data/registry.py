@@ -31,6 +31,7 @@ from torch_geometric.transforms import BaseTransform, Compose
 
 from .._optional import MissingDependencyError
 from ..encodings.registry import build_transforms
+from ..fileio import check_name
 from .cache import DataNotFoundError, cache_lock, resolve_cache_dir
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,9 @@ DATASETS: dict[str, Any] = {
     "cifar10": _D + "images.superpixels:CIFAR10_SPEC",
     "synthetic_large": _D + "synthetic.large_graph:SYNTHETIC_LARGE_SPEC",
     "tsp": _D + "synthetic.tsp:TSP_SPEC",
+    "pcqm4m": _D + "molecules.pcqm4m:PCQM4M_SPEC",
+    "pcqm4mv2": _D + "molecules.pcqm4m:PCQM4MV2_SPEC",
+    "ogbg-molpcba": _D + "molecules.molpcba:MOLPCBA_SPEC",
 }
 
 #: datasets whose spec is read off the data: key → ``"package.module:function"``, called with
@@ -176,7 +180,7 @@ def is_graph_file(path: Any) -> bool:
 TASK_METRICS: dict[str, tuple[str, ...]] = {
     "regression": ("mae", "rmse"),
     "classification": ("accuracy", "weighted_accuracy", "f1"),
-    "binary": ("roc_auc",),
+    "binary": ("roc_auc", "ap"),
 }
 
 
@@ -206,6 +210,7 @@ _SECTION_KEYS: dict[str, Any] = {
     "task": None, "split_files": None, "smiles_column": "smiles", "target_columns": None,
     "edges": None, "nodes": None, "id_column": "id", "label_column": "label",
     "feature_columns": None, "undirected": True, "node_features": "auto",
+    "allow_no_edges": False,
 }
 
 #: arguments forwarded to a loader's ``**options`` only when it names them
@@ -259,7 +264,9 @@ def _entry(name: str, path: Any) -> tuple[str, Any, dict[str, Any]]:
         raise ValueError("this run trained on in-memory graphs: pass them again "
                          "(dataset=...) to evaluate or resume it")
     if name.lower().startswith("tu:"):
-        return "tu:", SPEC_READERS["tu:"], {"name": name[3:]}
+        # the TU name becomes folders of the cache and of DATA_DIR/TU: a name, not a path
+        return "tu:", SPEC_READERS["tu:"], {"name": check_name(name[3:], "TU dataset name "
+                                                              f"(data.name {name!r})")}
     if name in SPEC_READERS and name not in ("graph_file", "molecule_csv"):  # by data.path only
         return name, SPEC_READERS[name], {}
     return name, _registered(name), {}
@@ -315,17 +322,19 @@ def resolve_spec(data_cfg: Any) -> DatasetSpec:
     return _spec_for(*dataset_arguments(data_cfg))
 
 
-def build_pre_transform(encodings: Any) -> BaseTransform | None:
+def build_pre_transform(encodings: Any, size_limit: Any = None) -> BaseTransform | None:
     """The encodings section of a config → a PyG pre-transform (``None`` when empty): the
     registered encodings' transforms in registry order
-    (:data:`~graph_transformers.encodings.registry.ENCODINGS`), composed when several."""
-    transforms = build_transforms(encodings)
+    (:data:`~graph_transformers.encodings.registry.ENCODINGS`), composed when several;
+    ``size_limit`` (the model's :class:`~graph_transformers.core.dense.GraphSizeLimit`) makes
+    the all-pairs encodings refuse larger graphs before computing them."""
+    transforms = build_transforms(encodings, size_limit)
     if not transforms:
         return None
     return transforms[0] if len(transforms) == 1 else Compose(transforms)
 
 
-def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
+def load_splits(data_cfg: Any, encodings: Any, size_limit: Any = None) -> dict[str, Dataset]:
     """Loads every split of the dataset a config names, with its encodings precomputed, under
     :func:`~graph_transformers.data.cache.cache_lock` (concurrent processes build it once).
 
@@ -340,6 +349,10 @@ def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
     dataset's own record, or ``spec.source``). A dataset's own ``split_rule`` (the TU sets':
     index files or seeded folds; ``metrics.json`` ``split``) is logged once at INFO.
 
+    ``size_limit``: the largest graph the model takes (:class:`~graph_transformers.core.dense.
+    GraphSizeLimit`, from its memory budget); the all-pairs encodings refuse a larger graph
+    before computing it.
+
     Raises:
         ValueError: an unknown ``data.source``; ``generated`` for a dataset that has no generator
             (it is read from its published files); ``canonical`` for one that has no published
@@ -349,7 +362,7 @@ def load_splits(data_cfg: Any, encodings: Any) -> dict[str, Dataset]:
     """
     name, args, options = dataset_arguments(data_cfg)
     spec = _spec_for(name, args, options)
-    pre = build_pre_transform(encodings)
+    pre = build_pre_transform(encodings, size_limit)
     requested = str(getattr(data_cfg, "source", "auto"))
     try:
         # one process builds a missing cache, concurrent ones (DDP ranks) wait and read it

@@ -37,7 +37,8 @@ copied or modified):
   ``molecules.zip`` extracted); or PyG's ``DATA_DIR/ZINC/subset/processed/{train,val,test}.pt``;
 * ogbg-molhiv: ``DATA_DIR/ogbg_molhiv/`` as OGB unpacks it: ``RELEASE_v1.txt``,
   ``raw/{edge,edge-feat,node-feat,num-node-list,num-edge-list,graph-label}.csv.gz`` and
-  ``split/scaffold/{train,valid,test}.csv.gz`` (or ``split_dict.pt``).
+  ``split/scaffold/{train,valid,test}.csv.gz`` (or ``split_dict.pt``); ogbg-molpcba the same
+  in ``DATA_DIR/ogbg_molpcba/``.
 
 This is PyG's own layout with ``root = DATA_DIR`` (``GNNBenchmarkDataset(root=DATA_DIR,
 name=...)``, ``ZINC(root=DATA_DIR / "ZINC", subset=True)``, OGB's ``root = DATA_DIR``), so a
@@ -65,7 +66,8 @@ model config works with either source:
   ``y`` ``FloatTensor [1]`` (extra fields of a processed file are dropped);
 * ogbg-molhiv: ``x`` ``LongTensor [N, 9]``, ``edge_attr`` ``LongTensor [E, 3]`` (OGB's
   featurization, the same columns as
-  :mod:`graph_transformers.datasets.molecules.moleculenet`), ``y`` ``FloatTensor [1, 1]``.
+  :mod:`graph_transformers.datasets.molecules.moleculenet`), ``y`` ``FloatTensor [1, 1]``;
+  ogbg-molpcba the same with ``y`` ``FloatTensor [1, 128]`` (NaN = missing label).
 
 Every canonical split records ``provenance = {split: "exact"}`` (the published graphs) and
 ``canonical_info`` (loader and files), which ``metrics.json`` carries.
@@ -223,10 +225,10 @@ def _zinc_fields(data: Data) -> Data:
                 edge_attr=data.edge_attr.long().reshape(-1), y=data.y.float().reshape(1))
 
 
-def _ogb_mol_fields(data: Data) -> Data:
-    _require(data, "ogbg-molhiv", "x", "edge_index", "edge_attr", "y")
+def _ogb_mol_fields(data: Data, name: str = "ogbg-molhiv") -> Data:
+    _require(data, name, "x", "edge_index", "edge_attr", "y")
     if data.x.dim() != 2 or data.x.size(1) != 9 or data.edge_attr.size(-1) != 3:
-        raise DataError(f"ogbg-molhiv: expected OGB's 9 atom / 3 bond feature columns, got x "
+        raise DataError(f"{name}: expected OGB's 9 atom / 3 bond feature columns, got x "
                         f"{list(data.x.shape)} and edge_attr {list(data.edge_attr.shape)}")
     return Data(x=data.x.long(), edge_index=data.edge_index.long(),
                 edge_attr=data.edge_attr.long(), y=data.y.float().reshape(1, -1),
@@ -242,6 +244,8 @@ _CONVERTERS: dict[str, Callable[[Data], Data]] = {
     "TSP": _tsp_fields,
     "ZINC": _zinc_fields,
     "ogbg-molhiv": _ogb_mol_fields,
+    # y [1, 128], NaN = missing label (OGB stores molpcba's labels as float32 for that)
+    "ogbg-molpcba": functools.partial(_ogb_mol_fields, name="ogbg-molpcba"),
 }
 
 
@@ -252,7 +256,7 @@ class ToBenchmarkFields(BaseTransform):
 
     Args:
         dataset (str): ``"PATTERN"``, ``"CLUSTER"``, ``"CSL"``, ``"MNIST"``, ``"CIFAR10"``,
-            ``"TSP"``, ``"ZINC"`` or ``"ogbg-molhiv"``.
+            ``"TSP"``, ``"ZINC"``, ``"ogbg-molhiv"`` or ``"ogbg-molpcba"``.
 
     Raises:
         ValueError: an unknown dataset.
@@ -633,6 +637,9 @@ OGB_DATASETS: dict[str, tuple[str, str, str]] = {
     "ogbg-molhiv": ("ogbg_molhiv",
                     "http://snap.stanford.edu/ogb/data/graphproppred/csv_mol_download/hiv.zip",
                     "hiv"),
+    "ogbg-molpcba": ("ogbg_molpcba",
+                     "http://snap.stanford.edu/ogb/data/graphproppred/csv_mol_download/pcba.zip",
+                     "pcba"),
 }
 _OGB_RAW = ["edge.csv.gz", "edge-feat.csv.gz", "node-feat.csv.gz", "num-node-list.csv.gz",
             "num-edge-list.csv.gz", "graph-label.csv.gz"]

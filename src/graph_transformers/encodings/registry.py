@@ -122,6 +122,9 @@ class Encoding:
         raw_norm: models normalise the raw values with a ``BatchNorm`` before projecting them
             (GraphGPS's RWSE encoder: return probabilities span orders of magnitude).
         kwargs: the section fields passed to ``transform`` by name.
+        all_pairs: the encoding is computed over all node pairs of a graph (``n²`` memory):
+            its transform takes the model's ``size_limit``
+            (:class:`~graph_transformers.core.dense.GraphSizeLimit`).
     """
 
     name: str
@@ -134,11 +137,14 @@ class Encoding:
     categorical: bool = False
     raw_norm: bool = False
     kwargs: tuple[str, ...] = ()
+    all_pairs: bool = False
 
-    def build_transform(self, section: BaseModel) -> Any:
-        """The PyG pre-transform of a validated section."""
+    def build_transform(self, section: BaseModel, size_limit: Any = None) -> Any:
+        """The PyG pre-transform of a validated section; ``size_limit`` (a
+        :class:`~graph_transformers.core.dense.GraphSizeLimit`) goes to an all-pairs one."""
+        extra = {"size_limit": size_limit} if self.all_pairs and size_limit is not None else {}
         return resolve(self.transform)(*(getattr(section, a) for a in self.args),
-                                       **{k: getattr(section, k) for k in self.kwargs})
+                                       **{k: getattr(section, k) for k in self.kwargs}, **extra)
 
     def flip(self) -> Callable[..., Any] | None:
         """The sign-flip function, imported (``None`` when the encoding has none)."""
@@ -156,11 +162,12 @@ ENCODINGS: dict[str, Encoding] = {e.name: e for e in (
              dim=lambda s: s.num_roles, categorical=True),
     Encoding("svd_pe", SVDPEConfig, f"{_PKG}.svd:AddSVDPE", ("r",), pe="svd",
              dim=lambda s: 2 * s.r, sign_flip=f"{_PKG}.svd:random_svd_sign_flip"),
-    Encoding("spd", SPDConfig, f"{_PKG}.spd:AddShortestPaths", ("max_distance",)),
+    Encoding("spd", SPDConfig, f"{_PKG}.spd:AddShortestPaths", ("max_distance",),
+             all_pairs=True),
     Encoding("rwse", RWSEConfig, f"{_PKG}.rwse:AddRWSE", ("walk_length",), pe="rwse",
              dim=lambda s: s.walk_length, raw_norm=True),
     Encoding("rrwp", RRWPConfig, f"{_PKG}.rrwp:AddRRWP", ("walk_length",),
-             kwargs=("cache_pairs",)),
+             kwargs=("cache_pairs",), all_pairs=True),
     Encoding("expander", ExpanderConfig, f"{_PKG}.expander:AddExpanderGraph",
              ("degree", "seed")),
 )}
@@ -215,8 +222,10 @@ def pe_dim(pe: str, encodings: Any) -> int:
     return encoding.dim(section)
 
 
-def build_transforms(encodings: Any) -> list[Any]:
+def build_transforms(encodings: Any, size_limit: Any = None) -> list[Any]:
     """A config's ``encodings`` section → its pre-transforms, in registry order (the sections
-    that are unset or ``null`` skipped)."""
-    return [e.build_transform(section) for e in ENCODINGS.values()
+    that are unset or ``null`` skipped); ``size_limit`` (the model's
+    :class:`~graph_transformers.core.dense.GraphSizeLimit`, or ``None``) goes to the all-pairs
+    encodings."""
+    return [e.build_transform(section, size_limit) for e in ENCODINGS.values()
             if (section := getattr(encodings, e.name, None)) is not None]

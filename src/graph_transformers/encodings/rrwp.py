@@ -48,11 +48,14 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from ..core.dense import PAIR_BUDGET_BYTES, check_pair_budget, count_per_graph
+from ..core.dense import (PAIR_BUDGET_BYTES, GraphSizeLimit, check_pair_budget,
+                          count_per_graph)
 
-#: bytes per node pair while computing, besides the ``4 K`` of the float32 result: the float64
-#: transition matrix, the current power and the product
-_WORK_BYTES_PER_PAIR = 24
+#: bytes per node pair while computing, besides the ``8 K`` of the float32 result and its copy
+#: when the dataset is collated and saved: the float64 adjacency, transition matrix, current
+#: power and product. Measured peaks (one graph of 3,000 nodes, computed, collated and saved):
+#: 67 B per pair at K = 4 and 187 B at K = 21, against 72 and 208 estimated
+_WORK_BYTES_PER_PAIR = 40
 
 
 def _check_graph(edge_index: Tensor, num_nodes: int, walk_length: int) -> None:
@@ -67,9 +70,9 @@ def _check_graph(edge_index: Tensor, num_nodes: int, walk_length: int) -> None:
 
 
 def rrwp_bytes(num_nodes: int, walk_length: int) -> int:
-    """Bytes :func:`relative_random_walk_probabilities` allocates for a graph of ``num_nodes``
-    nodes (the float32 result and the float64 work matrices)."""
-    return num_nodes * num_nodes * (4 * walk_length + _WORK_BYTES_PER_PAIR)
+    """Peak bytes of :class:`AddRRWP` for a graph of ``num_nodes`` nodes: the float32 result,
+    its copy in the collated dataset, and the float64 work matrices (an upper estimate)."""
+    return num_nodes * num_nodes * (8 * walk_length + _WORK_BYTES_PER_PAIR)
 
 
 def relative_random_walk_probabilities(edge_index: Tensor, num_nodes: int,
@@ -203,30 +206,39 @@ class AddRRWP(BaseTransform):
         walk_length: ``K``.
         budget_bytes: refuse a graph whose computation would allocate more (``None``: no check).
         cache_pairs: store ``rrwp_pair`` (``False``: the diagonal only).
+        size_limit: the largest graph the model that reads the encoding takes (its memory
+            budget, :meth:`~graph_transformers.models.grit.GRIT.graph_size_limit`): a larger
+            graph is refused before its encoding is computed (``None``: no such limit). Not
+            part of the cache key.
 
     Raises:
         ValueError: for ``walk_length < 1``.
     """
 
     def __init__(self, walk_length: int = 21, budget_bytes: float | None = PAIR_BUDGET_BYTES,
-                 *, cache_pairs: bool = True) -> None:
+                 *, cache_pairs: bool = True, size_limit: GraphSizeLimit | None = None
+                 ) -> None:
         if walk_length < 1:
             raise ValueError(f"RRWP walk_length must be >= 1 (K = 1 keeps the identity only), "
                              f"got {walk_length}")
         self.walk_length = walk_length
         self.budget_bytes = budget_bytes
         self.cache_pairs = cache_pairs
+        self.size_limit = size_limit
 
     def forward(self, data: Data) -> Data:
         """Adds ``rrwp`` and, with ``cache_pairs``, ``rrwp_pair`` to ``data``.
 
         Raises:
-            DenseBudgetError: a graph over ``budget_bytes`` (default 4 GiB: about 6,000 nodes at
-                K = 21), refused before allocating by
+            DenseBudgetError: a graph over ``size_limit`` or ``budget_bytes`` (default 4 GiB:
+                about 4,500 nodes at K = 21), refused before allocating by
                 :func:`~graph_transformers.core.dense.check_pair_budget`.
             ValueError: for a malformed ``edge_index``.
         """
         n = int(data.num_nodes)
+        if self.size_limit is not None:
+            self.size_limit.check(n, f"RRWP encoding (encodings.rrwp, walk_length "
+                                     f"{self.walk_length})")
         check_pair_budget(
             n, rrwp_bytes(1, self.walk_length), self.budget_bytes,
             "RRWP over all node pairs (encodings.rrwp, for GRIT) needs",

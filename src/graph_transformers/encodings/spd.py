@@ -32,7 +32,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from ..core.dense import PAIR_BUDGET_BYTES, check_pair_budget
+from ..core.dense import PAIR_BUDGET_BYTES, GraphSizeLimit, check_pair_budget
 
 #: ``pair_edge`` value of a pair without an edge
 PAIR_NO_EDGE = -1
@@ -155,23 +155,27 @@ class AddShortestPaths(BaseTransform):
     Implementation details; Graphormer (Ying et al. 2021), eq. 6.
     """
 
-    def __init__(self, max_distance: int = 5, budget_bytes: float | None = PAIR_BUDGET_BYTES
-                 ) -> None:
+    def __init__(self, max_distance: int = 5, budget_bytes: float | None = PAIR_BUDGET_BYTES,
+                 *, size_limit: GraphSizeLimit | None = None) -> None:
         if not 1 <= max_distance <= MAX_DISTANCE_LIMIT:
             raise ValueError(f"max_distance must be in [1, {MAX_DISTANCE_LIMIT}], got "
                              f"{max_distance}")
         self.max_distance = max_distance
         self.budget_bytes = budget_bytes
+        self.size_limit = size_limit
 
     def forward(self, data: Data) -> Data:
         """Adds ``spd`` and ``pair_edge`` to ``data``.
 
         Raises:
-            DenseBudgetError: a graph over ``budget_bytes`` (default 4 GiB: about 13,000 nodes),
-                refused before allocating by
-                :func:`~graph_transformers.core.dense.check_pair_budget`.
+            DenseBudgetError: a graph over ``size_limit`` (the largest graph the model that
+                reads the relations takes, from its memory budget; not part of the cache key)
+                or ``budget_bytes`` (default 4 GiB: about 13,000 nodes), refused before
+                allocating by :func:`~graph_transformers.core.dense.check_pair_budget`.
         """
         n = int(data.num_nodes)
+        if self.size_limit is not None:
+            self.size_limit.check(n, "shortest-path relations (encodings.spd)")
         check_pair_budget(
             n, _BYTES_PER_PAIR, self.budget_bytes,
             "all-pairs shortest paths (encodings.spd, for GRPE / Graphormer) need",

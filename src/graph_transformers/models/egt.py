@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.data import Batch
 
-from ..core.dense import UNREACHABLE, DenseBatch, check_dense_budget
+from ..core.dense import (UNREACHABLE, DenseBatch, GraphSizeLimit, check_dense_budget,
+                          pair_size_limit)
 from ..encodings.registry import node_encoding
 from ..nn.convention import ffn_width
 from ..nn.egt import EGTLayer, pair_bytes
@@ -108,9 +109,10 @@ class EGT(nn.Module):
             ``None`` (the default, as the config section); projected by ``W_enc`` (§3.2).
         pe_dim: ``2r`` for SVD, ``k`` for LapPE.
         sign_flip: random sign flips of the PE in training: ``"graph"`` (default: an independent
-            sign per graph and per singular-vector pair / eigenvector, as the official code),
-            ``"batch"`` (one sign per batch) or ``"none"`` (SVD flips singular-vector pairs,
-            Table 8's "augmented").
+            sign per graph and per singular-vector pair / eigenvector, as the official code
+            since ``8aa625f`` and ``egt_pytorch``), ``"node"`` (one sign per node over its whole
+            ``2r``-vector, as the code behind the paper, ``5a1efb1``), ``"batch"`` (one sign per
+            batch) or ``"none"`` (SVD flips singular-vector pairs, Table 8's "augmented").
         num_virtual_nodes: ``q``; the graph embedding is then the concatenation of the virtual
             nodes' outputs (else the mean of the real nodes' outputs).
         distance_objective: add the distance-prediction loss on the output edge channels
@@ -274,6 +276,13 @@ class EGT(nn.Module):
                 nn.init.normal_(p, std=p.size(-1) ** -0.5)
 
     # ------------------------------------------------------------------ inputs
+    def graph_size_limit(self) -> GraphSizeLimit | None:
+        """The largest graph (virtual nodes added) the memory budget admits in training, alone
+        in its batch (``None``: no budget)."""
+        budget = None if self.memory_budget_gb is None else self.memory_budget_gb * 2 ** 30
+        return pair_size_limit(budget, self.bytes_per_pair(), self.num_virtual_nodes,
+                               "EGT")
+
     def bytes_per_pair(self) -> float:
         """Estimated training memory per (graph, i, j) pair, for the dense budget."""
         return pair_bytes(self.num_layers, self.edge_hidden_dim, self.num_heads,

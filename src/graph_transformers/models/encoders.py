@@ -126,20 +126,28 @@ def encoding_input(data: Any, pe: str) -> Tensor:
 
 
 def check_sign_flip(sign_flip: str) -> None:
-    """Raises ``ValueError`` unless ``sign_flip`` is ``"batch"``, ``"graph"`` or ``"none"``."""
-    if sign_flip not in ("batch", "graph", "none"):
-        raise ValueError(f"sign_flip must be 'batch', 'graph' or 'none', got {sign_flip!r}")
+    """Raises ``ValueError`` unless ``sign_flip`` is ``"batch"``, ``"graph"``, ``"node"`` or
+    ``"none"``."""
+    if sign_flip not in ("batch", "graph", "node", "none"):
+        raise ValueError(f"sign_flip must be 'batch', 'graph', 'node' or 'none', got "
+                         f"{sign_flip!r}")
 
 
 def flip_signs(pe_values: Tensor, pe: str, sign_flip: str, batch: Tensor | None,
                num_graphs: int | None) -> Tensor:
     """The encoding's training-time random sign flip (the registry's ``sign_flip``: LapPE's
     eigenvectors, GT §2.2; SVD's singular-vector pairs, EGT §3.2): one sign per column and batch
-    (``"batch"``) or per graph (``"graph"``); unchanged for ``"none"`` or an encoding without
+    (``"batch"``) or per graph (``"graph"``); or one sign per node over its whole encoding
+    vector (``"node"``: ``pe_values[i] · s_i``, ``s_i = ±1``), as the code behind the EGT paper
+    had it (``shamim-hussain/egt`` at ``5a1efb1``, ``RandomNeg``; the per-graph flip of each
+    singular-vector pair came in ``8aa625f``); unchanged for ``"none"`` or an encoding without
     flips. ``num_graphs`` spares reading it from ``batch`` (a device sync)."""
     flip = node_encoding(pe).flip()
     if flip is None or sign_flip == "none":
         return pe_values
+    if sign_flip == "node":
+        signs = torch.randint(0, 2, (pe_values.size(0), 1), device=pe_values.device) * 2 - 1
+        return pe_values * signs.to(pe_values)
     return flip(pe_values, batch, per_graph=sign_flip == "graph", num_graphs=num_graphs)
 
 

@@ -15,7 +15,8 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from torch_geometric.data import Batch
 
-from ..core.dense import DenseBudgetError, count_per_graph, format_bytes, host_num_nodes
+from ..core.dense import (DenseBudgetError, GraphSizeLimit, count_per_graph, format_bytes,
+                          host_num_nodes, pair_size_limit)
 from ..encodings.rrwp import batch_rrwp
 from ..nn.grit import GRITLayer, pair_bytes
 from ..nn.reset import reset_children
@@ -205,6 +206,13 @@ class GRIT(nn.Module):
         nn.init.xavier_uniform_(self.rrwp_pair.weight)
         if not self.use_edge_features:
             nn.init.normal_(self.edge_embedding)
+
+    def graph_size_limit(self) -> GraphSizeLimit | None:
+        """The largest graph the memory budget admits in training and evaluation (alone in its
+        batch), for the RRWP encoding to refuse larger graphs before computing them (``None``:
+        no budget)."""
+        return pair_size_limit(self.budget, max(self.bytes_per_pair.values()), 0,
+                               "GRIT")
 
     def _check_budget(self, sizes: Tensor) -> None:
         if self.budget is None:

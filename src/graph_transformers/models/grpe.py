@@ -11,7 +11,8 @@ from torch import Tensor, nn
 from torch_geometric.data import Batch
 
 from ..core.checks import checks_enabled
-from ..core.dense import DenseBatch, check_dense_budget
+from ..core.dense import (DenseBatch, GraphSizeLimit, check_dense_budget,
+                          pair_size_limit)
 from ..encodings.spd import PAIR_SELF, num_spd_ids
 from ..nn.grpe import EDGE_NONE, EDGE_OFFSET, EDGE_SELF, EDGE_VIRTUAL, GRPEEncodings, GRPELayer
 from .encoders import FeatureEncoder
@@ -78,6 +79,12 @@ class PairRelationBuilder(nn.Module):
         self.bytes_per_pair = bytes_per_pair
         self.budget = None if memory_budget_gb is None else memory_budget_gb * 2 ** 30
         self.what = what
+
+    def size_limit(self) -> GraphSizeLimit | None:
+        """The largest graph (and its virtual node) the budget admits alone in a batch
+        (``None``: no budget), for ``encodings.spd`` to refuse larger graphs early."""
+        return pair_size_limit(self.budget, self.bytes_per_pair, 1,
+                               self.what.removesuffix(" attention"))
 
     def _edge_ids(self, raw: Tensor) -> Tensor:
         """``pair_edge [P, C]`` (raw) → ``[P]`` ids."""
@@ -203,6 +210,11 @@ class TokenPairModel(nn.Module):
                              "continuous edge features: set model.use_edge_features=false (edges "
                              "then count by presence only)")
         self.level, self.size_groups = level, size_groups
+
+    def graph_size_limit(self) -> GraphSizeLimit | None:
+        """The largest graph the memory budget admits (``relations``' budget, with the token),
+        for ``encodings.spd`` to refuse larger graphs before computing them."""
+        return self.relations.size_limit()
 
     def _in_groups(self, x: Tensor, rel: PairRelations, num_heads: int,
                    run: Callable[[tuple], tuple[Tensor, list[Tensor]]],

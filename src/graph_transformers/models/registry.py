@@ -55,7 +55,7 @@ Probability = Annotated[float, Field(ge=0.0, lt=1.0)]
 #: ``rwse``, ...)
 PEName = Annotated[str, AfterValidator(_registered_pe)]
 #: ``sign_flip``: random sign flips of an encoding in training
-SignFlip = Literal["batch", "graph", "none"]
+SignFlip = Literal["batch", "graph", "node", "none"]
 #: ``norm``: the normalization of the layers
 Norm = Literal["batch", "layer", "none"]
 #: ``readout``: the pooling of a graph task

@@ -149,9 +149,17 @@ def _data_section(config: dict) -> dict:
 
 
 def check_same_split_config(stored_config: dict | None, config: dict, source: str,
-                            where: str) -> None:
+                            where: str, path: str | Path | None = None) -> None:
     """Refuses a config whose data keys (dataset, fold, seed of the split, files, columns;
     not where the data are read from, nor batching) differ from the checkpoint's.
+
+    Args:
+        stored_config: the config the checkpoint stores (``None``: nothing is checked).
+        config: the run's config now.
+        source: what ``stored_config`` comes from, for the message (``"checkpoint best.ckpt"``).
+        where: where ``config`` comes from, for the message (the run's ``config.yaml``).
+        path: the checkpoint file; a warning about the stored config's content (a renamed key)
+            names it (default: ``source``).
 
     Raises:
         RunError: listing each differing key with both values.
@@ -160,7 +168,8 @@ def check_same_split_config(stored_config: dict | None, config: dict, source: st
         return
     from .config import ConfigError, build_config
     try:  # keys added to the schema since the checkpoint was written compare as their defaults
-        stored_config = build_config(stored_config).to_dict()
+        stored_config = build_config(stored_config,
+                                     source=path if path is not None else source).to_dict()
     except ConfigError:
         pass  # a config of an older schema: compare what it holds
     a, b = _data_section(stored_config), _data_section(config)
@@ -182,6 +191,73 @@ def check_run_id(stored: str | None, run_id: str | None, path: str | Path, run_d
         raise CheckpointError(f"checkpoint {path} was written by another run (run id "
                               f"{stored[:8]}…, this run is {run_id[:8]}…): it does not belong to "
                               f"{run_dir}")
+
+
+#: the split of a run on one graph's nodes, as trained (:func:`write_node_split`)
+NODE_SPLIT_FILE = "node_split.pt"
+#: the codes of :data:`NODE_SPLIT_FILE`: 0 for a node in no split
+NODE_SPLIT_NAMES = ("none", "train", "val", "test")
+
+
+def node_split_of(splits: dict[str, Any]) -> torch.Tensor | None:
+    """The split of every node of a single-graph node-level run, as codes of
+    :data:`NODE_SPLIT_NAMES` (``[num_nodes]``, int8), from each split's ``node_mask``; ``None``
+    when the splits are not masks over one shared graph (graph-level data, several graphs)."""
+    masks = {}
+    for name, ds in splits.items():
+        if name not in NODE_SPLIT_NAMES or len(ds) != 1:
+            return None
+        mask = getattr(ds[0], "node_mask", None)
+        if not isinstance(mask, torch.Tensor):
+            return None
+        masks[name] = mask.bool().view(-1)
+    sizes = {m.numel() for m in masks.values()}
+    if len(sizes) != 1:
+        return None
+    codes = torch.zeros(sizes.pop(), dtype=torch.int8)
+    for name, mask in masks.items():
+        codes[mask] = NODE_SPLIT_NAMES.index(name)
+    return codes
+
+
+def write_node_split(run_dir: str | Path, splits: dict[str, Any],
+                     node_ids: Any = None) -> bool:
+    """Writes the node split a single-graph node-level run trains on (:func:`node_split_of`)
+    and the graph's node ids (a node table's id column) to ``run_dir/node_split.pt``
+    atomically, so that ``predict`` reads the split from the run instead of drawing it again.
+
+    Returns:
+        Whether the run has such a split (and the file was written).
+    """
+    from ..fileio import atomic_save
+    codes = node_split_of(splits)
+    if codes is None:
+        return False
+    ids = [str(i) for i in node_ids] if node_ids is not None else None
+    atomic_save(Path(run_dir) / NODE_SPLIT_FILE,
+                lambda f: torch.save({"codes": codes, "names": list(NODE_SPLIT_NAMES),
+                                      "node_ids": ids}, f))
+    return True
+
+
+def read_node_split(run_dir: str | Path) -> dict[str, Any] | None:
+    """The node split a run stored (:func:`write_node_split`): ``{"codes": [num_nodes] int8,
+    "names": [...], "node_ids": list[str] | None}``, or ``None`` for a run that stored none.
+
+    Raises:
+        CheckpointError: the file exists but cannot be read (named).
+    """
+    path = Path(run_dir) / NODE_SPLIT_FILE
+    if not path.is_file():
+        return None
+    try:
+        stored = torch.load(path, weights_only=True, map_location="cpu")
+        if not (isinstance(stored, dict) and isinstance(stored.get("codes"), torch.Tensor)):
+            raise ValueError("not a node split")
+    except Exception as err:  # noqa: BLE001 - any unreadable file is one named error
+        raise CheckpointError(f"{path}: the run's node split cannot be read "
+                              f"({' '.join(str(err).split())[:120]})") from None
+    return stored
 
 
 def stored_binding(state: dict) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_mode
 from ..encodings.registry import (ENCODINGS, LapPEConfig, RRWPConfig,  # noqa: F401 (re-exported)
                                   RWSEConfig, SPDConfig, SVDPEConfig, WLPEConfig, node_encoding)
 from ..fileio import atomic_write_text  # noqa: F401  (re-exported: runner and cli use it)
+from ..fileio import check_name
 
 PositiveInt = Annotated[int, Field(gt=0)]
 Probability = Annotated[float, Field(ge=0.0, lt=1.0)]
@@ -274,8 +275,9 @@ class DataConfig(_Section):
     standardize_targets: bool | Literal["auto"] = "auto"
     #: the metric reported and used to keep the best epoch, instead of the dataset's own:
     #: ``mae`` / ``rmse`` (regression), ``accuracy`` / ``weighted_accuracy`` (classification),
-    #: ``f1`` (two classes), ``roc_auc`` (binary tasks)
-    metric: Literal["mae", "rmse", "accuracy", "weighted_accuracy", "f1", "roc_auc"] | None = None
+    #: ``f1`` (two classes), ``roc_auc`` / ``ap`` (binary tasks)
+    metric: Literal["mae", "rmse", "accuracy", "weighted_accuracy", "f1", "roc_auc",
+                    "ap"] | None = None
     #: a graph file's prediction level, read off ``y``'s rows unless given
     level: Literal["graph", "node", "edge"] | None = None
     #: a graph file's split: ``{train, val, test}`` → text files of 0-based graph ids (node or
@@ -298,6 +300,10 @@ class DataConfig(_Section):
     feature_columns: list[str] | None = None
     #: ``node_table``: add the reverse of every edge (duplicates are dropped either way)
     undirected: bool = True
+    #: ``node_table``: accept an edge list (or graph file) without a single edge; by default a
+    #: 0-byte or header-only edge list is a data error (a wrong path or a failed export, far
+    #: more often than a graph meant to have none)
+    allow_no_edges: bool = False
     #: ``node_table``: ``random:TRAIN,VAL,TEST`` (seeded by ``seed``, stratified by class),
     #: ``columns`` (the table's train_mask / val_mask / test_mask) or an ``.npz`` of the three
     #: masks in node-table order; default: ``columns`` when present, else ``random:0.6,0.2,0.2``
@@ -358,7 +364,8 @@ class DataConfig(_Section):
     @model_validator(mode="after")
     def _node_table(self) -> "DataConfig":
         keys = [k for k in ("edges", "nodes", "split", "feature_columns")
-                if getattr(self, k) is not None]
+                if getattr(self, k) is not None] + (["allow_no_edges"] if self.allow_no_edges
+                                                    else [])
         if keys and self.name != "node_table":
             raise ValueError(f"data.{', data.'.join(keys)} apply to data.name: node_table (a "
                              "node-level graph from an edge list and a node table); set it")
@@ -546,6 +553,9 @@ class ReferenceConfig(_Section):
     epoch: Literal["best", "last"] = "best"
     epochs: Annotated[float, Field(gt=0)] | None = None
     seeds: PositiveInt | None = None
+    #: the split the paper's number is measured on: ``test`` (default) or ``val`` (PCQM4M-LSC,
+    #: PCQM4Mv2: the test labels are hidden, the papers report the validation MAE)
+    split: Literal["test", "val"] = "test"
 
 
 class Config(_Section):
@@ -568,6 +578,12 @@ class Config(_Section):
     #: the published result this config reproduces (see :class:`ReferenceConfig`)
     reference: ReferenceConfig | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str | None) -> str | None:
+        # the name becomes a run folder (runs/<name>, benchmark --out/<name>): a name, not a path
+        return value if value is None else check_name(value, "config name")
+
     @field_validator("model", mode="before")
     @classmethod
     def _model_by_name(cls, value: Any) -> BaseModel:
@@ -576,7 +592,7 @@ class Config(_Section):
         if not isinstance(value, dict):
             raise ValueError("model must be a mapping with a 'name'")
         name = value.get("name", "gt")
-        if name not in MODEL_CONFIGS:
+        if not isinstance(name, str) or name not in MODEL_CONFIGS:  # a list: not a TypeError
             raise ValueError(f"unknown model name {name!r}; known: {sorted(MODEL_CONFIGS)}")
         return MODEL_CONFIGS[name].model_validate(rename_model_keys(value))
 
@@ -690,14 +706,15 @@ def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, d
     seen: dict = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=True)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} is given twice (first on line {seen[key] + 1})",
-                key_node.start_mark)
-        try:
-            seen[key] = key_node.start_mark.line
-        except TypeError:  # an unhashable key: let PyYAML report it
+        try:  # (``key in seen`` raised TypeError for a list key, issue 54's fuzzing)
+            first = seen.get(key)
+        except TypeError:  # an unhashable key (``? [a]``): PyYAML reports it, with its line
             break
+        if first is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} is given twice (first on line {first + 1})",
+                key_node.start_mark)
+        seen[key] = key_node.start_mark.line
     return loader.construct_mapping(node, deep=deep)
 
 
@@ -771,13 +788,36 @@ def load_yaml(path: str | os.PathLike, _seen: tuple[Path, ...] = ()) -> dict:
     return raw
 
 
-def build_config(raw: dict, overrides: list[str] | None = None) -> Config:
+def build_config(raw: dict, overrides: list[str] | None = None,
+                 source: str | os.PathLike | None = None) -> Config:
     """Validates a raw mapping (after overrides) into a :class:`Config`.
+
+    Args:
+        raw: the config mapping.
+        overrides: ``key.subkey=value`` strings applied first.
+        source: the file ``raw`` was read from (a config file, a run's ``config.yaml``, the
+            checkpoint that stored it); a warning about its content (an old key name, say)
+            then starts with it: ``<source>: config key model.clip is renamed model.clamp``.
+
+    Returns:
+        The validated config.
 
     Raises:
         ConfigError: listing every invalid or unknown key.
     """
     raw = apply_overrides(raw, overrides or [])
+    if source is not None:
+        caught: list = []
+        try:  # the warnings go out after the catching context, also when validation fails
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                return build_config(raw)
+        finally:
+            for w in caught:  # this module's warnings are about the content; others unchanged
+                if os.path.abspath(w.filename) == os.path.abspath(__file__):
+                    warnings.warn(f"{source}: {w.message}", w.category, stacklevel=2)
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     try:
         return Config.model_validate(raw)
     except ValidationError as err:

@@ -190,20 +190,53 @@ class MultitaskROCAUC(torchmetrics.Metric):
         self.preds.append(preds.float().reshape(preds.size(0), -1))
         self.target.append(target.float().reshape(target.size(0), -1))
 
+    #: the metric's name in messages
+    what = "ROC-AUC"
+
+    def per_task(self, target: Tensor, preds: Tensor) -> list[float]:
+        """The metric of every task, ``NaN`` where a task does not qualify."""
+        return roc_auc_per_task(target, preds)
+
     def compute(self) -> Tensor:
         preds = torchmetrics.utilities.dim_zero_cat(self.preds)
         target = torchmetrics.utilities.dim_zero_cat(self.target)
-        per_task = [v for v in roc_auc_per_task(target, preds) if not math.isnan(v)]
+        per_task = [v for v in self.per_task(target, preds) if not math.isnan(v)]
         if not per_task:
             if not self._warned:
-                log.warning("ROC-AUC is undefined (no task has both a positive and a negative "
-                            "label among the %d items seen); reported as NaN", target.size(0))
+                log.warning("%s is undefined (no task has both a positive and a negative "
+                            "label among the %d items seen); reported as NaN", self.what,
+                            target.size(0))
                 self._warned = True
             return torch.tensor(float("nan"))
         return torch.tensor(sum(per_task) / len(per_task))
 
 
-class OGBEvaluatorROCAUC(MultitaskROCAUC):
+class _OGBEvaluated:
+    """The mean of a multi-task metric computed by OGB's own ``ogb.graphproppred.Evaluator``
+    where it scores the dataset by that metric (``ogb_key``); otherwise, and where the metric is
+    undefined, the base class's computation (the same rules)."""
+
+    ogb_key: str
+
+    def __init__(self, name: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        from .._optional import require
+        self.evaluator = require("ogb.graphproppred", f"OGB's evaluator for {name}").Evaluator(name)
+
+    def compute(self) -> Tensor:
+        preds = torchmetrics.utilities.dim_zero_cat(self.preds)
+        target = torchmetrics.utilities.dim_zero_cat(self.target)
+        if all(math.isnan(v) for v in self.per_task(target, preds)) or \
+                getattr(self.evaluator, "eval_metric", self.ogb_key) != self.ogb_key:
+            # undefined: NaN with one warning; or OGB scores this dataset by another metric
+            # (ogbg-molpcba by AP, ogbg-molhiv by ROC-AUC): the same rules here
+            return super().compute()
+        result = self.evaluator.eval({"y_true": target.double().cpu().numpy(),
+                                      "y_pred": preds.double().cpu().numpy()})
+        return torch.tensor(float(result[self.ogb_key]))
+
+
+class OGBEvaluatorROCAUC(_OGBEvaluated, MultitaskROCAUC):
     """:class:`MultitaskROCAUC` computed by OGB's own ``ogb.graphproppred.Evaluator(name)``
     (scikit-learn's ``roc_auc_score`` per task, the same rules), for a dataset read from OGB's
     published files (:class:`graph_transformers.datasets.molecules.ogb.OGBGraphPropPred`), so
@@ -214,19 +247,7 @@ class OGBEvaluatorROCAUC(MultitaskROCAUC):
         MissingDependencyError: ``ogb`` is not installed (the ``[ogb]`` extra).
     """
 
-    def __init__(self, name: str, **kwargs) -> None:
-        super().__init__(**kwargs)
-        from .._optional import require
-        self.evaluator = require("ogb.graphproppred", f"OGB's evaluator for {name}").Evaluator(name)
-
-    def compute(self) -> Tensor:
-        preds = torchmetrics.utilities.dim_zero_cat(self.preds)
-        target = torchmetrics.utilities.dim_zero_cat(self.target)
-        if all(math.isnan(v) for v in roc_auc_per_task(target, preds)):
-            return super().compute()  # undefined: NaN with one warning
-        result = self.evaluator.eval({"y_true": target.double().cpu().numpy(),
-                                      "y_pred": preds.double().cpu().numpy()})
-        return torch.tensor(float(result["rocauc"]))
+    ogb_key = "rocauc"
 
 
 def _as_2d(y_true: Any, y_pred: Any, who: str) -> tuple[Tensor, Tensor]:
@@ -264,23 +285,38 @@ def roc_auc_per_task(y_true: Any, y_score: Any) -> list[float]:
     """
     from torchmetrics.classification import BinaryAUROC
 
-    t, s = _as_2d(y_true, y_score, "roc_auc")
+    def auroc(yk: Tensor, sk: Tensor) -> float:
+        uniq, rank = torch.unique(sk, return_inverse=True)
+        metric = BinaryAUROC(thresholds=None)
+        metric.update(rank.to(torch.float64) / max(len(uniq) - 1, 1), yk.long())
+        return float(metric.compute())
+
+    return _per_qualifying_task(y_true, y_score, "roc_auc", auroc)
+
+
+def _per_qualifying_task(y_true: Any, y_score: Any, name: str,
+                         score: Callable[[Tensor, Tensor], float]) -> list[float]:
+    """``score(labels, scores)`` of every task (column) over its labelled rows, ``NaN`` for a
+    task whose labels do not hold both classes: OGB's evaluator rules (see
+    :func:`roc_auc_per_task`).
+
+    Raises:
+        ValueError: shape mismatch, a label other than 0 / 1 / NaN, or a NaN score where the
+            label is present (``name`` and the task in the message).
+    """
+    t, s = _as_2d(y_true, y_score, name)
     out: list[float] = []
     for k in range(t.shape[1]):
         labelled = ~torch.isnan(t[:, k])
         yk, sk = t[labelled, k], s[labelled, k]
         if not bool(((yk == 0) | (yk == 1)).all()):
-            raise ValueError(f"roc_auc: task {k} has labels other than 0, 1 and NaN")
+            raise ValueError(f"{name}: task {k} has labels other than 0, 1 and NaN")
         if bool(torch.isnan(sk).any()):
-            raise ValueError(f"roc_auc: task {k} has NaN scores for labelled rows")
+            raise ValueError(f"{name}: task {k} has NaN scores for labelled rows")
         if not (bool((yk == 1).any()) and bool((yk == 0).any())):
             out.append(float("nan"))
             continue
-        uniq, rank = torch.unique(sk, return_inverse=True)
-        pk = rank.to(torch.float64) / max(len(uniq) - 1, 1)
-        metric = BinaryAUROC(thresholds=None)
-        metric.update(pk, yk.long())
-        out.append(float(metric.compute()))
+        out.append(score(yk, sk))
     return out
 
 
@@ -350,3 +386,122 @@ def mae(y_true: Any, y_pred: Any) -> float:
     from torchmetrics import MeanAbsoluteError
 
     return _regression_metric(y_true, y_pred, "mae", MeanAbsoluteError)
+
+
+# ------------------------------------------------------------------ average precision (ogbg-molpcba)
+def average_precision_per_task(y_true: Any, y_score: Any) -> list[float]:
+    r"""Average precision (AP) of every task, ``NaN`` for a task that does not qualify: OGB's
+    ``Evaluator._eval_ap`` rules (``ogbg-molpcba``), computed with torchmetrics'
+    ``BinaryAveragePrecision`` (exact, ``thresholds=None``: scikit-learn's
+    ``average_precision_score``, ``Σ_n (R_n − R_{n−1}) P_n`` over the distinct scores).
+
+    Per task (column): rows whose label is ``NaN`` are ignored; the task qualifies when the
+    remaining labels hold both a 0 and a 1. Only the scores' order matters (logits or
+    probabilities).
+
+    Args:
+        y_true: ``[N]`` or ``[N, T]`` labels in ``{0, 1}`` or ``NaN``.
+        y_score: same shape, real scores.
+
+    Raises:
+        ValueError: shape mismatch, a label other than 0 / 1 / NaN, or a NaN score where the
+            label is present.
+    """
+    from torchmetrics.classification import BinaryAveragePrecision
+
+    def ap(yk: Tensor, sk: Tensor) -> float:
+        metric = BinaryAveragePrecision(thresholds=None)
+        metric.update(sk, yk.long())  # scores outside [0, 1] are taken as logits: same order
+        return float(metric.compute())
+
+    return _per_qualifying_task(y_true, y_score, "ap", ap)
+
+
+class MultitaskAP(MultitaskROCAUC):
+    """Average precision averaged over binary tasks with OGB's evaluator semantics
+    (``ogbg-molpcba``): NaN targets are missing labels and are ignored; a task whose labelled
+    targets do not hold both classes is skipped; the result is the mean over the remaining
+    tasks (:func:`average_precision_per_task`). ``update`` as :class:`MultitaskROCAUC`.
+
+    Where no task has both classes among what was seen, AP is undefined: ``compute`` returns
+    NaN and warns once per metric (OGB's evaluator would raise).
+    """
+
+    what = "AP"
+
+    def per_task(self, target: Tensor, preds: Tensor) -> list[float]:
+        """The AP of every task, ``NaN`` where a task does not qualify."""
+        return average_precision_per_task(target, preds)
+
+
+class OGBEvaluatorAP(_OGBEvaluated, MultitaskAP):
+    """:class:`MultitaskAP` computed by OGB's own ``ogb.graphproppred.Evaluator(name)``
+    (scikit-learn's ``average_precision_score`` per task, the same rules; ``ogbg-molpcba``), for
+    a dataset read from OGB's published files, so the reported number is the one OGB's
+    leaderboard computes. Where no task has both classes it returns NaN and warns, as
+    :class:`MultitaskAP`.
+
+    Raises:
+        MissingDependencyError: ``ogb`` is not installed (the ``[ogb]`` extra).
+    """
+
+    ogb_key = "ap"
+
+
+# ------------------------------------------------------------------------ OGB-LSC (PCQM4M, v2)
+#: OGB-LSC datasets whose MAE its evaluator computes: ``ogb_evaluator`` → class of ``ogb.lsc``
+LSC_EVALUATORS: dict[str, str] = {"pcqm4m": "PCQM4MEvaluator", "pcqm4mv2": "PCQM4Mv2Evaluator"}
+
+
+class OGBLSCEvaluatorMAE(torchmetrics.Metric):
+    """Mean absolute error computed by OGB-LSC's ``ogb.lsc.PCQM4MEvaluator`` /
+    ``PCQM4Mv2Evaluator`` (``eval({"y_true", "y_pred"})["mae"]``, on float64 NumPy arrays of
+    every prediction of the split), for PCQM4M-LSC / PCQM4Mv2 read from OGB-LSC's files
+    (:class:`graph_transformers.datasets.molecules.pcqm4m.PCQM4MLSC`). Where ``ogb.lsc``
+    cannot be imported, the same formula, ``mean(|y_pred − y_true|)`` in float64, is computed
+    here and one INFO line says so.
+
+    ``update(preds [N] or [N, 1], target [N] or [N, 1])`` (missing labels already left out, as
+    :meth:`~graph_transformers.training.tasks.Task.metric_inputs` does). Nothing seen: NaN.
+
+    Args:
+        name: a key of :data:`LSC_EVALUATORS`.
+
+    Raises:
+        ValueError: an unknown name.
+    """
+
+    higher_is_better = False
+    full_state_update = False
+
+    def __init__(self, name: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if name not in LSC_EVALUATORS:
+            raise ValueError(f"no OGB-LSC evaluator for {name!r}; known: {sorted(LSC_EVALUATORS)}")
+        self.add_state("preds", default=[], dist_reduce_fx="cat")
+        self.add_state("target", default=[], dist_reduce_fx="cat")
+        try:
+            import ogb.lsc as lsc
+            self.evaluator = getattr(lsc, LSC_EVALUATORS[name])()
+        except (ImportError, AttributeError, OSError) as err:
+            log.info("ogb.lsc.%s is not available (%s); the %s MAE is computed with its formula, "
+                     "mean(|y_pred - y_true|) in float64", LSC_EVALUATORS[name], err, name)
+            self.evaluator = None
+
+    def update(self, preds: Tensor, target: Tensor) -> None:
+        self.preds.append(preds.detach().reshape(-1).double())
+        self.target.append(target.detach().reshape(-1).double())
+
+    def compute(self) -> Tensor:
+        if not self.preds:  # nothing seen
+            return torch.tensor(float("nan"), dtype=torch.float64)
+        preds = torchmetrics.utilities.dim_zero_cat(self.preds).cpu()
+        target = torchmetrics.utilities.dim_zero_cat(self.target).cpu()
+        if preds.numel() == 0:
+            return torch.tensor(float("nan"), dtype=torch.float64)
+        p, t = preds.numpy(), target.numpy()
+        if self.evaluator is not None:
+            value = float(self.evaluator.eval({"y_true": t, "y_pred": p})["mae"])
+        else:
+            value = float(abs(p - t).mean())
+        return torch.tensor(value, dtype=torch.float64)

@@ -29,7 +29,8 @@ from ..data.sampler import (DistributedBatchSampler, DistributedSizeBucketBatchS
                             EpochShuffleSampler, graph_sizes)
 from ..encodings.registry import float_encodings, pe_dim
 from ..models import build_model, count_parameters
-from ..errors import RunError, RunTerminated, RunUnfinished
+from ..errors import RunError, RunInterrupted, RunTerminated, RunUnfinished
+from ..fileio import path_inside
 from .allocator import configure_for_training
 from .callbacks import (EpochLog, EpochSummary, RunCheckpoint, RunState, SliceDeadline,
                         StopAtMinLR, epoch_devices)
@@ -44,6 +45,7 @@ from .device import (compile_model, device_name, eval_device, loader_options,
 from .distributed import SeedPerRank, launch_is_rank_zero
 from .module import GraphTaskModule, evaluate
 from .tasks import Task
+from .predict_only import log_predict_only, predict_only_splits
 from . import targets
 from .finetune import summary as finetune_summary
 
@@ -408,10 +410,11 @@ def graph_list_splits(config: Config, dataset) -> tuple[DatasetSpec, dict]:
     graphs = list(dataset)
     d = config.data
     info = infer_info(graphs, d.level, d.task)
-    pre = build_pre_transform(config.encodings)
+    spec = choose_metric(graph_list_spec(info, "graph_list"), d.metric)
+    pre = build_pre_transform(config.encodings, graph_size_limit(config, spec))
     splits = {s: GraphList(graphs, s, fold=d.fold, seed=d.seed, split_files=d.split_files,
                            pre_transform=pre, info=info) for s in ("train", "val", "test")}
-    return choose_metric(graph_list_spec(info, "graph_list"), d.metric), splits
+    return spec, splits
 
 
 def graph_list_spec_of(config: Config, dataset) -> DatasetSpec:
@@ -425,10 +428,32 @@ def graph_list_spec_of(config: Config, dataset) -> DatasetSpec:
 
 def resolve_data(config: Config, dataset=None) -> tuple[DatasetSpec, dict]:
     """The dataset spec and splits of a run: ``dataset`` (a user's in-memory graphs) when
-    given, else the dataset ``config.data`` names (:func:`~..data.registry.load_splits`)."""
+    given, else the dataset ``config.data`` names (:func:`~..data.registry.load_splits`), its
+    all-pairs encodings limited to the graphs the model takes (:func:`graph_size_limit`)."""
     if dataset is not None:
         return graph_list_splits(config, dataset)
-    return run_spec(config), load_splits(config.data, config.encodings)
+    spec = run_spec(config)
+    return spec, load_splits(config.data, config.encodings, graph_size_limit(config, spec))
+
+
+def graph_size_limit(config: Config, spec: DatasetSpec):
+    """The largest graph the config's model takes within its memory budget (a
+    :class:`~..core.dense.GraphSizeLimit`, or ``None``), read off the model built on PyTorch's
+    ``meta`` device (nothing allocated), when the config has an all-pairs encoding
+    (``encodings.spd``, ``encodings.rrwp``) that would otherwise be computed, and cached, for
+    graphs the model then refuses."""
+    from ..encodings.registry import ENCODINGS
+    if not any(e.all_pairs and getattr(config.encodings, e.name, None) is not None
+               for e in ENCODINGS.values()):
+        return None
+    try:
+        kw = model_kwargs(config, spec)
+        with torch.device("meta"):
+            model = build_model(kw.pop("name"), **kw)
+    except Exception:  # noqa: BLE001 - the real build reports its own errors
+        return None
+    limit = getattr(model, "graph_size_limit", None)
+    return limit() if callable(limit) else None
 
 
 def run_spec(config: Config) -> DatasetSpec:
@@ -475,7 +500,8 @@ def train(config: Config, out_dir: str | Path, resume: bool = False,
             (without ``allow_data_change``), or another run holds ``out_dir``.
         CheckpointError: no readable checkpoint to resume, or one cannot be written.
         TrainingError: the training loss became non-finite.
-        RunTerminated: the process received SIGTERM (its message says how to resume).
+        RunTerminated: the process received SIGTERM (its message says how to resume);
+            :class:`~graph_transformers.errors.RunInterrupted`, its subclass: Ctrl-C (SIGINT).
     """
     from .rundir import check_resume_compatible, resume_checkpoint, run_lock
     out = Path(out_dir)
@@ -496,7 +522,7 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
                   init_from: str | Path | None = None) -> dict[str, Any]:
     """The body of :func:`train` under the run lock: the run directory, data and model,
     Lightning's fit, then the evaluation of the best checkpoint (:func:`finish_run`)."""
-    from .binding import check_same_data, data_fingerprint
+    from .binding import check_same_data, data_fingerprint, write_node_split
     resume_from, stored = _open_run_dir(config, out, resume, check_resume_compatible,
                                         resume_checkpoint)
     L.seed_everything(config.seed, workers=True, verbose=False)
@@ -511,6 +537,8 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
         log.warning("--allow-data-change: the %s split(s) differ from those the checkpoint was "
                     "trained on; recorded in metrics.json (data_changed)", ", ".join(data_changed))
     _write_run_files(config, out, stored["run_id"])
+    if launch_is_rank_zero():  # a run on one graph's nodes keeps its split for predict
+        write_node_split(out, splits, getattr(splits["train"], "node_ids", None))
     if not trains_on_cpu(config.trainer.accelerator):  # per batch, value checks run on CPU only
         for s, ds in splits.items():
             validate_dataset(ds, f"{spec.name} {s} split", encodings=float_encodings())
@@ -557,9 +585,9 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
         stopped_by = "slice"
     else:
         stopped_by = "max_time"
-    with _sigterm_raises(f"terminated by SIGTERM during the final evaluation; training ended "
-                         f"({stopped_by}) and its checkpoints are complete: graph-transformers "
-                         f"evaluate {out} --write writes metrics.json"):
+    with _sigterm_raises(f"during the final evaluation; training ended ({stopped_by}) and its "
+                         "checkpoints are complete",
+                         f"graph-transformers evaluate {out} --write writes metrics.json"):
         return finish_run(config, spec, module.model, splits, out, best,
                           epochs=trainer.current_epoch, wall_time_s=elapsed,
                           num_params=num_params, provenance=provenance, last_checkpoint=last,
@@ -569,22 +597,57 @@ def _train_locked(config: Config, out: Path, resume: bool, check_resume_compatib
 
 
 @contextlib.contextmanager
-def _sigterm_raises(message: str):
+def _sigterm_raises(where: str, advice: str):
     """While the block runs (outside Lightning's fit, which has its own handler), SIGTERM raises
-    :class:`~graph_transformers.errors.RunTerminated` with ``message`` instead of ending the
-    process silently. Main thread only; elsewhere the block runs unchanged."""
+    :class:`~graph_transformers.errors.RunTerminated` (exit status 143) instead of ending the
+    process silently, and Ctrl-C (``KeyboardInterrupt``) raises
+    :class:`~graph_transformers.errors.RunInterrupted` (130).
+
+    The SIGTERM is reported as such wherever it lands: an error that the block raises after it
+    (e.g. a checkpoint loader's ``except RuntimeError`` that turned the exception into "truncated
+    or corrupt") is replaced by ``RunTerminated``, and further SIGTERMs are ignored. Main thread
+    only; elsewhere the block runs unchanged.
+
+    Args:
+        where: where the run was, for the message (``"during the final evaluation; ..."``); it
+            is the errors' ``detail`` after ``"terminated by SIGTERM "``.
+        advice: how to go on, appended to the message.
+
+    Raises:
+        RunTerminated: the process received SIGTERM in the block.
+        RunInterrupted: the block was interrupted by Ctrl-C.
+    """
     import signal
     import threading
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    received: list[int] = []
+
+    def terminated() -> RunTerminated:
+        detail = f"terminated by SIGTERM {where}"
+        return RunTerminated(f"{detail}; {advice}", detail=detail)
 
     def handler(signum, frame):
-        raise RunTerminated(message)
+        if received:  # already on its way out
+            return
+        received.append(signum)
+        raise terminated()
 
     previous = signal.signal(signal.SIGTERM, handler)
     try:
         yield
+    except RunTerminated:
+        raise
+    except KeyboardInterrupt:
+        if received:
+            raise terminated() from None
+        detail = f"interrupted by SIGINT (Ctrl-C) {where}"
+        raise RunInterrupted(f"{detail}; {advice}", detail=detail) from None
+    except BaseException:
+        if received:  # the SIGTERM's exception, caught and re-raised as another on its way
+            raise terminated() from None
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -603,6 +666,7 @@ def _open_run_dir(config: Config, out: Path, resume: bool, check_resume_compatib
         CheckpointError: ``resume`` and no readable checkpoint.
     """
     from .binding import new_run_id, read_run_id, stored_binding
+    from .rundir import check_run_target
     last = out / "checkpoints" / "last.ckpt"
     resume_from, stored = None, {"run_id": None, "data": None, "config": None}
     if resume:
@@ -612,11 +676,12 @@ def _open_run_dir(config: Config, out: Path, resume: bool, check_resume_compatib
                                     (state.get("state_dict") or {}).items()
                                     if k.removeprefix("model.") in targets.BUFFERS}
         saved = state.get("callbacks", {}).get("RunState", {}).get("config")
-        source = f"stored in {resume_from.name}"
+        source, stored_in = f"stored in {resume_from.name}", resume_from
         if saved is None and (out / "config.yaml").is_file():
             saved, source = load_config(out / "config.yaml").to_dict(), \
                 str(out / "config.yaml")
-        check_resume_compatible(saved, config.to_dict(), source)
+            stored_in = out / "config.yaml"
+        check_resume_compatible(saved, config.to_dict(), source, path=stored_in)
         done = int(state.get("epoch", -1)) + 1
         if config.trainer.max_epochs < done:
             raise RunError(f"--resume: {resume_from.name} has {done} epochs, more than "
@@ -627,6 +692,8 @@ def _open_run_dir(config: Config, out: Path, resume: bool, check_resume_compatib
     elif last.exists() or (out / "metrics.json").exists():
         raise RunError(f"{out} already holds a run; pass --resume to continue it or choose "
                        "another --out")
+    else:
+        check_run_target(out)
     run_id = (read_run_id(out) if resume else None) or stored["run_id"] or new_run_id()
     return resume_from, {**stored, "run_id": run_id}
 
@@ -692,6 +759,7 @@ def _fit(config: Config, module: GraphTaskModule, loaders: dict, callbacks: list
 
     Raises:
         RunTerminated: on SIGTERM, naming the last complete checkpoint and how to resume.
+        RunInterrupted: the same on Ctrl-C (SIGINT).
     """
     # graph loaders deal batches to ranks themselves (make_loader); PyG's neighbour loader
     # leaves it to Lightning
@@ -706,13 +774,19 @@ def _fit(config: Config, module: GraphTaskModule, loaders: dict, callbacks: list
     try:
         trainer.fit(module, loaders["train"], loaders["val"],
                     ckpt_path=str(resume_from) if resume_from else None)
-    except SIGTERMException:
+    except (SIGTERMException, SystemExit, KeyboardInterrupt) as err:
+        # Lightning ends a Ctrl-C (KeyboardInterrupt) with sys.exit(1) after its teardown
+        sigint = not isinstance(err, SIGTERMException)
+        if isinstance(err, SystemExit) and not trainer.interrupted:
+            raise
         last = out / "checkpoints" / "last.ckpt"
         where = f"{last} (epoch {_epoch_of(last)})" if last.is_file() else "no checkpoint yet"
-        detail = (f"terminated by SIGTERM during epoch {trainer.current_epoch + 1}; last "
-                  f"complete checkpoint: {where}")
-        raise RunTerminated(f"{detail}; continue with the same command plus --resume --out {out}",
-                            detail=detail) from None
+        how = "interrupted by SIGINT (Ctrl-C)" if sigint else "terminated by SIGTERM"
+        detail = (f"{how} during epoch {trainer.current_epoch + 1}; last complete checkpoint: "
+                  f"{where}")
+        error = RunInterrupted if sigint else RunTerminated
+        raise error(f"{detail}; continue with the same command plus --resume --out {out}",
+                    detail=detail) from None
     return trainer, time.perf_counter() - start
 
 
@@ -727,8 +801,10 @@ def check_splits(splits: dict, config: Config) -> None:
     from ..errors import DataError
     empty = [s for s, ds in splits.items() if len(ds) == 0]
     if not empty:
+        predict_only = predict_only_splits(splits)  # no labels by design (PCQM4M's test)
+        log_predict_only(config.data.path or config.data.name, predict_only)
         for name, ds in splits.items():
-            if _labels_all_missing(ds):
+            if name not in predict_only and _labels_all_missing(ds):
                 raise DataError(
                     f"{config.data.path or config.data.name}: every label of the {name} split "
                     f"({len(ds)} graphs) is missing (NaN, e.g. blank CSV cells), so its loss and "
@@ -800,8 +876,9 @@ def _evaluate_checkpoint(config: Config, spec: DatasetSpec, model: torch.nn.Modu
     state = load_model_weights(model, checkpoint)
     epoch = int(state.get("epoch", -1)) + 1
     device = eval_device(config.trainer.accelerator)  # where it trained (fit ends on the CPU)
-    return epoch, {s: evaluate(model, spec, _eval_loader(config, ds, s), device=device,
-                               task=task)
+    predict_only = predict_only_splits(splits)  # no labels: no metric ({})
+    return epoch, {s: {} if s in predict_only else
+                   evaluate(model, spec, _eval_loader(config, ds, s), device=device, task=task)
                    for s, ds in splits.items()}
 
 
@@ -838,7 +915,9 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
     ``stopped_by`` records what ended training: ``min_lr`` or ``max_epochs`` (the schedule ran to
     its end), ``max_time``, ``slice`` (a wall-clock slice ended, ``trainer.slice_minutes``) or
     ``interrupted`` (it did not). ``binding`` (``run_id``, ``data_fingerprint``, and
-    ``data_changed`` when ``--allow-data-change`` was used) is recorded as given."""
+    ``data_changed`` when ``--allow-data-change`` was used) is recorded as given. A predict-only
+    split (no labels by design, :mod:`~.predict_only`) gets ``{}`` and is named, with the
+    reason, under ``predict_only``."""
     task = make_task(config, spec, splits["train"], model)  # counted once for both checkpoints
     last = None
     if last_checkpoint is not None and Path(last_checkpoint).is_file():
@@ -872,6 +951,7 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
         "metric": spec.metric,
         "target_standardization": targets.record(model),
         "init_from": finetune_summary(out),
+        **({"predict_only": po} if (po := predict_only_splits(splits)) else {}),
         **(binding or {}),
         **{s: r for s, r in results.items()},
     }
@@ -880,7 +960,8 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
     write_json(out / "metrics.json", metrics)
     write_curves(out, spec.metric)
     log.info("best epoch %d: %s", best_epoch,
-             ", ".join(f"{s} {spec.metric} {results[s][spec.metric]:.4f}" for s in results))
+             ", ".join(f"{s} {spec.metric} {results[s][spec.metric]:.4f}" for s in results
+                       if spec.metric in results[s]))
     return metrics
 
 
@@ -955,7 +1036,8 @@ def _train_member(config: Config, run_dir: Path, resume: bool, **kwargs) -> dict
         RunUnfinished: the run stopped before its schedule ended (``stopped_by`` in
             :data:`~.reproduction.UNFINISHED`), so the set cannot be summarized and the runs after
             it are not started.
-        RunTerminated: SIGTERM; the message names the run and says to rerun the set's command.
+        RunTerminated: SIGTERM (:class:`~graph_transformers.errors.RunInterrupted`: Ctrl-C); the
+            message names the run and says to rerun the set's command.
     """
     done = run_dir / "metrics.json"
     if resume and done.is_file():
@@ -969,7 +1051,7 @@ def _train_member(config: Config, run_dir: Path, resume: bool, **kwargs) -> dict
     except RunTerminated as err:  # its advice names this run's directory, not the set's command
         if err.detail is None:
             raise
-        raise RunTerminated(f"{run_dir}: {err.detail}; {go_on}", detail=err.detail) from None
+        raise type(err)(f"{run_dir}: {err.detail}; {go_on}", detail=err.detail) from None
     if result.get("stopped_by") in UNFINISHED:
         raise RunUnfinished(f"{run_dir}: stopped by {result['stopped_by']} after epoch "
                             f"{result['epochs']} of {config.trainer.max_epochs}; {go_on}")
@@ -1004,6 +1086,8 @@ def train_seeds(config: Config, out_dir: str | Path, num_seeds: int = 1,
 def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool,
                         dataset=None, allow_data_change: bool = False,
                         init_from: str | Path | None = None) -> dict[str, Any]:
+    from .rundir import check_run_target
+    check_run_target(out, of_set=True)
     runs = []
     for i in range(num_seeds):
         cfg = config.model_copy(update={"seed": config.seed + i})
@@ -1029,7 +1113,9 @@ def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: 
     """
     if num_folds < 1:
         raise ValueError(f"--folds must be >= 1, got {num_folds}")
+    from .rundir import check_run_target
     out = Path(out_dir)
+    check_run_target(out, of_set=True)
     runs = []
     for k in range(num_folds):
         cfg = config.model_copy(update={"data": config.data.model_copy(update={"fold": k})})
@@ -1063,14 +1149,15 @@ def load_trained_model(run_dir: str | Path, data_dir: str | None = None,
         CheckpointError: the checkpoint cannot be read, does not fit, or was written by another
             run.
     """
-    config, spec, model, _ = _load_checked(run_dir, data_dir, checkpoint, dataset)
+    config, spec, model, _ = load_bound_model(run_dir, data_dir, checkpoint, dataset)
     return config, spec, model
 
 
-def _load_checked(run_dir: str | Path, data_dir: str | None, checkpoint: str, dataset
+def load_bound_model(run_dir: str | Path, data_dir: str | None, checkpoint: str, dataset
                   ) -> tuple[Config, DatasetSpec, torch.nn.Module, dict[str, Any]]:
     """:func:`load_trained_model`, also returning what the checkpoint stores of its run
-    (:func:`~.binding.stored_binding`)."""
+    (:func:`~.binding.stored_binding`: run id, data fingerprint, config), for a caller that
+    binds the data itself (``evaluate``, ``predict``). Raises as :func:`load_trained_model`."""
     from .binding import check_run_id, check_same_split_config, read_run_id, stored_binding
     run = Path(run_dir)
     if not (run / "config.yaml").is_file():
@@ -1086,14 +1173,14 @@ def _load_checked(run_dir: str | Path, data_dir: str | None, checkpoint: str, da
         config.data.data_dir = data_dir
     spec = graph_list_spec_of(config, dataset) if dataset is not None else run_spec(config)
     model = make_model(config, spec)
-    path = run / "checkpoints" / f"{checkpoint}.ckpt"
+    path = path_inside(run / "checkpoints", f"{checkpoint}.ckpt", what="checkpoint name")
     if not path.is_file():
         raise RunError(f"{run} has no checkpoint {path.name}")
     stored = stored_binding(load_model_weights(model, path))
     _watch_in_debug_mode(model)
     check_run_id(stored["run_id"], read_run_id(run), path, run)
     check_same_split_config(stored["config"], config.to_dict(), f"checkpoint {path.name}",
-                            str(run / "config.yaml"))
+                            str(run / "config.yaml"), path=path)
     model.eval()
     return config, spec, model, stored
 
@@ -1112,7 +1199,7 @@ def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
         TrainingError: a metric comes out NaN or infinite.
     """
     from .binding import check_same_data, data_fingerprint
-    config, spec, model, stored = _load_checked(run_dir, data_dir, checkpoint, dataset)
+    config, spec, model, stored = load_bound_model(run_dir, data_dir, checkpoint, dataset)
     splits = resolve_data(config, dataset)[1]
     changed = check_same_data(stored["data"], data_fingerprint(splits),
                               f"checkpoint {checkpoint}.ckpt", allow_data_change)
@@ -1120,7 +1207,9 @@ def evaluate_run(run_dir: str | Path, data_dir: str | None = None,
         log.warning("--allow-data-change: evaluating on %s split(s) that differ from those the "
                     "checkpoint was trained on", ", ".join(changed))
     task = make_task(config, spec, splits["train"], model)
-    results = {s: evaluate(model, spec, _eval_loader(config, ds, s), task=task)
+    predict_only = predict_only_splits(splits)  # no labels: no metric ({})
+    results = {s: {} if s in predict_only else evaluate(model, spec, _eval_loader(config, ds, s),
+                                                        task=task)
                for s, ds in splits.items()}
     check_finite_metrics(results, f"with the {checkpoint} checkpoint of {run_dir}")
     return results

@@ -15,26 +15,34 @@ in a small *state folder* that can be committed and carried to the next machine:
     best-validation weights, which the paper's protocol reports, kept without the optimizer
     state: a third of the size).
 
-Each slice copies the state into a scratch run directory, continues it with ``--resume`` semantics
-(the config checked against the checkpoint's), and writes the state back file by file, each
-atomically. When the schedule has ended (``stopped_by`` ``min_lr`` or ``max_epochs``) the
-checkpoints are removed from the state folder: what stays is a finished run as the results tree
-keeps it. A run sliced this way gives the same epochs as one uninterrupted run on the same
-device and thread count, since resuming restores every random state.
+Each slice holds the state folder's lock (:func:`~.rundir.run_lock`: a second slice of the same
+state is refused), copies the state into a scratch run directory, continues it with ``--resume``
+semantics (the config checked against the checkpoint's; only from ``last.ckpt``: an unreadable one
+is an error, never a fallback to the weights-only ``best.ckpt``), and writes the state back file
+by file, each atomically. A slice stopped by SIGTERM or Ctrl-C writes back its last complete epoch
+too, and its message gives the ``slice`` command that continues. When the schedule has ended
+(``stopped_by`` ``min_lr`` or ``max_epochs``) the checkpoints are removed from the state folder:
+what stays is a finished run as the results tree keeps it. A run sliced this way gives the same
+epochs as one uninterrupted run on the same device and thread count, since resuming restores
+every random state.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
+import signal
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunError
+from ..errors import CheckpointError, RunError, RunInterrupted, RunTerminated
 from ..fileio import atomic_writer
 from .config import Config, build_config, load_config
 from .reproduction import COMPLETE
+from .rundir import HOLDER_NAME, LOCK_NAME, check_run_target
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +52,8 @@ STATE_FILES = ("config.yaml", "run.json", "epochs.csv", "metrics.json", "curves.
 STATE_CHECKPOINTS = ("last.ckpt", "best.ckpt")
 #: what ends a paper's schedule (the reproduction table's ``COMPLETE``, one definition)
 FINISHED = COMPLETE
+#: the state folder's lock files (:func:`~.rundir.run_lock`): never part of the state
+LOCK_FILES = (LOCK_NAME, HOLDER_NAME)
 
 
 def _copy(src: Path, dst: Path) -> None:
@@ -84,6 +94,8 @@ def run_slice(config: Config, state: str | Path, minutes: float,
               work_dir: str | Path | None = None) -> dict[str, Any]:
     """Trains one wall-clock slice of the run kept in ``state`` and writes the state back.
 
+    The slice holds an exclusive lock on ``state`` throughout (:func:`~.rundir.run_lock`).
+
     Args:
         config: the run's config (its ``trainer.slice_minutes`` is set to ``minutes``).
         state: the state folder; created by the first slice.
@@ -96,17 +108,131 @@ def run_slice(config: Config, state: str | Path, minutes: float,
         The slice's ``metrics.json`` content (``{}`` when the state's run had already finished).
 
     Raises:
+        RunLockedError: another slice (or run) holds ``state``; the message names it.
+        CheckpointError: the state's ``last.ckpt`` cannot be read, or the state holds a
+            ``best.ckpt`` but no ``last.ckpt`` (nothing is changed: the message says to restore
+            it).
+        RunTerminated: SIGTERM (:class:`~graph_transformers.errors.RunInterrupted`: Ctrl-C); the
+            state keeps the last complete epoch and the message gives the ``slice`` command that
+            continues.
         RunError: ``work_dir`` already holds a run; the config does not fit the stored checkpoint
             (as ``--resume``); or as :func:`~.runner.train`.
     """
-    from .runner import train
+    from .rundir import run_lock
     state = Path(state)
+    with run_lock(state, option="--state"):
+        return _run_slice_locked(config, state, minutes, work_dir)
+
+
+def _check_state(state: Path) -> bool:
+    """Whether the state continues a run (it holds ``last.ckpt``, which must be readable).
+
+    Raises:
+        CheckpointError: ``last.ckpt`` is unreadable (damaged, truncated, not a checkpoint, no
+            optimizer state), or missing beside a ``best.ckpt``: a slice never falls back to the
+            weights-only ``best.ckpt``, nor starts again beside it.
+    """
+    from .checkpoint import load_checkpoint
+    last = state / "last.ckpt"
+    restore = (f"restore {last} (e.g. git checkout -- {last}, where the state is committed) "
+               "and run the slice again; nothing was changed")
+    if not last.is_file():
+        if (state / "best.ckpt").is_file():
+            raise CheckpointError(f"{state} holds best.ckpt but no last.ckpt: a slice continues "
+                                  f"only from last.ckpt (best.ckpt holds weights only); {restore}")
+        return False
+    try:
+        ckpt = load_checkpoint(last)
+    except CheckpointError as err:
+        raise CheckpointError(f"{err}; a slice continues only from the state's last.ckpt "
+                              f"(best.ckpt holds weights only): {restore}") from None
+    if "optimizer_states" not in ckpt:
+        raise CheckpointError(f"{last} holds model weights only (no optimizer state), so "
+                              f"training cannot continue from it; {restore}")
+    return True
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[list[int]]:
+    """While the state is written back (main thread only), SIGTERM and SIGINT wait: each is
+    recorded in the yielded list instead of stopping the process between two files (a
+    ``last.ckpt`` of one epoch beside a ``best.ckpt`` of another); the caller raises for them
+    once the state is complete."""
+    import threading
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum))
+                for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield received
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _write_back(work: Path, state: Path, finished: bool) -> None:
+    """The state files and checkpoints of the run in ``work`` → ``state`` (each atomically; the
+    best checkpoint without its optimizer state; no checkpoint once ``finished``)."""
+    for name in STATE_FILES:
+        if (work / name).is_file():
+            _copy(work / name, state / name)
+    for name in STATE_CHECKPOINTS:
+        if finished:
+            (state / name).unlink(missing_ok=True)
+        elif name == "best.ckpt" and (work / "checkpoints" / name).is_file():
+            _save_weights(work / "checkpoints" / name, state / name)
+        elif (work / "checkpoints" / name).is_file():
+            _copy(work / "checkpoints" / name, state / name)
+
+
+def _stopped(err: BaseException, work: Path, state: Path, minutes: float) -> RunTerminated:
+    """The error of a slice stopped by a signal, once its state is written back: where it
+    stopped (the work directory's ``last.ckpt`` named as the state's) and the ``slice`` command
+    that continues (its own ``slice --state`` has no ``--resume``)."""
+    sigint = isinstance(err, (KeyboardInterrupt, RunInterrupted))
+    detail = getattr(err, "detail", None) or (
+        "interrupted by SIGINT (Ctrl-C)" if sigint else "terminated by SIGTERM")
+    detail = detail.replace(str(work / "checkpoints" / "last.ckpt"), str(state / "last.ckpt"))
+    if (state / "last.ckpt").is_file():
+        kept = f"the state folder keeps the run up to epoch {_epoch_of(state / 'last.ckpt')}"
+    elif (state / "metrics.json").is_file() and \
+            json.loads((state / "metrics.json").read_text()).get("stopped_by") in FINISHED:
+        kept = "the run has finished (its metrics.json is written)"
+    else:
+        kept = "no epoch had ended"
+    error = RunInterrupted if sigint else RunTerminated
+    return error(f"{state}: {detail}; {kept}: continue with graph-transformers slice --state "
+                 f"{state} --minutes {minutes:g}", detail=detail)
+
+
+def _epoch_of(path: Path) -> int | str:
+    from .checkpoint import load_checkpoint
+    try:
+        return int(load_checkpoint(path).get("epoch", -1)) + 1
+    except CheckpointError:  # only for a message
+        return "?"
+
+
+def _run_slice_locked(config: Config, state: Path, minutes: float,
+                      work_dir: str | Path | None) -> dict[str, Any]:
+    """The body of :func:`run_slice` under the state folder's lock."""
+    from .runner import train
     done = state / "metrics.json"
     if done.is_file() and not (state / "last.ckpt").is_file():
         ended = json.loads(done.read_text()).get("stopped_by")
         if ended in FINISHED:
             log.info("%s: the run has finished (%s); nothing to train", state, ended)
             return {}
+    resume = _check_state(state)
+    if not resume:  # the first slice: the state folder is new, empty or its own
+        if done.is_file():
+            raise CheckpointError(f"{state} holds an unfinished run (metrics.json) but no "
+                                  f"last.ckpt to continue it from: restore {state / 'last.ckpt'} "
+                                  "(e.g. from git), or choose another --state to start anew; "
+                                  "nothing was changed")
+        check_run_target(state, option="--state")
     config = build_config({**config.to_dict(),
                            "trainer": {**config.trainer.model_dump(), "slice_minutes": minutes}})
     scratch = tempfile.TemporaryDirectory(prefix="gt-slice-") if work_dir is None else None
@@ -114,7 +240,6 @@ def run_slice(config: Config, state: str | Path, minutes: float,
     try:
         if (work / "checkpoints").exists() or (work / "metrics.json").exists():
             raise RunError(f"{work} already holds a run: give an empty --work directory")
-        resume = (state / "last.ckpt").is_file()
         if resume:
             for name in STATE_CHECKPOINTS:
                 if (state / name).is_file():
@@ -124,20 +249,23 @@ def run_slice(config: Config, state: str | Path, minutes: float,
                     _copy(state / name, work / name)
         log.info("slice of %.1f min: %s %s in %s", minutes,
                  "continuing" if resume else "starting", state, work)
-        metrics = train(config, work, resume=resume)
+        try:
+            metrics = train(config, work, resume=resume)
+        except (RunTerminated, KeyboardInterrupt) as err:
+            with _signals_deferred():  # the last complete epoch goes back to the state
+                _write_back(work, state, finished=False)
+            raise _stopped(err, work, state, minutes) from None
         if not metrics:  # not rank 0
             return metrics
-        for name in STATE_FILES:
-            if (work / name).is_file():
-                _copy(work / name, state / name)
         finished = metrics.get("stopped_by") in FINISHED
-        for name in STATE_CHECKPOINTS:
-            if finished:
-                (state / name).unlink(missing_ok=True)
-            elif name == "best.ckpt" and (work / "checkpoints" / name).is_file():
-                _save_weights(work / "checkpoints" / name, state / name)
-            elif (work / "checkpoints" / name).is_file():
-                _copy(work / "checkpoints" / name, state / name)
+        with _signals_deferred() as received:
+            _write_back(work, state, finished)
+        if received:  # it waited for a complete state; now it ends the process (a set of slices)
+            sigint = received[0] == signal.SIGINT
+            how = "interrupted by SIGINT (Ctrl-C)" if sigint else "terminated by SIGTERM"
+            error = RunInterrupted if sigint else RunTerminated
+            raise _stopped(error("", detail=f"{how} while the state was written back"), work,
+                           state, minutes)
         log.info("%s: %d epochs so far, stopped by %s%s", state, metrics["epochs"],
                  metrics["stopped_by"], " (finished: checkpoints removed)" if finished else "")
         return metrics

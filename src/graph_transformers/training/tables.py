@@ -8,7 +8,9 @@ from .stats import format_mean_std
 PERCENT_METRICS = {"accuracy", "weighted_accuracy", "f1", "roc_auc", "ap"}
 
 
-def _cell(stat: dict[str, float], metric: str) -> str:
+def _cell(stat: dict[str, float] | None, metric: str) -> str:
+    if stat is None:  # a predict-only split (no labels: PCQM4M's test sets)
+        return "– (no labels)"
     scale, digits = (100.0, 3) if metric in PERCENT_METRICS else (1.0, 3)
     return format_mean_std(stat["mean"], stat["std"], digits, scale)
 
@@ -18,7 +20,8 @@ def _hours(seconds: float) -> str:
 
 
 def table_row(name: str, summary: dict[str, Any]) -> dict[str, Any]:
-    """One row from a :func:`~graph_transformers.training.runner.summarize` result."""
+    """One row from a :func:`~graph_transformers.training.runner.summarize` result; ``test`` is
+    ``None`` for a predict-only test split (no labels, e.g. PCQM4M-LSC's)."""
     metric = summary["metric"]
     return {
         "name": name,
@@ -27,7 +30,7 @@ def table_row(name: str, summary: dict[str, Any]) -> dict[str, Any]:
         "metric": metric,
         "num_params": summary["num_params"],
         "seeds": summary["seeds"],
-        "test": summary["test"][metric],
+        "test": summary["test"].get(metric),
         "train": summary["train"][metric],
         "epochs": summary["epochs"]["mean"],
         "epoch_time_s": summary["epoch_time_s"]["mean"],

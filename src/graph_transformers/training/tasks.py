@@ -22,7 +22,10 @@ model output plus its batch into ``(prediction, target)`` pairs for the loss and
   or ``"split"`` (the whole split scored at once: the official EGT code).
 - ``evaluator``: an OGB dataset name (``"ogbg-molhiv"``) to compute ROC-AUC with OGB's own
   ``Evaluator`` (:class:`~graph_transformers.training.metrics.OGBEvaluatorROCAUC`), as for a
-  dataset read from OGB's published files.
+  dataset read from OGB's published files; AP likewise (``"ogbg-molpcba"``,
+  :class:`~graph_transformers.training.metrics.OGBEvaluatorAP`), and the MAE of PCQM4M-LSC /
+  PCQM4Mv2 with OGB-LSC's evaluator (``"pcqm4m"`` / ``"pcqm4mv2"``,
+  :class:`~graph_transformers.training.metrics.OGBLSCEvaluatorMAE`).
 """
 from __future__ import annotations
 
@@ -34,7 +37,8 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from ..data.registry import DatasetSpec
-from .metrics import BatchMeanWeightedAccuracy, MultitaskROCAUC, OGBEvaluatorROCAUC
+from .metrics import (LSC_EVALUATORS, BatchMeanWeightedAccuracy, MultitaskAP, MultitaskROCAUC,
+                      OGBEvaluatorAP, OGBEvaluatorROCAUC, OGBLSCEvaluatorMAE)
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,8 @@ class Task:
     #: training-split class sizes ``[out_dim]`` for global class weights (``None``: per batch)
     class_counts: Tensor | None = field(default=None, compare=False)
     weighted_accuracy: str = "batch_mean"
-    #: OGB dataset whose ``Evaluator`` computes ROC-AUC (``None``: this library's computation)
+    #: OGB dataset whose ``Evaluator`` computes ROC-AUC / AP (OGB-LSC's: MAE) (``None``: this
+    #: library's computation)
     evaluator: str | None = None
     #: regression only: the training split's s.d. per target ``[out_dim]`` when targets are
     #: standardized (:mod:`~.targets`): the loss is taken on ``(prediction - y) / target_std``
@@ -141,7 +146,9 @@ class Task:
         """The dataset's metrics, keyed as in ``metrics.json``; ``kwargs`` go to every
         torchmetrics constructor (e.g. ``sync_on_compute=False``)."""
         m, n = self.spec.metric, self.spec.out_dim
-        if m == "mae":
+        if m == "mae" and self.evaluator in LSC_EVALUATORS:  # PCQM4M(v2): OGB-LSC's evaluator
+            metric = OGBLSCEvaluatorMAE(self.evaluator, **kwargs)
+        elif m == "mae":
             metric = torchmetrics.MeanAbsoluteError(**kwargs)
         elif m == "rmse":
             metric = torchmetrics.MeanSquaredError(squared=False, **kwargs)
@@ -158,6 +165,10 @@ class Task:
             metric = OGBEvaluatorROCAUC(self.evaluator, **kwargs)
         elif m == "roc_auc":
             metric = MultitaskROCAUC(**kwargs)
+        elif m == "ap" and self.evaluator is not None:  # ogbg-molpcba: OGB's Evaluator
+            metric = OGBEvaluatorAP(self.evaluator, **kwargs)
+        elif m == "ap":
+            metric = MultitaskAP(**kwargs)
         else:
             raise ValueError(f"no metric implementation for {m!r}")
         return torchmetrics.MetricCollection({m: metric})

@@ -48,6 +48,7 @@ from ...data.cache import (DATA_ENV, DataNotFoundError, FileBackedDataset, pre_t
                            resolve_cache_dir, resolve_data_dir, sha256_of, write_cache_json)
 from ...data.generated import SPLITS, PathLike, Transform, check_source
 from ...data.registry import DatasetSpec
+from ...data.textfiles import check_header, check_text_head, csv_records, read_head
 from ...errors import DataError
 from ..canonical import canonical_root, locate_ogb
 
@@ -458,10 +459,17 @@ def _reading(path: Path):
 
 
 def _read_header(path: Path) -> list[str]:
+    """The stripped column names of a CSV's first line, once its first bytes show text (not a
+    pickle, a zip archive, ...: :func:`~graph_transformers.data.textfiles.check_text_head`).
+
+    Raises:
+        DataError: not UTF-8 text, an unreadable file, or an empty one.
+    """
+    check_text_head(path, read_head(path, gzip_ok=True), gzip_ok=True)
     with _reading(path), _open_text(path) as f:
-        header = next(csv.reader(f), None)
+        header = next((rec for _, rec in csv_records(path, f)), None)
     if not header:
-        raise ValueError(f"{path}: empty file (expected a CSV header line)")
+        raise DataError(f"{path}: empty file (expected a CSV header line)")
     return [h.strip() for h in header]
 
 
@@ -476,7 +484,7 @@ def _parse_label(text: str, task: str, path: Path, line: int, column: str) -> fl
     try:
         v = float(t)
     except ValueError:
-        raise ValueError(
+        raise DataError(
             f"{path}: line {line}, column {column!r}: label {text!r} is not a number "
             f"(leave the cell blank for a missing label)"
         ) from None
@@ -491,7 +499,7 @@ def _parse_label(text: str, task: str, path: Path, line: int, column: str) -> fl
             f"(±3.4e38), where training and metrics compute: rescale the column"
         )
     if task == "classification" and v not in (0.0, 1.0):
-        raise ValueError(
+        raise DataError(
             f"{path}: line {line}, column {column!r}: classification label {text!r} is not 0 or "
             f"1 (leave the cell blank for a missing label)"
         )
@@ -533,10 +541,16 @@ def _check_csv_arguments(name: str, split: str, task: str, path: Any, max_rows: 
 def _target_columns(name: str, path: Path, smiles_column: str,
                     target_columns: Sequence[str] | str | None) -> list[str]:
     """The label columns (default: every column but the SMILES one), checked against the
-    header of ``path``."""
+    header of ``path``: each is in it, once (a name given twice, where it is used, would be
+    read from its first copy silently).
+
+    Raises:
+        DataError: an unreadable or empty file, a column not in the header, or a used column
+            whose name the header gives twice (naming both positions).
+    """
     header = _read_header(path)
     if smiles_column not in header:
-        raise ValueError(
+        raise DataError(
             f"{name}: SMILES column {smiles_column!r} not in the header of {path}; "
             f"columns: {header}"
         )
@@ -547,10 +561,11 @@ def _target_columns(name: str, path: Path, smiles_column: str,
     target_columns = list(target_columns)
     missing = [c for c in target_columns if c not in header]
     if missing or not target_columns:
-        raise ValueError(
+        raise DataError(
             f"{name}: target columns {missing or target_columns} not in the header of "
             f"{path}; columns: {header}"
         )
+    check_header(path, header, used=[smiles_column, *target_columns])
     return target_columns
 
 
@@ -604,9 +619,11 @@ class MoleculeCSV(FileBackedDataset):
 
     Raises:
         DataNotFoundError: ``path`` does not exist.
-        ValueError: unknown split / task, a column not in the header, a label that is not a
-            number (or not 0 / 1 for classification; the message gives line and column), bad
-            ``frac``, or no valid molecule at all.
+        DataError: a file that is not CSV text (a pickle, a zip archive, not UTF-8; named as
+            such), a column not in the header, a used column whose name the header gives twice,
+            a quoted cell over several lines, a label that is not a number (or not 0 / 1 for
+            classification; the message gives line and column), or no valid molecule at all.
+        ValueError: unknown split / task, or bad ``frac``.
     """
 
     _missing = "CSV file"
@@ -707,17 +724,16 @@ class MoleculeCSV(FileBackedDataset):
     def _read_rows(self):
         """Yield ``(row, line, smiles, labels)`` for the data rows (up to ``max_rows``)."""
         with _reading(self.path), _open_text(self.path) as f:
-            reader = csv.reader(f)
-            header = [h.strip() for h in next(reader)]
+            records = csv_records(self.path, f)  # a quoted cell over several lines: DataError
+            header = [h.strip() for h in next(records)[1]]
             s_col = header.index(self.smiles_column)
             t_cols = [header.index(c) for c in self.task_names]
             row = 0
-            for record in reader:
+            for line, record in records:
                 if not record or all(not c.strip() for c in record):
                     continue  # blank line
                 if self.max_rows is not None and row >= self.max_rows:
                     break
-                line = reader.line_num
                 cell = lambda j: record[j] if j < len(record) else ""  # noqa: E731
                 labels = [
                     _parse_label(cell(j), self.task, self.path, line, self.task_names[k])
@@ -738,7 +754,7 @@ class MoleculeCSV(FileBackedDataset):
             )
             self._logged_skipped = True
         if not graphs:
-            raise ValueError(
+            raise DataError(
                 f"{type(self).__name__}: no valid molecule in {self.path} "
                 f"({num_rows} rows, {len(skipped)} skipped)"
             )

@@ -50,7 +50,8 @@ _PYG_CLASSES = [Data, DataEdgeAttr, DataTensorAttr, GlobalStorage]
 
 
 class OGBGraphPropPred(PygGraphPropPredDataset):
-    r"""One split of an OGB graph property prediction dataset (``ogbg-molhiv``) read by OGB's
+    r"""One split of an OGB graph property prediction dataset (``ogbg-molhiv``,
+    ``ogbg-molpcba``) read by OGB's
     ``PygGraphPropPredDataset`` from its published files, with OGB's official split.
 
     The raw files are read in place (``DATA_DIR/ogbg_molhiv/``, or a download in
@@ -61,7 +62,8 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
     that fails it is rebuilt).
 
     Each graph: ``x`` ``LongTensor [N, 9]``, ``edge_index`` ``LongTensor [2, E]``,
-    ``edge_attr`` ``LongTensor [E, 3]``, ``y`` ``FloatTensor [1, 1]``.
+    ``edge_attr`` ``LongTensor [E, 3]``, ``y`` ``FloatTensor [1, num_tasks]`` (ogbg-molhiv: 1
+    task; ogbg-molpcba: 128, NaN = missing label).
 
     Arguments in OGB's order (``PygGraphPropPredDataset(name, root, transform,
     pre_transform)``), with ``split`` after ``root``; the old order ``OGBGraphPropPred(name,

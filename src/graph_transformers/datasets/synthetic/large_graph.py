@@ -23,6 +23,8 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops
 
+from ...core.dense import format_bytes
+from ...core.memory import memory_limit
 from ...data.cache import KeyedCacheDataset, pre_transform_key
 from ...data.generated import PathLike, Transform, check_seed, split_mask
 from ...data.registry import DatasetSpec
@@ -30,6 +32,51 @@ from ...data.registry import DatasetSpec
 #: classes and feature width of the registered dataset (``DatasetSpec`` fixes them)
 NUM_CLASSES = 10
 FEATURE_DIM = 32
+
+
+#: bytes :func:`make_sbm_graph` holds at its peak per edge endpoint drawn (the int64 endpoint
+#: lists, both directions, and coalescing's sort) and per feature (float32 result and noise);
+#: measured: 1.1 GB at its peak for 10⁶ nodes at average degree 10 (10⁷ edges, 32 features)
+GENERATION_BYTES_PER_EDGE = 100
+GENERATION_BYTES_PER_FEATURE = 8
+GENERATION_BYTES_PER_NODE = 64
+
+
+def sbm_generation_bytes(num_nodes: int, avg_degree: float = 10.0,
+                         feature_dim: int = FEATURE_DIM) -> int:
+    """Peak bytes :func:`make_sbm_graph` needs for a graph of ``num_nodes`` nodes (an upper
+    estimate, from the constants above)."""
+    per_node = max(1, int(round(avg_degree / 2))) * 2  # edges per node, both directions
+    return int(num_nodes) * (per_node * GENERATION_BYTES_PER_EDGE
+                             + feature_dim * GENERATION_BYTES_PER_FEATURE
+                             + GENERATION_BYTES_PER_NODE)
+
+
+def check_generation_memory(num_nodes: int, avg_degree: float = 10.0,
+                            feature_dim: int = FEATURE_DIM, limit: int | None = None,
+                            source: str = "") -> None:
+    """Refuses, before anything is allocated, a graph that :func:`make_sbm_graph` could not
+    generate in the memory this process may use.
+
+    Args:
+        num_nodes, avg_degree, feature_dim: as :func:`make_sbm_graph`.
+        limit: bytes available (default: :func:`~graph_transformers.core.memory.memory_limit`).
+        source: where ``limit`` comes from, for the message.
+
+    Raises:
+        ValueError: naming the size, the memory it needs and the memory there is.
+    """
+    if limit is None:
+        limit, source = memory_limit()
+        if limit is None:
+            return
+    need = sbm_generation_bytes(num_nodes, avg_degree, feature_dim)
+    if need > limit:
+        raise ValueError(
+            f"synthetic_large: generating a graph of {num_nodes:,} nodes at average degree "
+            f"{avg_degree:g} needs ≈{format_bytes(need)}, more than the {format_bytes(limit)} "
+            f"this process may use ({source or 'the given limit'}); lower "
+            "data.options.num_nodes or data.options.avg_degree")
 
 
 def make_sbm_graph(num_nodes: int, num_classes: int = NUM_CLASSES, avg_degree: float = 10.0,
@@ -43,7 +90,8 @@ def make_sbm_graph(num_nodes: int, num_classes: int = NUM_CLASSES, avg_degree: f
 
     Raises:
         ValueError: for ``num_nodes < num_classes``, ``avg_degree <= 0``, ``p_intra`` outside
-            ``[0, 1]`` or a bad seed.
+            ``[0, 1]``, a bad seed, or a graph too large for the memory this process may use
+            (:func:`check_generation_memory`, checked before anything is allocated).
     """
     check_seed(seed)
     if num_nodes < num_classes or num_classes < 2:
@@ -52,6 +100,7 @@ def make_sbm_graph(num_nodes: int, num_classes: int = NUM_CLASSES, avg_degree: f
         raise ValueError(f"avg_degree must be > 0, got {avg_degree}")
     if not 0.0 <= p_intra <= 1.0:
         raise ValueError(f"p_intra must be in [0, 1], got {p_intra}")
+    check_generation_memory(num_nodes, avg_degree, feature_dim)
     g = torch.Generator().manual_seed(seed)
     y = torch.randint(0, num_classes, (num_nodes,), generator=g)
     order = torch.argsort(y, stable=True)  # nodes grouped by class

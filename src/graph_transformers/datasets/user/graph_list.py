@@ -55,6 +55,7 @@ from ...data.cache import (DataNotFoundError, FileBackedDataset, pre_transform_k
                            resolve_cache_dir, sha256_of, write_cache_json)
 from ...data.generated import SPLITS, check_split, stratified_kfold
 from ...data.registry import DatasetSpec
+from ...data.textfiles import decode_text
 from ...errors import DataError
 
 log = logging.getLogger(__name__)
@@ -280,13 +281,14 @@ def read_index_file(path: str | os.PathLike, size: int, what: str) -> list[int]:
 
     Raises:
         DataNotFoundError: the file does not exist.
-        DataError: a token that is not an integer, an id out of range or a repeated id.
+        DataError: a file that is not UTF-8 text (a pickle, an ``.npy`` array, ...: named as
+            such), a token that is not an integer, an id out of range or a repeated id.
     """
     path = Path(path).expanduser()
     if not path.is_file():
         raise DataNotFoundError(f"split file not found: {path}")
     ids = []
-    for tok in path.read_text().replace(",", " ").split():
+    for tok in decode_text(path, path.read_bytes()).replace(",", " ").split():
         try:
             ids.append(int(tok))
         except ValueError:

@@ -54,10 +54,10 @@ the line (or node) and the fix.
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 import functools
 import hashlib
+import io
 import logging
 import math
 import os
@@ -74,6 +74,7 @@ from torch_geometric.data import Data
 from ...data.cache import DataNotFoundError, resolve_cache_dir, sha256_of
 from ...data.generated import SPLITS, check_split
 from ...data.registry import DatasetSpec
+from ...data.textfiles import check_header, csv_records, decode_text
 from ...errors import DataError
 from .graph_list import GraphFile, graph_list_spec, infer_info
 
@@ -172,10 +173,17 @@ class _Table:
 
 
 # ------------------------------------------------------------------------------------ reading text
-def _open_text(path: Path, what: str):
+def _read_lines(path: Path, what: str) -> list[str]:
+    """The lines of a text file, line ends kept (split where ``csv`` splits them: ``\n``,
+    ``\r\n``, ``\r``), after :func:`~graph_transformers.data.textfiles.decode_text` checked
+    that it is UTF-8 text (not a pickle, a zip archive, ...).
+
+    Raises:
+        DataNotFoundError: no such file. DataError: not UTF-8 text.
+    """
     if not path.is_file():
         raise DataNotFoundError(f"{what} not found: {path}")
-    return open(path, encoding="utf-8-sig", newline="")
+    return io.StringIO(decode_text(path, path.read_bytes()), newline="").readlines()
 
 
 def _delimiter(path: Path, line: str) -> str | None:
@@ -192,40 +200,27 @@ def _rows(path: Path, what: str, comments: bool) -> tuple[list[list[str]], list[
     """The non-blank rows of a delimited text file (stripped cells) and their line numbers.
 
     Raises:
-        DataNotFoundError: no such file. DataError: not UTF-8 text, or a malformed CSV row.
+        DataNotFoundError: no such file. DataError: not UTF-8 text (a binary file), or a
+            malformed CSV row (a quoted cell over several lines among them).
     """
     rows: list[list[str]] = []
     lines: list[int] = []
-    try:
-        with _open_text(path, what) as f:
-            text = f.read()
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start}); save the "
-                        f"{what} as UTF-8 CSV or TSV") from None
-    sample = next((ln for ln in text.splitlines()
-                   if ln.strip() and not (comments and ln.lstrip().startswith("#"))), "")
+    text = _read_lines(path, what)
+    if comments:  # blank, so that a quote in a comment opens no cell (line numbers kept)
+        text = ["\n" if ln.lstrip().startswith("#") else ln for ln in text]
+    sample = next((ln for ln in text if ln.strip()), "")
     delim = _delimiter(path, sample)
     if delim is None:
-        for i, ln in enumerate(text.splitlines(), 1):
-            if ln.strip() and not (comments and ln.lstrip().startswith("#")):
+        for i, ln in enumerate(text, 1):
+            if ln.strip():
                 rows.append(ln.split())
                 lines.append(i)
         return rows, lines
-    reader = csv.reader(text.splitlines(keepends=True), delimiter=delim, strict=True)
-    start = 1
-    try:
-        for rec in reader:
-            line = start
-            start = reader.line_num + 1
-            if not rec or not any(c.strip() for c in rec):
-                continue
-            if comments and rec[0].lstrip().startswith("#"):
-                continue
-            rows.append([c.strip() for c in rec])
-            lines.append(line)
-    except csv.Error as err:
-        raise DataError(f"{path} line {reader.line_num}: cannot be parsed as "
-                        f"{'TSV' if delim == chr(9) else 'CSV'} ({err})") from None
+    for line, rec in csv_records(path, text, delimiter=delim, strict=True):
+        if not rec or not any(c.strip() for c in rec):
+            continue
+        rows.append([c.strip() for c in rec])
+        lines.append(line)
     return rows, lines
 
 
@@ -241,10 +236,7 @@ def _read_table(path: Path) -> _Table:
         raise DataError(f"{path}: empty file; a node table needs a header line (e.g. "
                         "id,label,f1,f2) and one row per node")
     header, body = rows[0], rows[1:]
-    seen = [c for i, c in enumerate(header) if c in header[:i]]
-    if seen:
-        raise DataError(f"{path}: column {seen[0]!r} appears twice in the header; give every "
-                        "column its own name")
+    check_header(path, header)  # every column is read (id, label, features, masks)
     for cells, line in zip(body, lines[1:]):
         if len(cells) != len(header):
             raise DataError(
@@ -334,6 +326,7 @@ def _edges_by_id(path: Path, index: dict[str, int], nodes: str) -> np.ndarray:
     if rows and len(rows[0]) >= 2 and rows[0][0] not in index and rows[0][1] not in index:
         log.info("%s: line %d (%s) is read as a header: neither id is a node", path, lines[0],
                  ", ".join(rows[0][:2]))
+        check_header(path, rows[0][:2])  # the source and target columns
         rows, lines = rows[1:], lines[1:]
     src, dst, missing, count = [], [], [], 0
     for cells, line in zip(rows, lines):
@@ -359,6 +352,7 @@ def _edges_by_row(path: Path, num_nodes: int, id_base: int | None, nodes: str
     without an id column), and the id base used (0 or 1)."""
     rows, lines = _rows(path, "edge list", comments=True)
     if rows and len(rows[0]) >= 2 and not (_INT.match(rows[0][0]) and _INT.match(rows[0][1])):
+        check_header(path, rows[0][:2])  # the source and target columns
         rows, lines = rows[1:], lines[1:]  # a header line
     pairs = np.empty((2, len(rows)), dtype=np.int64)
     for k, (cells, line) in enumerate(zip(rows, lines)):
@@ -391,6 +385,26 @@ def _edges_by_row(path: Path, num_nodes: int, id_base: int | None, nodes: str
         raise _missing_ids(path, missing, count, f"{nodes} ({num_nodes} rows, {id_base}-based "
                            f"ids {id_base}..{num_nodes - 1 + id_base})")
     return pairs, id_base
+
+
+def _check_some_edges(path: Path, num_edges: int, graph_file: bool, allow: bool) -> None:
+    """Refuses an edge list (or graph file) without a single edge, unless ``allow``
+    (``data.allow_no_edges``): a 0-byte or header-only file is far more often a wrong path or
+    an export that failed than a graph meant to have none.
+
+    Raises:
+        DataError: no edge, naming the file and the key that allows it.
+    """
+    if num_edges or allow:
+        return
+    if graph_file:
+        what = "the graph holds no edges"
+    elif path.stat().st_size == 0:
+        what = "the edge list is empty (0 bytes)"
+    else:
+        what = "the edge list holds no edges (a header, comments or blank lines only)"
+    raise DataError(f"{path}: {what}; give one edge per line (source, target), or set "
+                    "data.allow_no_edges: true to train on the nodes without edges")
 
 
 def _edge_index(pairs: np.ndarray | torch.Tensor, num_nodes: int, undirected: bool
@@ -644,8 +658,8 @@ def read_node_table(edges: str | os.PathLike, nodes: str | os.PathLike | None = 
                     id_column: str = "id", label_column: str = "label",
                     feature_columns: Sequence[str] | None = None, undirected: bool = True,
                     task: str | None = None, split: str | None = None, seed: int = 0,
-                    id_base: int | None = None, standardize_features: bool = True
-                    ) -> NodeTableGraph:
+                    id_base: int | None = None, standardize_features: bool = True,
+                    allow_no_edges: bool = False) -> NodeTableGraph:
     """Reads a node-level graph from plain files (see the module docstring for the formats).
 
     Args:
@@ -666,6 +680,8 @@ def read_node_table(edges: str | os.PathLike, nodes: str | os.PathLike | None = 
         standardize_features: scale each feature column to mean 0 and s.d. 1 over all nodes
             (a constant column becomes 0), so that columns of different scales (a year, a
             count) do not swamp the others; ``False`` keeps the values as written.
+        allow_no_edges: accept an edge list (or graph file) without any edge
+            (``data.allow_no_edges``); by default a 0-byte or header-only edge list is an error.
 
     Returns:
         NodeTableGraph: the ``Data`` (``x`` ``[N, F]``, ``edge_index`` ``[2, E]``, ``y``, the
@@ -673,7 +689,9 @@ def read_node_table(edges: str | os.PathLike, nodes: str | os.PathLike | None = 
 
     Raises:
         DataNotFoundError: a file does not exist.
-        DataError: a file that cannot be parsed; edge ids missing from the node table (the first
+        DataError: a file that cannot be parsed (not UTF-8 text: a pickle, a zip archive, ...;
+            a quoted cell over several lines; a column name given twice in the header); no edge
+            at all (unless ``allow_no_edges``); edge ids missing from the node table (the first
             few named, with their lines); repeated or empty ids; no label column; ragged or
             non-numeric features (naming the row); a bad ``data.split``; masks that overlap, hold
             unlabelled nodes or leave a split empty.
@@ -746,6 +764,7 @@ def read_node_table(edges: str | os.PathLike, nodes: str | os.PathLike | None = 
                  table.source, id_column, base)
     node_ids = tuple(table.column(id_column)) if has_ids else \
         tuple(str(i + base) for i in range(n))
+    _check_some_edges(edges, int(pairs.shape[1]), graph is not None, allow_no_edges)
     edge_index = _edge_index(pairs, n, undirected)
 
     y, labelled, task, classes = _labels(table, label_column, task)
@@ -834,6 +853,7 @@ class NodeTable(GraphFile):
         split: ``"train"``, ``"val"`` or ``"test"``.
         edges, nodes, id_column, label_column, feature_columns: as :func:`read_node_table`.
         undirected, task, seed, id_base, standardize_features: as :func:`read_node_table`.
+        allow_no_edges: as :func:`read_node_table` (``data.allow_no_edges``).
         split_rule: :func:`read_node_table`'s ``split`` (``data.split``).
         fold: accepted for the registry's common options; not used.
         transform, pre_transform, force_reload: as PyG's ``InMemoryDataset``.
@@ -857,7 +877,8 @@ class NodeTable(GraphFile):
                  feature_columns: Sequence[str] | None = None, undirected: bool = True,
                  task: str | None = None, split_rule: str | None = None, seed: int = 0,
                  id_base: int | None = None, standardize_features: bool = True, fold: int = 0,
-                 transform=None, pre_transform=None, force_reload: bool = False) -> None:
+                 allow_no_edges: bool = False, transform=None, pre_transform=None,
+                 force_reload: bool = False) -> None:
         check_split("NodeTable", split)
         if edges is None:
             raise ValueError("NodeTable: edges (the edge list or graph file) is required")
@@ -866,7 +887,8 @@ class NodeTable(GraphFile):
             label_column=label_column,
             feature_columns=tuple(feature_columns) if feature_columns is not None else None,
             undirected=bool(undirected), task=task, split=split_rule, seed=int(seed),
-            id_base=id_base, standardize_features=standardize_features)
+            id_base=id_base, standardize_features=standardize_features,
+            allow_no_edges=bool(allow_no_edges))
         root = Path(root).expanduser() if root is not None else \
             resolve_cache_dir() / "NodeTable"
         path = _write_graph(self.graph, root / "graphs")
@@ -912,10 +934,12 @@ def node_table_spec(edges: str | os.PathLike | None = None,
                     label_column: str = "label", feature_columns: Sequence[str] | None = None,
                     undirected: bool = True, task: str | None = None,
                     split_rule: str | None = None, seed: int = 0, id_base: int | None = None,
-                    standardize_features: bool = True) -> DatasetSpec:
+                    standardize_features: bool = True, allow_no_edges: bool = False
+                    ) -> DatasetSpec:
     """The :class:`~graph_transformers.data.registry.DatasetSpec` of ``data.name: node_table``,
     read off the files (the arguments: ``data.edges``, ``data.nodes``, ..., ``data.split`` as
-    ``split_rule``, ``data.options.id_base`` / ``standardize_features``; as
+    ``split_rule``, ``data.allow_no_edges``, ``data.options.id_base`` /
+    ``standardize_features``; as
     :func:`read_node_table`): level ``node``, task, ``out_dim`` (classes, or 1), metric,
     ``node_dim`` (feature width, 1 without features); regression names the label column as its
     target.
@@ -930,7 +954,8 @@ def node_table_spec(edges: str | os.PathLike | None = None,
         edges=str(edges), nodes=nodes, id_column=id_column, label_column=label_column,
         feature_columns=tuple(feature_columns) if feature_columns is not None else None,
         undirected=bool(undirected), task=task, split=split_rule, seed=int(seed),
-        id_base=id_base, standardize_features=standardize_features)
+        id_base=id_base, standardize_features=standardize_features,
+        allow_no_edges=bool(allow_no_edges))
     info = infer_info([graph.data], "node", graph.task)
     spec = graph_list_spec(info, "node_table", load_node_table)
     if graph.task == "regression":
@@ -945,14 +970,15 @@ def load_node_table(root: str | os.PathLike, split: str = "train", transform=Non
                     label_column: str = "label", feature_columns: Sequence[str] | None = None,
                     undirected: bool = True, task: str | None = None,
                     split_rule: str | None = None, seed: int = 0, fold: int = 0,
-                    **options: Any) -> NodeTable:
+                    allow_no_edges: bool = False, **options: Any) -> NodeTable:
     """One split of ``data.name: node_table`` (:class:`NodeTable`, cached under
-    ``root/NodeTable/``); ``options`` (``data.options``: ``id_base``,
-    ``standardize_features``) go to :class:`NodeTable`, which refuses a key it does not take
-    (``TypeError``)."""
+    ``root/NodeTable/``; ``allow_no_edges``: ``data.allow_no_edges``); ``options``
+    (``data.options``: ``id_base``, ``standardize_features``) go to :class:`NodeTable`, which
+    refuses a key it does not take (``TypeError``)."""
     return NodeTable(root=Path(root) / "NodeTable", split=split, edges=edges, nodes=nodes,
                      id_column=id_column, label_column=label_column,
                      feature_columns=tuple(feature_columns) if feature_columns is not None
                      else None, undirected=bool(undirected), task=task, split_rule=split_rule,
-                     seed=int(seed), fold=fold, transform=transform,
-                     pre_transform=pre_transform, force_reload=force_reload, **options)
+                     seed=int(seed), fold=fold, allow_no_edges=bool(allow_no_edges),
+                     transform=transform, pre_transform=pre_transform,
+                     force_reload=force_reload, **options)

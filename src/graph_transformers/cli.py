@@ -274,6 +274,9 @@ def _add_table(sub: argparse._SubParsersAction) -> None:
                     help="output stem (default RESULTS_DIR/reproduction)")
     tb.add_argument("--readme", type=Path, default=None,
                     help="also rewrite the reproduction section of this README")
+    tb.add_argument("--coverage", type=Path, default=None, metavar="DOC",
+                    help="also rewrite the coverage table of the seed papers' cells in DOC "
+                         "(docs/reproduction.md)")
 
 
 def _add_analyze(sub: argparse._SubParsersAction) -> None:
@@ -486,6 +489,12 @@ def _table(args: argparse.Namespace) -> int:
     rows = write_table(args.results_dir, configs, out, readme=args.readme)
     print(markdown(rows))
     print(f"{len(rows)} rows written to {out}.json and {out}.md")
+    if args.coverage is not None:
+        from .training.coverage import write_coverage
+        if configs is None:
+            raise FileNotFoundError(f"--coverage needs the config directory {args.configs}")
+        cells = write_coverage(args.results_dir, configs, args.coverage)
+        print(f"coverage of {len(cells)} cells written to {args.coverage}")
     return 0
 
 

@@ -339,7 +339,9 @@ def build_graph_store(
                              what=what)
     done, logged = 0, 0
     try:
-        for packed in parallel_map(func, jobs, num_workers, fork=True):
+        # spawned, not forked: the workers run torch ops (encodings, checks), and a forked
+        # child of a process that already ran multi-threaded torch ops can hang in OpenMP
+        for packed in parallel_map(func, jobs, num_workers, start_method="spawn"):
             writer.append(packed, what)
             done += packed.count + len(packed.skipped)
             if total and (100 * done // total >= logged + 5 or done == total):

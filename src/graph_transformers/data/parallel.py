@@ -32,6 +32,7 @@ def parallel_map(
     chunksize: int = 1,
     fork: bool = False,
     maxtasksperchild: int | None = None,
+    start_method: str | None = None,
 ) -> Iterator[R]:
     """``func(job)`` for every job, in order: in this process when ``num_workers <= 1``, else in
     a pool of ``num_workers`` processes (``Pool.imap``).
@@ -44,6 +45,9 @@ def parallel_map(
         fork (bool): start the workers with ``fork`` where available (they then skip
             re-importing torch, seconds per worker) instead of the default start method.
         maxtasksperchild (int, optional): restart a worker after this many jobs.
+        start_method (str, optional): the start method when not ``fork`` (e.g. ``"spawn"``
+            for workers that run torch ops: a forked child of a process that already ran
+            multi-threaded torch ops can hang in the OpenMP runtime); ``None``: the default.
 
     Returns:
         an iterator over the results, in job order.
@@ -53,7 +57,7 @@ def parallel_map(
         return
     if isinstance(jobs, list):
         num_workers = min(num_workers, len(jobs))
-    method = "fork" if fork and "fork" in mp.get_all_start_methods() else None
+    method = "fork" if fork and "fork" in mp.get_all_start_methods() else start_method
     with mp.get_context(method).Pool(int(num_workers), maxtasksperchild=maxtasksperchild) as pool:
         yield from pool.imap(func, jobs, chunksize=chunksize)
 

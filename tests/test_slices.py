@@ -322,8 +322,9 @@ def test_a_sigterm_in_a_slice_says_which_slice_command_continues(tmp_path, when)
     of an uninterrupted one."""
     from test_reliability import _cli, _env
     from test_reliability_errors import SIGTERM_IN_EVALUATION
-    whole = tmp_path / "whole"
-    assert main(["train", "--config", str(CONFIG), "--out", str(whole), "--set", *FAST]) == 0
+    whole = tmp_path / "whole"  # at the subprocesses' one thread (_env): the same numbers
+    assert main(["train", "--config", str(CONFIG), "--out", str(whole), "--set", *FAST,
+                 "trainer.threads=1"]) == 0
     state = tmp_path / "state"
     first = ["slice", "--state", str(state), "--minutes", "60", "--config", str(CONFIG),
              "--set", *FAST]

@@ -175,16 +175,8 @@ def update_coverage(doc: str | Path, table: str) -> bool:
     Raises:
         ValueError: when ``doc`` lacks the markers.
     """
-    path = Path(doc)
-    text = path.read_text()
-    start, end = text.find(COVERAGE_START), text.find(COVERAGE_END)
-    if start < 0 or end < start:
-        raise ValueError(f"{path} has no coverage-table markers ({COVERAGE_START!r} ... "
-                         f"{COVERAGE_END!r})")
-    new = text[:start + len(COVERAGE_START)] + "\n" + table + text[end:]
-    if new != text:
-        atomic_write_text(path, new)
-    return new != text
+    from .reproduction import replace_between_markers
+    return replace_between_markers(doc, COVERAGE_START, COVERAGE_END, table, "coverage")
 
 
 def committed_table(doc: str | Path) -> str:

@@ -395,13 +395,24 @@ def update_readme(readme: str | Path, table: str) -> bool:
     Raises:
         ValueError: when the README lacks the markers.
     """
-    path = Path(readme)
+    return replace_between_markers(readme, README_START, README_END, table, "reproduction")
+
+
+def replace_between_markers(doc: str | Path, start_marker: str, end_marker: str, table: str,
+                            what: str) -> bool:
+    """Replaces the text between ``start_marker`` and ``end_marker`` in ``doc`` with ``table``
+    (written atomically); returns whether the file changed.
+
+    Raises:
+        ValueError: when ``doc`` lacks the markers (``what``: the table's name, for the message).
+    """
+    path = Path(doc)
     text = path.read_text()
-    start, end = text.find(README_START), text.find(README_END)
+    start, end = text.find(start_marker), text.find(end_marker)
     if start < 0 or end < start:
-        raise ValueError(f"{path} has no reproduction-table markers ({README_START!r} ... "
-                         f"{README_END!r})")
-    new = text[:start + len(README_START)] + "\n" + table + text[end:]
+        raise ValueError(f"{path} has no {what}-table markers ({start_marker!r} ... "
+                         f"{end_marker!r})")
+    new = text[:start + len(start_marker)] + "\n" + table + text[end:]
     if new != text:
         atomic_write_text(path, new)
     return new != text

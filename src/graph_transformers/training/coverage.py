@@ -18,7 +18,6 @@ from typing import Any
 
 import yaml
 
-from .config import atomic_write_text
 from .reproduction import build_rows, config_references
 
 CELLS_FILE = Path(__file__).with_name("paper_cells.yaml")

@@ -219,7 +219,7 @@ def main() -> None:
     text = render(zinc, sizes, args)
     print(text)
     if args.out:
-        from graph_transformers.training.config import atomic_write_text
+        from graph_transformers.fileio import atomic_write_text
         atomic_write_text(args.out, text)
         atomic_write_text(args.out.with_suffix(".json"),
                           json.dumps({"zinc": zinc, "sizes": sizes}, indent=1))

@@ -1,6 +1,6 @@
 """float32's own gradient error for a model on the device check's ZINC batch, on the CPU: the
 worst per-parameter relative difference of float32 gradients from float64 ones, with BatchNorm's
-initial statistics and with statistics taken from the batch (``device_check.calibrate_norms``).
+initial statistics and with statistics taken from the batch (``device_measure.calibrate_norms``).
 The figure the first GPU run's GT-with-edges gap is compared with in ``docs/gpu.md``.
 
     PYTHONPATH=src OMP_NUM_THREADS=1 python benchmarks/fp32_own_error.py --models gt_edge \
@@ -15,8 +15,9 @@ from pathlib import Path
 import torch
 
 from graph_transformers import device_check as dc
+from graph_transformers import device_measure as dm
 from graph_transformers.data.registry import resolve_spec
-from graph_transformers.training.runner import make_model
+from graph_transformers.training.build import make_model
 from graph_transformers.training.tasks import Task
 
 
@@ -39,13 +40,13 @@ def main() -> None:
             spec = resolve_spec(cfg.data)
             model, task = make_model(cfg, spec), Task(spec)
             if calibrate:
-                dc.calibrate_norms(model, data.batch)
-            _, _, g32 = dc._forward_backward(copy.deepcopy(model),
-                                             dc._cast_batch(data.batch, cpu, torch.float32), task)
-            _, _, g64 = dc._forward_backward(copy.deepcopy(model).double(),
-                                             dc._cast_batch(data.batch, cpu, torch.float64), task)
-            worst = dc._worst_grad(g64, g32)
-            own = dc._rel(g64[args.param], g32[args.param]) if args.param in g64 else None
+                dm.calibrate_norms(model, data.batch)
+            _, _, g32 = dm.forward_backward(copy.deepcopy(model),
+                                            dm.cast_batch(data.batch, cpu, torch.float32), task)
+            _, _, g64 = dm.forward_backward(copy.deepcopy(model).double(),
+                                            dm.cast_batch(data.batch, cpu, torch.float64), task)
+            worst = dm.worst_grad(g64, g32)
+            own = dm.rel_diff(g64[args.param], g32[args.param]) if args.param in g64 else None
             print(f"{name} ({'batch' if calibrate else 'initial'} statistics): worst "
                   f"{worst[0]:.2e} ({worst[1]}); {args.param}: "
                   f"{'-' if own is None else format(own, '.2e')}")

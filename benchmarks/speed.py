@@ -137,7 +137,7 @@ def build_sides(model: str, config, spec, train, official: dict[str, str | None]
                 ) -> tuple[nn.Module, nn.Module | None, str]:
     """Ours and the reference at matched size; the reference is ``None`` (with the reason) when
     its official checkout was not given."""
-    from graph_transformers.training.runner import make_model
+    from graph_transformers.training.build import make_model
     torch.manual_seed(0)
     ours = make_model(config, spec, train)
     torch.manual_seed(0)

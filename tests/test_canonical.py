@@ -19,13 +19,16 @@ import numpy as np
 import pytest
 import torch
 
-from graph_transformers.datasets import canonical as C
+from graph_transformers.data import published
 from graph_transformers.data.cache import DataNotFoundError
 from graph_transformers.data.download import OFFLINE_ENV, fetch_url
 from graph_transformers.data.registry import get_spec, load_splits
+from graph_transformers.datasets.gnn_benchmark import GNNBenchmark
+from graph_transformers.datasets.molecules import ogb_files
 from graph_transformers.datasets.synthetic.sbm import generate_cluster, generate_pattern
-from graph_transformers.training.config import DataConfig, EncodingsConfig
+from graph_transformers.training.model_sections import EncodingsConfig
 from graph_transformers.training.reproduction import _provenance
+from graph_transformers.training.sections import DataConfig
 
 REPO = Path(__file__).resolve().parents[1]
 PATTERN_URL = "https://data.pyg.org/datasets/benchmarking-gnns/PATTERN_v2.zip"
@@ -72,7 +75,8 @@ def _no_network(monkeypatch):
         calls.append(url)
         raise urllib.error.URLError("Name or service not known")
 
-    monkeypatch.setattr(C, "fetch_url", refuse)
+    monkeypatch.setattr(published, "fetch_url", refuse)  # the benchmarks' archives
+    monkeypatch.setattr(ogb_files, "fetch_url", refuse)  # OGB's archives
     monkeypatch.delenv(OFFLINE_ENV, raising=False)
     return calls
 
@@ -85,7 +89,7 @@ def test_pattern_published_files_are_read_by_pyg(tmp_path, caplog, _no_network):
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert _no_network == []  # nothing downloaded: the local files were used
     for split, ds in splits.items():
-        assert isinstance(ds, C.GNNBenchmark) and ds.provenance == {split: "exact"}
+        assert isinstance(ds, GNNBenchmark) and ds.provenance == {split: "exact"}
         assert _same_graphs(ds, graphs[split])
         # exactly the generated version's fields: categorical x [N, 1], no edge_attr
         g, ref = ds[0], graphs[split][0]
@@ -314,8 +318,9 @@ def _zinc_raw(pickles: Path, index: Path) -> None:
 @pytest.mark.parametrize("layout", ["pyg_raw", "molecules_zip"])
 def test_zinc_published_pickles_are_read_by_pyg(tmp_path, monkeypatch, layout):
     from graph_transformers.datasets.molecules import zinc as Z
+    from graph_transformers.datasets.molecules import zinc_files as ZF
 
-    monkeypatch.setattr(Z, "_SHA256", {})  # this library's reader pins the real index files
+    monkeypatch.setattr(ZF, "_SHA256", {})  # this library's reader pins the real index files
 
     z = tmp_path / "ZINC"
     if layout == "pyg_raw":  # ZINC(root=DATA_DIR/ZINC, subset=True)'s raw/
@@ -329,7 +334,7 @@ def test_zinc_published_pickles_are_read_by_pyg(tmp_path, monkeypatch, layout):
         assert isinstance(ds, Z.CanonicalZINC) and ds.provenance == {split: "exact"}
         pk = next(p for p in (z / "raw", z / "molecules") if (p / f"{split}.pickle").exists())
         ix = z / "raw" / f"{split}.index" if layout == "pyg_raw" else z / f"{split}.index"
-        want = Z._graphs_from_pickle(pk / f"{split}.pickle", ix)  # this library's exact reader
+        want = ZF._graphs_from_pickle(pk / f"{split}.pickle", ix)  # this library's exact reader
         assert len(ds) == 3
         for g, w in zip(ds, want):
             assert torch.equal(g.x, w.x) and torch.equal(g.edge_attr, w.edge_attr)
@@ -341,7 +346,7 @@ def test_zinc_published_pickles_are_read_by_pyg(tmp_path, monkeypatch, layout):
 def test_zinc_pyg_processed_files_of_the_shared_data(data_dir, tmp_path):
     """PyG processed files of the ZINC subset, written by an old PyG (the CRaWl copies in
     shared/data, with extra fields): read, converted, and equal to the exact val/test graphs."""
-    from graph_transformers.datasets.molecules.zinc import load_zinc_graphs
+    from graph_transformers.datasets.molecules.zinc_files import load_zinc_graphs
 
     proc = tmp_path / "ZINC" / "subset" / "processed"
     proc.mkdir(parents=True)
@@ -409,9 +414,11 @@ def test_ogb_featurization_is_this_librarys(ogb):
     from ogb.utils import smiles2graph
     from ogb.utils.features import get_atom_feature_dims, get_bond_feature_dims
 
-    from graph_transformers.datasets.molecules.moleculenet import (ATOM_FEATURE_DIMS,
-                                                                   BOND_FEATURE_DIMS,
-                                                                   smiles_to_graph)
+    from graph_transformers.datasets.molecules.featurization import (
+        ATOM_FEATURE_DIMS,
+        BOND_FEATURE_DIMS,
+        smiles_to_graph,
+    )
     assert get_atom_feature_dims() == ATOM_FEATURE_DIMS
     assert get_bond_feature_dims() == BOND_FEATURE_DIMS
     for s in SMILES:
@@ -422,10 +429,10 @@ def test_ogb_featurization_is_this_librarys(ogb):
 
 
 def test_molhiv_published_files_use_ogbs_loader_split_and_evaluator(ogb, tmp_path):
-    from graph_transformers.datasets.molecules.moleculenet import smiles_to_graph
+    from graph_transformers.datasets.molecules.featurization import smiles_to_graph
     from graph_transformers.datasets.molecules.ogb import OGBGraphPropPred
     from graph_transformers.training.metrics import OGBEvaluatorROCAUC
-    from graph_transformers.training.runner import make_task
+    from graph_transformers.training.build import make_task
     from graph_transformers.training.config import build_config, load_yaml
 
     _ogb_molhiv(tmp_path)
@@ -496,7 +503,7 @@ def test_molhiv_without_ogb_files_falls_back_to_the_rederived_split(tmp_path, ca
     assert type(splits["train"]).__name__ == "MoleculeNetCSV"
     record = splits["train"].data_source
     assert record["source"] == "reconstructed"
-    from graph_transformers.training.runner import collect_provenance
+    from graph_transformers.training.splits import collect_provenance
     metrics = {"provenance": collect_provenance(splits), "data_source": record}
     assert _provenance(metrics) == "reconstructed"  # the reproduction table's column
 

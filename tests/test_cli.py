@@ -51,7 +51,7 @@ def test_train_writes_run_directory_and_resumes(tmp_path):
     assert metrics["epochs"] == 4
 
     # evaluate re-computes the best checkpoint's test metric
-    from graph_transformers.training.runner import evaluate_run
+    from graph_transformers.training.trained import evaluate_run
     again = evaluate_run(out)
     assert again["test"]["accuracy"] == pytest.approx(metrics["test"]["accuracy"])
     assert main(["evaluate", str(out)]) == 0
@@ -269,14 +269,14 @@ def test_trainer_threads_sets_the_runs_threads(tmp_path, monkeypatch):
     import torch
     before = torch.get_num_threads()
     seen = []
-    from graph_transformers.training import runner
-    real = runner._train_locked
+    from graph_transformers.training import fit
+    real = fit._train_locked
 
     def spy(*args, **kwargs):
         seen.append(torch.get_num_threads())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "_train_locked", spy)
+    monkeypatch.setattr(fit, "_train_locked", spy)
     assert main(["train", "--config", str(CONFIG), "--out", str(tmp_path / "r"), "--set",
                  "trainer.max_epochs=1", "trainer.threads=1", *FAST]) == 0
     assert seen == [1] and torch.get_num_threads() == before
@@ -287,10 +287,10 @@ def test_trainer_threads_sets_the_runs_threads(tmp_path, monkeypatch):
 def test_default_run_directory_follows_a_changed_dataset(tmp_path, monkeypatch):
     """Issue 25: a config pointed at another dataset by --set ran into runs/<config name>, so a
     second such run was refused as "already holds a run"; it now gets <dataset>-<model>."""
-    from graph_transformers.cli import _default_run_name
+    from graph_transformers.cli.training_commands import default_run_name
     from graph_transformers.training.config import load_config
     repo = Path(__file__).resolve().parents[1]
     mutag = repo / "configs/tu/gt_mutag.yaml"
-    assert _default_run_name(mutag, load_config(mutag)) == load_config(mutag).name
+    assert default_run_name(mutag, load_config(mutag)) == load_config(mutag).name
     other = load_config(mutag, ["data.name=tu:PROTEINS"])
-    assert _default_run_name(mutag, other) == "tu-PROTEINS-gt"
+    assert default_run_name(mutag, other) == "tu-PROTEINS-gt"

@@ -228,7 +228,7 @@ def test_config_checks_the_cluster_keys():
 
 
 def test_cluster_batches_need_a_single_graph_with_masks():
-    from graph_transformers.training.runner import make_loader
+    from graph_transformers.training.loaders import make_loader
     c = build_config({"model": {"name": "gt", "pe": None},
                       "data": {"name": "zinc", "sampler": "cluster", "num_parts": 2}})
     with pytest.raises(ValueError, match="cluster .*single-graph node task"):

@@ -1,13 +1,14 @@
 """Config validation: unknown keys and wrong types name the key; overrides; base files."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from graph_transformers.training.config import (ConfigError, build_config, load_config,
-                                                parse_override)
+from graph_transformers.training.config import ConfigError, build_config, load_config
+from graph_transformers.training.config_yaml import parse_override
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -22,7 +23,7 @@ def test_every_shipped_config_validates():
         # the CSV, graph-file and node-table templates name a user's files
         if cfg.data.path is None and cfg.data.name != "node_table":
             from graph_transformers.data.registry import get_spec
-            from graph_transformers.training.runner import make_model
+            from graph_transformers.training.build import make_model
             make_model(cfg, get_spec(cfg.data.name))
 
 
@@ -91,7 +92,7 @@ def test_base_files_merge(tmp_path):
 def test_zinc_config_mirrors_paper():
     from graph_transformers.data.registry import get_spec
     from graph_transformers.models import count_parameters
-    from graph_transformers.training.runner import make_model
+    from graph_transformers.training.build import make_model
     cfg = load_config(REPO / "configs/zinc/gt.yaml")
     assert count_parameters(make_model(cfg, get_spec("zinc"))) == 588929  # paper Table 1
     cfg = load_config(REPO / "configs/zinc/gt_nope.yaml")
@@ -101,7 +102,7 @@ def test_zinc_config_mirrors_paper():
 
 
 def test_param_budget_check():
-    from graph_transformers.training.runner import check_param_budget
+    from graph_transformers.training.build import check_param_budget
     check_param_budget(105_000, 100_000)
     check_param_budget(123, None)
     with pytest.raises(ConfigError, match="outside the budget 500,000"):
@@ -114,7 +115,7 @@ def test_param_budget_check():
 def test_sbm_configs_match_paper_parameter_counts(path, expected):
     from graph_transformers.data.registry import get_spec
     from graph_transformers.models import count_parameters
-    from graph_transformers.training.runner import make_model
+    from graph_transformers.training.build import make_model
     cfg = load_config(REPO / path)
     assert count_parameters(make_model(cfg, get_spec(cfg.data.name))) == expected  # Table 1
 
@@ -142,8 +143,8 @@ def test_every_lightning_trainer_argument_is_accepted_and_typos_are_named():
 
     import lightning
 
-    from graph_transformers.training.config import (RESERVED_TRAINER_ARGS, TrainerConfig,
-                                                    trainer_arguments)
+    from graph_transformers.training.sections import (RESERVED_TRAINER_ARGS, TrainerConfig,
+                                                      trainer_arguments)
     params = inspect.signature(lightning.Trainer.__init__).parameters
     # the typed fields are validated by their own types; every other argument passes through
     untyped = trainer_arguments() - set(RESERVED_TRAINER_ARGS) - set(TrainerConfig.model_fields)
@@ -164,34 +165,44 @@ def test_every_lightning_trainer_argument_is_accepted_and_typos_are_named():
 
 
 # ----------------------------------------------------------------------------- renamed keys
-@pytest.mark.parametrize("name, old, new, value, expected", [
-    ("egt", "clip", "clamp", 3.0, 3.0),
-    ("grpe", "attention_dropout", "attn_dropout", 0.2, 0.2),
-    ("graphormer", "attention_dropout", "attn_dropout", 0.2, 0.2),
-    ("gps", "max_attention_bytes", "memory_budget_gb", 2**31, 2.0),
+@pytest.mark.parametrize("name, old, new", [
+    ("egt", "clip", "model.clamp"),
+    ("grpe", "attention_dropout", "model.attn_dropout"),
+    ("graphormer", "attention_dropout", "model.attn_dropout"),
+    ("gps", "max_attention_bytes", "model.memory_budget_gb, in GiB"),
 ])
-def test_old_model_keys_load_with_one_warning(name, old, new, value, expected):
-    """Issue 14: a user's config with a key renamed for one name per concept still loads; one
-    FutureWarning names old → new; the value lands under the new key (GPS's byte budget in GiB)."""
+def test_old_model_keys_are_refused_naming_the_new_key(name, old, new):
+    """0.2.0: the keys renamed in issue 14 (accepted with a FutureWarning until then) are unknown
+    keys like any other: a one-line ConfigError names the key and its new name, in a config and
+    through a --set override, and no warning is given."""
     import warnings
 
-    from graph_transformers.training.config import RENAMED_MODEL_KEYS, build_config
-    assert RENAMED_MODEL_KEYS[old][0] == new
-    raw = {"model": {"name": name, old: value}, "encodings": {"spd": {}, "rwse": {}}}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        cfg = build_config(raw)
-    renamed = [w for w in caught if issubclass(w.category, FutureWarning)]
-    assert len(renamed) == 1 and f"model.{old} is renamed model.{new}" in str(renamed[0].message)
-    assert getattr(cfg.model, new) == expected and old not in cfg.to_dict()["model"]
-    # the same through a --set override
-    with pytest.warns(FutureWarning, match=f"model.{old}"):
-        cfg = build_config({"model": {"name": name}, "encodings": raw["encodings"]},
-                           [f"model.{old}={value}"])
-    assert getattr(cfg.model, new) == expected
+    raw = {"model": {"name": name, old: 2**31}, "encodings": {"spd": {}, "rwse": {}}}
+    expected = (f"invalid config: model.{old}: unknown key (renamed {new}; the old name was "
+                "removed in 0.2.0)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        with pytest.raises(ConfigError) as err:
+            build_config(raw)
+        assert str(err.value) == expected and "\n" not in str(err.value)
+        with pytest.raises(ConfigError, match=re.escape(expected)):
+            build_config({"model": {"name": name}, "encodings": raw["encodings"]},
+                         [f"model.{old}=1"])
 
 
-def test_old_and_new_model_key_together_is_an_error():
-    from graph_transformers.training.config import ConfigError, build_config
-    with pytest.raises(ConfigError, match="model.clip is the old name of model.clamp"):
-        build_config({"model": {"name": "egt", "clip": 3.0, "clamp": 4.0}})
+def test_an_unknown_key_names_its_source():
+    with pytest.raises(ConfigError) as err:
+        build_config({"model": {"name": "egt", "clip": 3.0, "clamp": 4.0}}, source="run.yaml")
+    assert str(err.value) == ("run.yaml: invalid config: model.clip: unknown key (renamed "
+                              "model.clamp; the old name was removed in 0.2.0)")
+    with pytest.raises(ConfigError, match="^invalid config: model.nope: unknown key$"):
+        build_config({"model": {"name": "egt", "nope": 1}})
+
+
+def test_the_old_section_class_names_are_gone():
+    """0.2.0: ``GTModelConfig`` and the other pre-issue-27 names of the derived sections are no
+    longer attributes of the config module (``model_section(name)`` is the one way)."""
+    import graph_transformers.training.config as config
+    for old in ("GTModelConfig", "EGTModelConfig", "MPNNModelConfig", "RENAMED_MODEL_KEYS",
+                "rename_model_keys"):
+        assert not hasattr(config, old), old

@@ -99,7 +99,7 @@ def _small_splits(monkeypatch, graphs: int) -> None:
 
     from graph_transformers.data.cache import DataNotFoundError
     from graph_transformers.data.registry import build_pre_transform, load_splits, resolve_spec
-    from graph_transformers.training import runner
+    from graph_transformers.training import fit
 
     def resolve_data(config, dataset=None):
         assert dataset is None
@@ -121,7 +121,7 @@ def _small_splits(monkeypatch, graphs: int) -> None:
                 view.transform = Compose([t for t in (encode, ds.transform) if t is not None])
         return spec, small
 
-    monkeypatch.setattr(runner, "resolve_data", resolve_data)
+    monkeypatch.setattr(fit, "resolve_data", resolve_data)
 
 
 def _user_files(config: str, tmp_path: Path, data_dir: Path | None) -> list[str]:

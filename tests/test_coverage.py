@@ -9,10 +9,10 @@ import pytest
 
 from graph_transformers.cli import main
 from graph_transformers.training.config import load_config
-from graph_transformers.training.coverage import (COVERAGE_END, COVERAGE_START, SEED_PAPERS,
-                                                  committed_table, coverage_markdown,
-                                                  coverage_rows, load_cells, own_model_configs,
-                                                  parse_printed, seed_paper, update_coverage)
+from graph_transformers.training.coverage import (COVERAGE_END, COVERAGE_START, committed_table,
+                                                  coverage_markdown, coverage_rows, load_cells,
+                                                  load_papers, own_model_configs, parse_printed,
+                                                  seed_paper, update_coverage)
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS = REPO.parent / "shared" / "papers"
@@ -20,6 +20,7 @@ PAPER_FILES = {"gt": "gt_dwivedi_bresson_2020.txt",
                "egt": "egt_hussain_zaki_subramanian_2021.txt",
                "grpe": "grpe_park_et_al_2022.txt"}
 CELLS = load_cells()
+PAPERS_OF_CELLS = load_papers()
 BY_ID = {c["id"]: c for c in CELLS}
 
 #: the own-model cells each table of the papers prints (read from the paper texts):
@@ -55,7 +56,7 @@ def test_every_table_of_the_papers_has_all_its_cells():
 
 @pytest.mark.parametrize("cell", CELLS, ids=lambda c: c["id"])
 def test_cell_entry(cell):
-    assert cell["paper"] in SEED_PAPERS
+    assert cell["paper"] in PAPERS_OF_CELLS
     assert sum(k in cell for k in ("config", "same_as", "reason")) == 1
     assert parse_printed(cell["printed"]) == (cell["value"], cell["std"])
     for key in ("table", "row", "dataset", "budget", "metric"):
@@ -85,7 +86,7 @@ def test_config_reference_is_its_cell(cell):
         assert math.isclose(ref.std, cell["std"] * scale, rel_tol=0, abs_tol=1e-9)
     assert seed_paper(ref.source) == cell["paper"]
     assert re.search(rf"\b{cell['table']}\b", ref.source), (ref.source, cell["table"])
-    assert config.to_dict()["model"]["name"] == SEED_PAPERS[cell["paper"]][1]
+    assert config.to_dict()["model"]["name"] == PAPERS_OF_CELLS[cell["paper"]]["model"]
     if cell["paper"] in ("gt", "egt"):
         assert ref.seeds in (None, 4)
 

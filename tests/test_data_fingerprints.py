@@ -169,7 +169,8 @@ def test_registry_cache_folders_unchanged(tmp_path, data_dir):
     pytest.importorskip("rdkit")
     from graph_transformers.data.cache import resolve_cache_dir
     from graph_transformers.data.registry import build_pre_transform, get_spec, load_splits
-    from graph_transformers.training.config import DataConfig, EncodingsConfig
+    from graph_transformers.training.model_sections import EncodingsConfig
+    from graph_transformers.training.sections import DataConfig
 
     lap = EncodingsConfig(lap_pe={"k": 3})
 

@@ -33,7 +33,7 @@ def test_data_imports_no_dataset_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     # naming one dataset imports its family module and what it builds on, nothing else
-    assert out == str(["graph_transformers.datasets", "graph_transformers.datasets.canonical",
+    assert out == str(["graph_transformers.datasets", "graph_transformers.datasets.gnn_benchmark",
                        "graph_transformers.datasets.synthetic",
                        "graph_transformers.datasets.synthetic.csl"])
 
@@ -79,10 +79,48 @@ def test_the_data_section_is_read_once_into_plain_arguments():
              seed=0, id_base=None, **options):
         seen.update(root=root, split=split, seed=seed, id_base=id_base, **options)
 
-    registry.call_with(load, args, {**options, "extra": 2, "fold": 9}, root=Path("r"),
-                       split="val", pre_transform=None)
-    # named arguments and data.options; other options only through **options, never fold/seed
+    registry.call_with(load, ("seed", "id_base", "extra"), args,
+                       {**options, "extra": 2, "fold": 9}, root=Path("r"), split="val",
+                       pre_transform=None)
+    # exactly the declared arguments, from the section or data.options; fold is not declared
     assert seen == {"root": Path("r"), "split": "val", "seed": 3, "id_base": 1, "extra": 2}
+
+
+def test_an_undeclared_option_is_one_line_naming_the_accepted_ones():
+    registry.check_options("pattern", get_spec("pattern").params, {"seed": 1, "num_patterns": 3})
+    registry.check_options("zinc", ("data_dir",), {"fold": 2})  # fold / seed: ignored if unused
+    with pytest.raises(ValueError) as info:
+        registry.check_options("pattern", get_spec("pattern").params, {"num_pattern": 3})
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith("data.options: dataset 'pattern' takes no option "
+                                                "'num_pattern'; it accepts")
+    assert "'num_patterns'" in msg and "'num_graphs_per_pattern'" in msg and "data_dir" not in msg
+    with pytest.raises(ValueError, match="'max_rows'; it accepts no options"):
+        registry.check_options("zinc", get_spec("zinc").params, {"max_rows": 3})
+
+
+@pytest.mark.parametrize("name", sorted(registry.DATASETS))
+def test_every_declared_parameter_is_one_the_loader_takes(name):
+    """The registry reads nothing off a loader's signature: a registration declares its
+    parameters (``DatasetSpec.params``); this checks each declaration against its loader."""
+    spec = get_spec(name)
+    load = spec.load.func if hasattr(spec.load, "func") else spec.load
+    fixed = set(getattr(spec.load, "keywords", {}))
+    sig = inspect.signature(load).parameters
+    takes_all = any(p.kind is p.VAR_KEYWORD for p in sig.values())
+    named = {n for n, p in sig.items() if p.kind is not p.VAR_KEYWORD}
+    assert spec.params, f"{name} declares no parameters"
+    assert not set(spec.params) & fixed
+    assert takes_all or set(spec.params) <= named, set(spec.params) - named
+    assert all(p in named or p not in registry.SECTION_KEYS or takes_all for p in spec.params)
+
+
+def test_the_registry_inspects_no_signature():
+    import ast
+    tree = ast.parse(Path(registry.__file__).read_text())
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert "inspect" not in imported and "inspect" not in names
 
 
 def test_register_dataset_refuses_a_taken_name():

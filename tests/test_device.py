@@ -257,7 +257,7 @@ def test_aligned_bias_keeps_values_and_aligns_strides():
 
 
 def test_graphormer_uses_sdpa_with_its_bias(batch):
-    from graph_transformers.device_check import sdpa_backends
+    from graph_transformers.device_measure import sdpa_backends
     torch.manual_seed(0)
     model = MODELS["graphormer"]().eval()
     with torch.no_grad():
@@ -308,21 +308,21 @@ def test_final_evaluation_runs_on_the_training_device(monkeypatch, tmp_path):
     """Regression: Lightning hands the model back on the CPU after ``fit``, and the final
     evaluation of every split ran there even for a GPU run (minutes for PATTERN on the first
     lent H200, which the device command's time limit then cut off)."""
-    from graph_transformers.training import runner
+    from graph_transformers.training import finish
     seen = []
-    monkeypatch.setattr(runner, "eval_device", lambda acc: seen.append(acc) or torch.device("cpu"))
-    real = runner.evaluate
+    monkeypatch.setattr(finish, "eval_device", lambda acc: seen.append(acc) or torch.device("cpu"))
+    real = finish.evaluate
     devices = []
 
     def spy(model, spec, loader, device="cpu", task=None):
         devices.append(device)
         return real(model, spec, loader, device=device, task=task)
 
-    monkeypatch.setattr(runner, "evaluate", spy)
+    monkeypatch.setattr(finish, "evaluate", spy)
     from pathlib import Path
 
     from graph_transformers.cli import main
-    config = Path(runner.__file__).resolve().parents[1] / "configs" / "csl_gt.yaml"
+    config = Path(finish.__file__).resolve().parents[1] / "configs" / "csl_gt.yaml"
     assert main(["train", "--config", str(config), "--out", str(tmp_path / "run"), "--set",
                  "trainer.max_epochs=1", "trainer.accelerator=cpu", "model.num_layers=1",
                  "model.hidden_dim=8", "model.num_heads=2", "data.batch_size=30",

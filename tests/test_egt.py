@@ -456,8 +456,8 @@ def test_svd_pe_reconstructs_adjacency_at_full_rank():
 
 def test_svd_sign_flips_are_drawn_per_graph_by_default():
     # the official code flips each (u, v) pair independently for every graph of a batch
-    from graph_transformers.training.config import EGTModelConfig
-    assert EGTModelConfig().sign_flip == "graph"
+    from graph_transformers.training.model_sections import model_section
+    assert model_section("egt")().sign_flip == "graph"
     assert _model().sign_flip == "graph"
     gen = torch.Generator().manual_seed(0)
     graphs = [_graph(8, gen) for _ in range(16)]
@@ -507,7 +507,8 @@ def test_egt_trains_on_zinc(data_dir):
     from graph_transformers.datasets.molecules.zinc import ZINCSubset
     from graph_transformers.encodings import AddSVDPE
     from graph_transformers.training.module import split_output
-    from graph_transformers.training.runner import make_loaders, make_model
+    from graph_transformers.training.build import make_model
+    from graph_transformers.training.loaders import make_loaders
     from graph_transformers.training.tasks import Task
 
     cfg = build_config({

@@ -16,9 +16,9 @@ from graph_transformers.encodings.registry import EncodingSection, PositiveInt, 
 from graph_transformers.encodings.transform import NodeEncodingTransform
 from graph_transformers.models import build_model
 from graph_transformers.models.encoders import LinearPEEncoder
-from graph_transformers.training.config import (ConfigError, EncodingsConfig, build_config,
-                                                encodings_config)
-from graph_transformers.training.runner import model_kwargs
+from graph_transformers.training.config import ConfigError, build_config
+from graph_transformers.training.model_sections import EncodingsConfig, encodings_config
+from graph_transformers.training.build import model_kwargs
 
 
 def test_config_section_lists_the_registered_encodings_in_registry_order():

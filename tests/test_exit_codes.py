@@ -27,18 +27,18 @@ from test_reliability import CONFIG, FAST, _env
 CHILD = textwrap.dedent("""
     import os, signal, sys, threading, time
     import torch
-    from graph_transformers.training import runner
+    from graph_transformers.training import fit
     from graph_transformers.training.module import GraphTaskModule
     mode = os.environ["MODE"]
     if mode == "sigterm-in-checkpoint-load":
-        real_finish, real_load = runner.finish_run, torch.load
+        real_finish, real_load = fit.finish_run, torch.load
         def load(*args, **kwargs):  # the final evaluation's checkpoint load gets the SIGTERM
             os.kill(os.getpid(), signal.SIGTERM)
             return real_load(*args, **kwargs)
         def finish_run(*args, **kwargs):
             torch.load = load
             return real_finish(*args, **kwargs)
-        runner.finish_run = finish_run
+        fit.finish_run = finish_run
     elif mode == "sigint-twice":
         gap = float(os.environ["GAP"])
         step = GraphTaskModule.training_step
@@ -53,12 +53,12 @@ CHILD = textwrap.dedent("""
             return step(self, batch, i)
         GraphTaskModule.training_step = stepping
     elif mode == "sigint-before-training":
-        real_data = runner.resolve_data
+        real_data = fit.resolve_data
         def resolve_data(*args, **kwargs):
             os.kill(os.getpid(), signal.SIGINT)
             os.kill(os.getpid(), signal.SIGINT)
             return real_data(*args, **kwargs)
-        runner.resolve_data = resolve_data
+        fit.resolve_data = resolve_data
     from graph_transformers.cli import main
     sys.exit(main(sys.argv[1:]))
 """)
@@ -95,10 +95,10 @@ def test_sigterm_while_the_final_evaluation_loads_its_checkpoint_exits_143(tmp_p
 def test_a_sigterm_turned_into_another_error_on_its_way_out_stays_a_sigterm():
     """Whatever code the SIGTERM lands in, and whatever that code makes of its exception, the
     final evaluation ends as terminated (exit 143), and the handler is restored afterwards."""
-    from graph_transformers.training.runner import _sigterm_raises
+    from graph_transformers.training.finish import sigterm_raises
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(RunTerminated) as caught:
-        with _sigterm_raises("during the final evaluation", "do this"):
+        with sigterm_raises("during the final evaluation", "do this"):
             try:
                 os.kill(os.getpid(), signal.SIGTERM)
                 time.sleep(5)  # not reached: the handler raises first
@@ -186,28 +186,21 @@ def _rename_in_checkpoint(path: Path, new: str, old: str) -> None:
     save_checkpoint(state, path)
 
 
-def _renamed(caught) -> list[str]:
-    return [str(w.message) for w in caught if issubclass(w.category, FutureWarning)
-            and "is renamed" in str(w.message)]
-
-
-def test_a_renamed_key_in_an_older_checkpoint_names_the_checkpoint(tmp_path):
-    """``evaluate`` and ``--resume`` (and so a slice, which resumes) read the config a checkpoint
-    stores; a key renamed since warned "config key model.clip is renamed model.clamp" without
-    saying which file holds it."""
+def test_an_old_key_in_an_older_checkpoint_is_refused_on_resume(tmp_path, capsys):
+    """0.2.0: a key renamed in issue 14 (``model.clip``, now ``model.clamp``) is no longer read
+    with a warning. ``evaluate`` compares only the data keys of the config a checkpoint stores,
+    so it still runs; ``--resume`` (and so a slice) refuses, naming the old key, and warns
+    nothing."""
     run = tmp_path / "run"
     base = ["train", "--config", str(CONFIG), "--out", str(run), "--set", *EGT]
     assert main([*base, "trainer.max_epochs=1"]) == 0
     for name in ("best.ckpt", "last.ckpt"):
         _rename_in_checkpoint(run / "checkpoints" / name, "clamp", "clip")
-    expected = "config key model.clip is renamed model.clamp"
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
         assert main(["evaluate", str(run)]) == 0
-    assert _renamed(caught) == [f"{run / 'checkpoints' / 'best.ckpt'}: {expected}; the old name "
-                                "will be removed"], _renamed(caught)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert main([*base, "trainer.max_epochs=2", "--resume"]) == 0
-    assert _renamed(caught) == [f"{run / 'checkpoints' / 'last.ckpt'}: {expected}; the old name "
-                                "will be removed"], _renamed(caught)
+        capsys.readouterr()
+        assert main([*base, "trainer.max_epochs=2", "--resume"]) == 2
+    errors = [x for x in capsys.readouterr().err.splitlines()
+              if x.startswith("graph-transformers: error:")]
+    assert len(errors) == 1 and "model.clip" in errors[0] and "--resume" in errors[0], errors

@@ -127,7 +127,7 @@ def test_expander_transform_batching_and_errors():
 
 def test_expander_is_appended_to_the_encoding_registry():
     from graph_transformers.data.registry import build_pre_transform
-    from graph_transformers.training.config import EncodingsConfig, encodings_config
+    from graph_transformers.training.model_sections import EncodingsConfig, encodings_config
     names = list(ENCODINGS)
     assert names[:6] == ["lap_pe", "wl_pe", "svd_pe", "spd", "rwse", "rrwp"]
     assert "expander" in names and names.index("expander") >= 6

@@ -12,7 +12,7 @@ from graph_transformers.errors import RunError
 from graph_transformers.training import finetune
 from graph_transformers.training.checkpoint import load_checkpoint
 from graph_transformers.training.config import build_config
-from graph_transformers.training.runner import make_model
+from graph_transformers.training.build import make_model
 from test_graph_list import _ring
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -49,7 +49,7 @@ def test_same_task_loads_everything_and_another_task_reinitializes_the_head(tmp_
     # three classes: the head is re-initialized (task differs); the body is the checkpoint's
     other = _graphs(classes=3, seed=1)
     cfg = build_config({**_config(), "data": {"batch_size": 8, "name": "graph_list"}})
-    from graph_transformers.training.runner import graph_list_spec_of
+    from graph_transformers.training.splits import graph_list_spec_of
     model = make_model(cfg, graph_list_spec_of(cfg, other))
     fresh_head = {k: v.clone() for k, v in model.state_dict().items() if k.startswith("head.")}
     rec = finetune.init_from(model, tmp_path / "source", cfg.to_dict(), {"train": "other"})

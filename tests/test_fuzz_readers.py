@@ -29,10 +29,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from graph_transformers.datasets.user.graph_list import read_index_file
-from graph_transformers.datasets.user.node_table import _npz_masks, read_node_table
+from graph_transformers.datasets.user.node_columns import npz_masks as _npz_masks
+from graph_transformers.datasets.user.node_table_parser import read_node_table
 from graph_transformers.errors import DataError, RunError
-from graph_transformers.training.config import (ConfigError, apply_overrides, build_config,
-                                                load_config, parse_override)
+from graph_transformers.training.config import ConfigError, build_config, load_config
+from graph_transformers.training.config_yaml import apply_overrides, parse_override
 
 REPO = Path(__file__).resolve().parents[1]
 #: the library's own error types: what a bad file may raise
@@ -192,7 +193,7 @@ def _molecule_rows(data: bytes) -> int | None:
 @given(st.data())
 def test_molecule_csv_loads_every_row_or_fails_loudly(data):
     pytest.importorskip("rdkit")
-    from graph_transformers.datasets.molecules.moleculenet import load_molecule_csv
+    from graph_transformers.datasets.molecules.molecule_csv import load_molecule_csv
     text, num_rows = data.draw(molecule_csv())
     valid = text.encode()
     raw = data.draw(damaged(valid, text))

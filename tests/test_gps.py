@@ -381,7 +381,7 @@ def test_gps_on_graphs_without_edge_features_names_the_fix():
     and turning them off was refused in turn; both messages now point to model.mpnn=gin."""
     from graph_transformers.data.registry import resolve_spec
     from graph_transformers.training.config import ConfigError, build_config
-    from graph_transformers.training.runner import model_kwargs
+    from graph_transformers.training.build import model_kwargs
     config = build_config({"model": {"name": "gps", "mpnn": "gine", "use_edge_features": True,
                                      "pe": None},
                            "data": {"name": "csl", "source": "generated"}})

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from graph_transformers import device_check
-from graph_transformers.cli import _parser
+from graph_transformers import device_check, device_measure
+from graph_transformers.cli.parser import build_parser
 
 SDPA_MODELS = {"graphormer", "gps"}
 
@@ -34,9 +34,9 @@ def test_cpu_smoke_run_writes_the_reports(tmp_path):
         assert "error" not in e, (name, e.get("error"))
         # CPU against CPU: the same kernels on the same inputs
         for key in ("output_rel", "loss_rel", "grad_rel"):
-            assert e["parity_fp32"][key] <= device_check.TOL_FP32
-            assert e["parity_fp64"][key] <= device_check.TOL_FP64
-        assert e["bf16"]["finite"] and e["bf16"]["loss_rel"] <= device_check.TOL_BF16_LOSS
+            assert e["parity_fp32"][key] <= device_measure.TOL_FP32
+            assert e["parity_fp64"][key] <= device_measure.TOL_FP64
+        assert e["bf16"]["finite"] and e["bf16"]["loss_rel"] <= device_measure.TOL_BF16_LOSS
         expected = {"cpu-flash", "math"} if name in SDPA_MODELS else {"none"}
         assert e["sdpa_fp32"] in expected, (name, e["sdpa_fp32"])
         assert e["speed_fp32"]["graphs_per_s"] > 0 and e["speed_bf16"]["graphs_per_s"] > 0
@@ -58,7 +58,7 @@ def test_grit_with_pairs_computed_on_the_device(tmp_path):
     assert device_check.uncached_keys(configs["grit_batch_rrwp"]) == ("rrwp_pair",)
     data = device_check.load_data(configs, None, 4, None, synthetic=True)
     assert "rrwp_pair" in data.batch
-    bare = device_check._without(data.batch, ("rrwp_pair",))
+    bare = device_measure.without_keys(data.batch, ("rrwp_pair",))
     assert "rrwp_pair" not in bare and "rrwp_pair" in data.batch
     out = tmp_path / "grit"
     rc = device_check.main(["--device", "cpu", "--synthetic", "--tiny", "--batch-size", "4",
@@ -102,18 +102,18 @@ def test_calibrate_norms_takes_the_batch_statistics():
             return self.bn(batch.x_float)
     batch = Batch.from_data_list(graphs)
     batch.x_float = x[:batch.num_nodes]
-    wrap = device_check.calibrate_norms(Wrap(), batch)
+    wrap = device_measure.calibrate_norms(Wrap(), batch)
     assert not wrap.training and bn.momentum == 0.1
     torch.testing.assert_close(bn.running_mean, x[:batch.num_nodes].mean(0))
     torch.testing.assert_close(bn.running_var, x[:batch.num_nodes].var(0))
 
 
 def test_cli_subcommand_and_unknown_model():
-    args = _parser().parse_args(["check-device", "--device", "cpu", "--models", "gt", "egt",
+    args = build_parser().parse_args(["check-device", "--device", "cpu", "--models", "gt", "egt",
                                  "--no-epoch"])
     assert args.command == "check-device" and args.models == ["gt", "egt"] and not args.epoch
     with pytest.raises(SystemExit):
-        _parser().parse_args(["check-device", "--models", "transformer"])
+        build_parser().parse_args(["check-device", "--models", "transformer"])
 
 
 def test_synthetic_molecules_are_molecule_sized():

@@ -7,11 +7,12 @@ import torch
 from torch_geometric.data import Data, InMemoryDataset
 
 import graph_transformers as gtr
+from graph_transformers.datasets.user.graph_info import infer_info
 from graph_transformers.datasets.user.graph_list import (GraphFile, GraphList, fold_split,
-                                                         infer_info, load_graph_file, make_split)
+                                                         load_graph_file, make_split)
 from graph_transformers.errors import DataError
 from graph_transformers.training.config import ConfigError, build_config
-from graph_transformers.training.runner import evaluate_run
+from graph_transformers.training.trained import evaluate_run
 
 
 def _ring(n: int) -> torch.Tensor:

@@ -121,7 +121,7 @@ def test_attention_maps():
 def test_errors_and_config():
     from graph_transformers.data.registry import get_spec
     from graph_transformers.training.config import load_config
-    from graph_transformers.training.runner import check_param_budget, make_model
+    from graph_transformers.training.build import check_param_budget, make_model
     with pytest.raises(ValueError, match="encodings.spd"):
         _model()(Batch.from_data_list([Data(x=torch.zeros(2, dtype=torch.long),
                                             edge_index=torch.tensor([[0], [1]]), num_nodes=2)]))

@@ -300,7 +300,7 @@ def test_parameter_counts_against_the_official_models():
     whose output nothing reads (ours has none), and its encoders' vocabularies differ."""
     from graph_transformers.data.registry import get_spec
     from graph_transformers.training.config import load_config
-    from graph_transformers.training.runner import make_model
+    from graph_transformers.training.build import make_model
 
     def official_layer(d, heads):
         dk = d // heads

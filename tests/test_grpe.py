@@ -13,8 +13,9 @@ from graph_transformers.core.dense import DenseBudgetError
 from graph_transformers.encodings import AddShortestPaths
 from graph_transformers.models import GRPE, count_parameters
 from graph_transformers.models.grpe import size_groups
-from graph_transformers.nn.grpe import (FUSE_LIMIT, ByteDropout, GRPEAttention, GRPEEncodings,
-                                        GRPELayer, attention_dropout_mask)
+from graph_transformers.nn.grpe import GRPEAttention, GRPEEncodings, GRPELayer
+from graph_transformers.nn.grpe_gather import FUSE_LIMIT
+from graph_transformers.nn.prenorm import ByteDropout, attention_dropout_mask
 
 #: GRPEAttention's switches (Table 9), in the order the tests list them
 SWITCHES = ("topology_attention", "edge_attention", "graph_encoded_value")
@@ -287,7 +288,7 @@ def test_reset_parameters_reinitializes():
 def test_configs_parameter_budgets():
     from graph_transformers.data.registry import get_spec
     from graph_transformers.training.config import load_config
-    from graph_transformers.training.runner import check_param_budget, make_model
+    from graph_transformers.training.build import check_param_budget, make_model
     counts = {}
     for name in ("grpe_tiny", "grpe_small"):
         cfg = load_config(f"configs/zinc/{name}.yaml")
@@ -333,7 +334,7 @@ def test_linear_schedule():
 def test_zinc_training_smoke(data_dir, tmp_path):
     from graph_transformers.data.registry import build_pre_transform, get_spec
     from graph_transformers.training.config import load_config
-    from graph_transformers.training.runner import make_model
+    from graph_transformers.training.build import make_model
     from torch_geometric.loader import DataLoader
     cfg = load_config("configs/zinc/grpe_tiny.yaml",
                       ["model.dropout=0.0", "model.attn_dropout=0.0",

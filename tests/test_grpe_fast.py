@@ -14,8 +14,8 @@ from torch_geometric.data import Batch, Data
 import graph_transformers.nn.grpe as grpe
 from graph_transformers.encodings import AddShortestPaths
 from graph_transformers.models import GRPE
-from graph_transformers.nn.grpe import (FUSE_LIMIT, GRPEAttention, GRPEEncodings, GRPELayer,
-                                        fuse_relations)
+from graph_transformers.nn.grpe import GRPEAttention, GRPEEncodings, GRPELayer
+from graph_transformers.nn.grpe_gather import FUSE_LIMIT, fuse_relations
 
 SWITCHES = list(itertools.product([True, False], repeat=3))  # topology, edge, value
 
@@ -47,7 +47,7 @@ def _assert_equal(a, b):
 @pytest.mark.parametrize("fuse", [True, False])
 @pytest.mark.parametrize("block", [False, True])
 def test_gather_equals_materialized_forward_and_gradients(switches, fuse, block, monkeypatch):
-    monkeypatch.setattr(grpe, "fuse_relations", lambda *a: fuse)
+    monkeypatch.setattr(grpe, "fuse_relations", lambda *a: fuse)  # where GRPEAttention reads it
     torch.manual_seed(0)
     module = (GRPELayer(16, 4, dropout=0.0, attn_dropout=0.0) if block else
               GRPEAttention(16, 4))
@@ -141,7 +141,7 @@ def _graph(n, edges, types, x):
 def test_model_gather_equals_materialized(share, fuse, monkeypatch):
     """The whole model (size groups, the virtual node, relations prepared once per group, tables
     once per forward) in float64: outputs and every parameter's gradient."""
-    monkeypatch.setattr(grpe, "fuse_relations", lambda *a: fuse)
+    monkeypatch.setattr(grpe, "fuse_relations", lambda *a: fuse)  # where GRPEAttention reads it
     graphs = [
         _graph(5, [(0, 1), (1, 2), (2, 3), (3, 4)], [1, 2, 1, 3], [0, 1, 2, 1, 0]),
         _graph(3, [(0, 1)], [2], [2, 2, 1]),  # node 2 isolated: unreachable pairs

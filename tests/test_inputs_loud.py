@@ -17,7 +17,8 @@ import pytest
 from graph_transformers.data.registry import resolve_spec
 from graph_transformers.data.textfiles import check_header, check_text_head, read_head
 from graph_transformers.datasets.user.graph_list import read_index_file
-from graph_transformers.datasets.user.node_table import node_table_spec, read_node_table
+from graph_transformers.datasets.user.node_table import node_table_spec
+from graph_transformers.datasets.user.node_table_parser import read_node_table
 from graph_transformers.errors import DataError
 from graph_transformers.prediction import read_csv_columns, read_inputs, read_smiles_csv
 from graph_transformers.training.config import ConfigError, build_config, load_config
@@ -37,7 +38,7 @@ def _write(path: Path, text: str | bytes) -> Path:
 
 def _molecules(tmp_path: Path, text: str, targets=("logSolubility",)):
     pytest.importorskip("rdkit")
-    from graph_transformers.datasets.molecules.moleculenet import load_molecule_csv
+    from graph_transformers.datasets.molecules.molecule_csv import load_molecule_csv
     path = _write(tmp_path / "molecules.csv", text)
     return load_molecule_csv(tmp_path / "cache", "all", path=path, target_columns=list(targets),
                              task="regression")
@@ -63,7 +64,7 @@ def test_a_repeated_column_the_molecule_csv_does_not_read_is_harmless(tmp_path):
 def test_the_default_targets_of_a_molecule_csv_are_every_column_so_a_repeat_is_refused(
         tmp_path):
     pytest.importorskip("rdkit")
-    from graph_transformers.datasets.molecules.moleculenet import MoleculeCSV
+    from graph_transformers.datasets.molecules.molecule_csv import MoleculeCSV
     path = _write(tmp_path / "molecules.csv", "smiles,y,y,y\nCCO,1,2,3\n")
     # no target_columns: every column but the SMILES one is a target, so each is used
     with pytest.raises(DataError, match=r"column 'y' appears 3 times in the header \(columns "
@@ -217,7 +218,7 @@ def test_a_binary_predict_input_is_named(binaries, tmp_path, kind):
 @pytest.mark.parametrize("kind", ["pickle", "zip", "gzip", "utf16"])
 def test_a_binary_molecule_csv_is_named(binaries, tmp_path, kind):
     pytest.importorskip("rdkit")
-    from graph_transformers.datasets.molecules.moleculenet import load_molecule_csv
+    from graph_transformers.datasets.molecules.molecule_csv import load_molecule_csv
     with pytest.raises(DataError) as err:
         load_molecule_csv(tmp_path / "cache", "all", path=binaries[kind], target_columns=["y"])
     assert str(err.value) == f"{tmp_path}/{MESSAGES[kind]}"
@@ -225,7 +226,7 @@ def test_a_binary_molecule_csv_is_named(binaries, tmp_path, kind):
 
 def test_a_gzipped_molecule_csv_is_still_read_and_a_gzipped_pickle_named(tmp_path):
     pytest.importorskip("rdkit")
-    from graph_transformers.datasets.molecules.moleculenet import load_molecule_csv
+    from graph_transformers.datasets.molecules.molecule_csv import load_molecule_csv
     good = _write(tmp_path / "m.csv.gz", gzip.compress(b"smiles,y\nCCO,1\nCCN,2\n"))
     assert len(load_molecule_csv(tmp_path / "cache", "all", path=good,
                                  target_columns=["y"])) == 2

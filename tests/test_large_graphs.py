@@ -10,7 +10,7 @@ from torch_geometric.utils import k_hop_subgraph
 from graph_transformers.data.sampling import UniformNeighborSampler, neighbor_loader
 from graph_transformers.datasets.synthetic.large_graph import make_sbm_graph
 from graph_transformers.training.config import build_config
-from graph_transformers.training.runner import SeedNodeMask, make_loader
+from graph_transformers.training.loaders import SeedNodeMask, make_loader
 
 
 def _graph(n=60, m=300, seed=0):
@@ -67,7 +67,7 @@ def test_cora_node_classification_by_neighbour_sampling(data_dir, monkeypatch):
 
     from graph_transformers.data.registry import get_spec, load_splits
     from graph_transformers.training.module import GraphTaskModule, evaluate
-    from graph_transformers.training.runner import make_model
+    from graph_transformers.training.build import make_model
     torch.manual_seed(0)
     cfg = build_config({
         "model": {"name": "gps", "hidden_dim": 32, "num_layers": 1, "num_heads": 2,

@@ -22,7 +22,7 @@ from graph_transformers.device_check import synthetic_molecules
 from graph_transformers.models import GPS
 from graph_transformers.nn import GPSLayer, LinearGlobalAttention, SGFormerAttention
 from graph_transformers.nn.kernel_attention import segment_sum, sgformer_attention
-from graph_transformers.training.config import GPSModelConfig
+from graph_transformers.training.model_sections import model_section
 
 Tensor = torch.Tensor
 D, H = 8, 2
@@ -376,9 +376,9 @@ def test_gps_model_forward_backward(attention):
 
 def test_config_accepts_the_new_attentions():
     for attention in ("linear", "sgformer"):
-        assert GPSModelConfig(attention=attention).attention == attention
+        assert model_section("gps")(attention=attention).attention == attention
     with pytest.raises(ValueError):
-        GPSModelConfig(attention="linformer")
+        model_section("gps")(attention="linformer")
 
 
 @pytest.mark.parametrize("attention", ["linear", "sgformer"])

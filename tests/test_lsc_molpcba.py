@@ -207,7 +207,7 @@ def test_lsc_store_is_parallel_cached_checked_and_pickles_by_path(data_root, tmp
 
 def test_lsc_encodings_are_computed_per_graph_when_building(data_root, tmp_path):
     from graph_transformers.data.registry import build_pre_transform
-    from graph_transformers.datasets.molecules.moleculenet import smiles_to_graph
+    from graph_transformers.datasets.molecules.featurization import smiles_to_graph
     from graph_transformers.training.config import build_config
 
     config = build_config({"data": {"name": "pcqm4m"}, "encodings": {"lap_pe": {"k": 3},
@@ -425,7 +425,7 @@ def test_one_epoch_through_the_cli(dataset, data_root, tmp_path, capsys):
     assert metrics["test"] == {} and "test" in metrics["predict_only"]  # no MAE on NaN labels
     assert metrics["num_graphs"]["test"] == (6 if dataset == "pcqm4m" else 3)
     assert f"{dataset}: the test split is predict-only, no metric is reported for it" in log
-    from graph_transformers.training.runner import evaluate_run
+    from graph_transformers.training.trained import evaluate_run
     again = evaluate_run(out, data_dir=str(data_root))  # `evaluate`: no metric for it either
     assert again["test"] == {} and again["val"]["mae"] == pytest.approx(metrics["val"]["mae"])
 

@@ -16,8 +16,8 @@ from torch import nn
 from graph_transformers.models import MODELS, build_model, model_config, register_model
 from graph_transformers.models.registry import (WIRED_ARGUMENTS, PositiveInt, Probability,
                                                 argument_docs, config_owner)
-from graph_transformers.training.config import (MODEL_CONFIGS, ConfigError, build_config,
-                                                load_config, model_section)
+from graph_transformers.training.config import ConfigError, build_config, load_config
+from graph_transformers.training.model_sections import MODEL_CONFIGS, model_section
 
 REPO = Path(__file__).resolve().parents[1]
 #: the sections resolved by the hand-written schema, before the derivation (see its "_about")
@@ -159,7 +159,7 @@ def test_heads_need_not_divide_hidden_for_the_mpnn_baselines_but_gat():
                                             ("grit", "rrwp")])
 def test_encoding_arguments_require_the_encoding_and_are_wired(name, encoding):
     from graph_transformers.data.registry import get_spec
-    from graph_transformers.training.runner import model_kwargs
+    from graph_transformers.training.build import model_kwargs
     with pytest.raises(ConfigError, match=rf"model '{name}' needs encodings.{encoding} "):
         build_config({"model": {"name": name}})
     arg, key, value = (("max_distance", "max_distance", 7) if encoding == "spd" else
@@ -239,7 +239,7 @@ def test_a_section_is_derived_from_the_constructor(toy):
 
 def test_a_registered_model_is_configured_like_the_builtin_ones(toy):
     from graph_transformers.data.registry import get_spec
-    from graph_transformers.training.runner import model_kwargs
+    from graph_transformers.training.build import model_kwargs
     cfg = build_config({"model": {"name": "toy", "width": 8}, "encodings": {"rwse": {}}})
     assert cfg.to_dict()["model"] == {"compile": False, "name": "toy", "width": 8,
                                       "use_edge_features": False, "mode": "a", "dropout": 0.0,
@@ -294,8 +294,9 @@ def test_the_mpnn_baselines_share_one_section():
     assert config_owner(MODELS["pna"]).__name__ == "MPNN"
     assert section.model_fields["name"].is_required()
     assert "conv" not in section.model_fields
-    from graph_transformers.training.config import MPNNModelConfig  # the old name still works
-    assert MPNNModelConfig is section and MPNNModelConfig(name="gat").name == "gat"
+    assert section(name="gat").name == "gat"
+    import graph_transformers.training.config as config
+    assert not hasattr(config, "MPNNModelConfig")  # the pre-issue-27 name is gone in 0.2.0
 
 
 @pytest.mark.parametrize("name", sorted({config_owner(c).__name__: n

@@ -1,5 +1,6 @@
-"""Tests of graph_transformers.datasets.molecules.moleculenet: OGB-style featurization, the
-scaffold split, the CSV / MoleculeNet datasets and the OGB-evaluator metrics.
+"""Tests of graph_transformers.datasets.molecules (featurization, scaffold, molecule_csv,
+moleculenet): OGB-style featurization, the scaffold split, the CSV / MoleculeNet datasets and
+the OGB-evaluator metrics.
 
 Dataset tests need the shared data (``<repo>/../shared/data/MoleculeNet`` or
 ``$GRAPH_TRANSFORMERS_DATA``, via the ``data_dir`` fixture) and are skipped without it. HIV
@@ -17,22 +18,20 @@ import pytest
 import torch
 
 from graph_transformers.data.cache import DataNotFoundError
-from graph_transformers.datasets.molecules.moleculenet import (
+from graph_transformers.datasets.molecules.featurization import (
     ATOM_FEATURE_DIMS,
     BOND_FEATURE_DIMS,
-    MOLECULENET,
-    MoleculeCSV,
-    MoleculeNetCSV,
     atom_features,
     bond_features,
     mol_to_graph,
-    murcko_scaffold,
-    scaffold_split,
     smiles_to_graph,
 )
+from graph_transformers.datasets.molecules.moleculenet import MOLECULENET, MoleculeNetCSV
+from graph_transformers.datasets.molecules.molecule_csv import MoleculeCSV
+from graph_transformers.datasets.molecules.scaffold import murcko_scaffold, scaffold_split
 from graph_transformers.training.metrics import mae, rmse, roc_auc_multitask, roc_auc_per_task
 
-LOGGER = "graph_transformers.datasets.molecules.moleculenet"
+LOGGER = "graph_transformers.datasets.molecules.molecule_csv"
 
 
 @pytest.fixture(scope="module")

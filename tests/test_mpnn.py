@@ -13,7 +13,7 @@ from graph_transformers.encodings import AddRWSE
 from graph_transformers.models import BASELINES, GPS, build_model, count_parameters
 from graph_transformers.nn import GatedGCNConv, MPNNBlock
 from graph_transformers.training.config import ConfigError, build_config, load_config
-from graph_transformers.training.runner import degree_histogram, make_model, model_kwargs
+from graph_transformers.training.build import degree_histogram, make_model, model_kwargs
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,8 @@ import torch
 import graph_transformers as gtr
 from graph_transformers.cli import main
 from graph_transformers.data.cache import DataNotFoundError
-from graph_transformers.datasets.user.node_table import NodeTable, read_node_table
+from graph_transformers.datasets.user.node_table import NodeTable
+from graph_transformers.datasets.user.node_table_parser import read_node_table
 from graph_transformers.data.registry import load_splits, resolve_spec
 from graph_transformers.errors import DataError
 from graph_transformers.training.binding import data_fingerprint
@@ -383,7 +384,7 @@ def test_template_trains_and_predicts_every_node(trained, capsys):
         assert "40 nodes predicted (24 train, 8 val, 8 test, 0 none)" in capsys.readouterr().out
         assert main(["predict", str(run), "--data", str(out)]) == 2  # --data: graph-level only
         assert "is a node-level run; leave out --data" in capsys.readouterr().err
-        from graph_transformers.training.runner import evaluate_run
+        from graph_transformers.training.trained import evaluate_run
         evaluated = evaluate_run(run)
     raw = out.read_bytes()
     assert b"\r\n" not in raw

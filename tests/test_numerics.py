@@ -47,14 +47,14 @@ def test_names_the_layer_of_a_graph_transformer_that_overflows():
 
 
 def test_training_in_debug_mode_installs_the_guard(monkeypatch):
-    from graph_transformers.training import runner
+    from graph_transformers.training.numerics import watch_in_debug_mode
     calls = []
     monkeypatch.setenv("GRAPH_TRANSFORMERS_DEBUG", "1")
     monkeypatch.setattr("graph_transformers.training.numerics.watch_nonfinite",
                         lambda m: calls.append(m))
     model = nn.Linear(1, 1)
-    runner._watch_in_debug_mode(model)
+    watch_in_debug_mode(model)
     assert calls == [model]
     monkeypatch.setenv("GRAPH_TRANSFORMERS_DEBUG", "0")
-    runner._watch_in_debug_mode(model)
+    watch_in_debug_mode(model)
     assert calls == [model]

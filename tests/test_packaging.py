@@ -47,7 +47,7 @@ def test_dependencies_are_ranges_and_extras_exist():
 def test_core_imports_without_optional_dependencies_and_names_the_extra():
     proc = _run_blocked("""
 import graph_transformers.nn, graph_transformers.encodings, graph_transformers.models
-import graph_transformers.training.runner, graph_transformers.cli
+import graph_transformers.training.sets, graph_transformers.cli
 from graph_transformers._optional import MissingDependencyError, require
 try:
     require('rdkit', 'the ZINC dataset')

@@ -118,7 +118,7 @@ def test_tu_dataset_name_is_a_name(tmp_path, capsys):
 
 def test_checkpoint_name_is_a_name(tmp_path):
     """The CLI offers ``best`` / ``last`` only; the Python API took any string as a path."""
-    from graph_transformers.training.runner import load_trained_model
+    from graph_transformers.training.trained import load_trained_model
     out = tmp_path / "run"
     assert main(["train", "--config", str(CONFIG), "--out", str(out), "--set", *FAST]) == 0
     (tmp_path / "x.ckpt").write_bytes((out / "checkpoints" / "best.ckpt").read_bytes())

@@ -20,7 +20,8 @@ from graph_transformers.cli import main
 from graph_transformers.data.registry import load_splits
 from graph_transformers.errors import DataError, RunError
 from graph_transformers.training.config import build_config, load_yaml
-from graph_transformers.training.runner import evaluate_run, make_model
+from graph_transformers.training.build import make_model
+from graph_transformers.training.trained import evaluate_run
 
 REPO = Path(__file__).resolve().parents[1]
 CSL_CONFIG = REPO / "src/graph_transformers/configs/csl_gt.yaml"
@@ -276,7 +277,7 @@ def test_cli_output_is_written_atomically(csv_run, tmp_path, monkeypatch, capsys
     file behind."""
     import errno
 
-    import graph_transformers.prediction as prediction
+    import graph_transformers.prediction.results as results
     data = tmp_path / "new.csv"
     data.write_text("smiles\nCCO\nCCN\n")
     out = tmp_path / "preds.csv"
@@ -284,7 +285,7 @@ def test_cli_output_is_written_atomically(csv_run, tmp_path, monkeypatch, capsys
 
     def full(value):
         raise OSError(errno.ENOSPC, "No space left on device", str(out))
-    monkeypatch.setattr(prediction, "_cell", full)
+    monkeypatch.setattr(results, "_cell", full)
     assert main(["predict", str(csv_run), "--data", str(data), "--out", str(out)]) == 1
     assert "No space left on device" in capsys.readouterr().err
     assert out.read_text() == "previous\n" and [p.name for p in tmp_path.iterdir()

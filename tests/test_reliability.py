@@ -164,7 +164,7 @@ def test_blank_regression_labels_are_masked(tmp_path, capsys):
         assert all(float(v) == float(v) for k, v in row.items() if k not in TEXT_COLUMNS), row
     err = capsys.readouterr().err.splitlines()
     assert not [line for line in err if "WARNING graph_transformers.training" in line], err
-    (line,) = [line for line in err if "INFO graph_transformers.training.runner: molecule_csv "
+    (line,) = [line for line in err if "INFO graph_transformers.training.splits: molecule_csv "
                "data:" in line]
     assert "num_molecules=16" in line
 

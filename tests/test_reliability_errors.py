@@ -6,12 +6,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import warnings
 
 import pytest
 
 from graph_transformers.training.config import ConfigError, load_config
-from graph_transformers.training.runner import check_model_memory, physical_memory_bytes
+from graph_transformers.training.build import check_model_memory, physical_memory_bytes
 
 from test_reliability import CONFIG, FAST, _env
 
@@ -26,12 +25,12 @@ def test_model_memory_is_checked_before_allocation():
 
 SIGTERM_IN_EVALUATION = textwrap.dedent("""
     import os, signal, sys
-    from graph_transformers.training import runner
-    real = runner.finish_run
+    from graph_transformers.training import fit
+    real = fit.finish_run
     def finish_run(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGTERM)  # as a scheduler's preemption would
         return real(*args, **kwargs)
-    runner.finish_run = finish_run
+    fit.finish_run = finish_run
     from graph_transformers.cli import main
     sys.exit(main(sys.argv[1:]))
 """)
@@ -51,12 +50,12 @@ def test_sigterm_during_the_final_evaluation_says_what_to_do(tmp_path):
     assert (out / "checkpoints" / "best.ckpt").is_file() and not (out / "metrics.json").exists()
 
 
-def test_a_renamed_key_is_reported_with_its_file(tmp_path):
-    """An old run's config.yaml with a renamed key warned without naming the file."""
+def test_a_renamed_key_is_refused_naming_the_new_one(tmp_path):
+    """0.2.0: an old run's config.yaml with a key renamed in issue 14 no longer loads with a
+    warning: one line names the old key and the new one."""
     old = tmp_path / "config.yaml"
     old.write_text("model:\n  name: egt\n  clip: 5.0\ndata:\n  name: zinc\n")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert load_config(old).model.clamp == 5.0
-    renamed = [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
-    assert renamed and renamed[0].startswith(f"{old}: config key model.clip is renamed"), renamed
+    with pytest.raises(ConfigError) as err:
+        load_config(old)
+    assert str(err.value) == ("invalid config: model.clip: unknown key (renamed model.clamp; "
+                              "the old name was removed in 0.2.0)")

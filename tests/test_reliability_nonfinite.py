@@ -51,8 +51,10 @@ def test_non_finite_metric_fails_the_run_and_evaluate(tmp_path, monkeypatch, cap
         out = real(*args, **kwargs)
         return {k: (math.nan if k == "rmse" else v) for k, v in out.items()}
 
-    import graph_transformers.training.runner as runner
-    monkeypatch.setattr(runner, "evaluate", nan_evaluate)
+    import graph_transformers.training.finish as finish
+    import graph_transformers.training.trained as trained
+    monkeypatch.setattr(finish, "evaluate", nan_evaluate)  # the final evaluation
+    monkeypatch.setattr(trained, "evaluate", nan_evaluate)  # graph-transformers evaluate
     bad = tmp_path / "bad"
     capsys.readouterr()
     assert _train(bad, f"data.path={path}", *CSV_SETS) == 1

@@ -150,7 +150,8 @@ def test_budget_and_argument_errors():
 
 def test_registry_and_config_section():
     from graph_transformers.data.registry import build_pre_transform
-    from graph_transformers.training.config import EncodingsConfig, build_config
+    from graph_transformers.training.config import build_config
+    from graph_transformers.training.model_sections import EncodingsConfig
     pre = build_pre_transform(EncodingsConfig(rrwp={"walk_length": 8}))
     assert repr(pre) == "AddRRWP(walk_length=8)" and pre.cache_pairs
     pre = build_pre_transform(EncodingsConfig(rrwp={"walk_length": 8, "cache_pairs": False}))

@@ -9,7 +9,7 @@ from torch_geometric.data import Data
 
 from graph_transformers.data.registry import build_pre_transform
 from graph_transformers.encodings import AddRWSE, random_walk_se
-from graph_transformers.training.config import EncodingsConfig
+from graph_transformers.training.model_sections import EncodingsConfig
 
 
 def _random_undirected(n, m, seed, isolated=()):

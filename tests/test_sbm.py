@@ -29,8 +29,8 @@ from graph_transformers.datasets.synthetic.sbm import (
     PATTERN_Q_PATTERN,
     generate_cluster,
     generate_pattern,
-    sbm_graph,
 )
+from graph_transformers.datasets.synthetic.sbm_graph import sbm_graph
 from graph_transformers.training.metrics import weighted_accuracy
 
 SIZE_MEAN = (5 + 34) / 2  # uniform on 5..34

@@ -130,7 +130,7 @@ def test_slices_on_two_machines_record_each_epochs_device(tmp_path, monkeypatch)
     threads)``, so times from a machine twice as fast mixed in silently)."""
     import graph_transformers.training.device as device
     from graph_transformers.training.curves import read_epochs
-    from graph_transformers.training.runner import summarize
+    from graph_transformers.training.sets import summarize
     from graph_transformers.training.tables import markdown_table, table_row
 
     state = tmp_path / "state"

@@ -14,7 +14,7 @@ from graph_transformers.data.registry import build_pre_transform
 from graph_transformers.encodings import (AddShortestPaths, pair_edge_types,
                                           shortest_path_distances, spd_ids)
 from graph_transformers.encodings.spd import PAIR_NO_EDGE, PAIR_SELF
-from graph_transformers.training.config import EncodingsConfig
+from graph_transformers.training.model_sections import EncodingsConfig
 
 
 def _random_graph(n, p, seed, components=1):

@@ -15,7 +15,7 @@ from graph_transformers.models import ModelOutput
 from graph_transformers.training import targets
 from graph_transformers.training.binding import check_same_split_config
 from graph_transformers.training.config import DataConfig, build_config
-from graph_transformers.training.runner import evaluate_run
+from graph_transformers.training.trained import evaluate_run
 from graph_transformers.training.tasks import Task
 from test_graph_list import _ring
 
@@ -153,7 +153,8 @@ def test_five_epochs_beat_the_train_mean_predictor(tmp_path):
     # the mean predictor's test RMSE, with the training split's mean
     saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert saved["target_standardization"] == rec
-    from graph_transformers.datasets.user.graph_list import GraphList, infer_info
+    from graph_transformers.datasets.user.graph_info import infer_info
+    from graph_transformers.datasets.user.graph_list import GraphList
     info = infer_info(graphs, None, None)
     train = GraphList(graphs, "train", info=info)
     test = torch.cat([d.y.view(-1) for d in GraphList(graphs, "test", info=info)])

@@ -112,7 +112,8 @@ def test_weighted_accuracy_over_the_split_or_as_a_batch_mean():
 
 def test_runner_protocol_counts_training_classes_and_selects_by_loss():
     from graph_transformers.training.config import build_config
-    from graph_transformers.training.runner import _monitor, make_task
+    from graph_transformers.training.build import make_task
+    from graph_transformers.training.fit import _monitor
 
     spec = _spec(level="node", out_dim=2, metric="weighted_accuracy", loss="weighted_ce")
     train = [Data(y=torch.tensor([0, 0, 1]), num_nodes=3), Data(y=torch.tensor([0]), num_nodes=1)]

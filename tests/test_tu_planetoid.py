@@ -19,14 +19,13 @@ from torch_geometric.datasets import Planetoid, TUDataset
 
 from graph_transformers.data.cache import DATA_ENV, DataNotFoundError
 from graph_transformers.datasets.planetoid import PLANETOID_STATS, PlanetoidGraph
-from graph_transformers.datasets.tu import (
-    OFFLINE_ENV,
-    TU,
+from graph_transformers.data.download import OFFLINE_ENV
+from graph_transformers.data.generated import stratified_kfold
+from graph_transformers.datasets.tu import TU, TU_STATS
+from graph_transformers.datasets.tu_folds import (
     TU_NUM_FOLDS,
-    TU_STATS,
     read_benchmark_index,
     stratified_fold_split,
-    stratified_kfold,
 )
 
 SPLITS = ("train", "val", "test")

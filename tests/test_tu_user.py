@@ -18,10 +18,11 @@ import torch
 
 from graph_transformers.cli import main
 from graph_transformers.data.registry import get_spec, load_splits, resolve_spec
-from graph_transformers.datasets.tu import TU, CappedOneHotDegree
-from graph_transformers.training.config import (ConfigError, GPSModelConfig, GTModelConfig,
-                                                MPNNModelConfig, build_config, load_config)
-from graph_transformers.training.runner import model_kwargs
+from graph_transformers.datasets.tu import TU
+from graph_transformers.datasets.tu_features import CappedOneHotDegree
+from graph_transformers.training.config import ConfigError, build_config, load_config
+from graph_transformers.training.model_sections import model_section
+from graph_transformers.training.build import model_kwargs
 
 REPO = Path(__file__).resolve().parents[1]
 SPLITS = ("train", "val", "test")
@@ -138,9 +139,9 @@ def test_explicit_true_without_edge_features_still_errors_and_defaults_are_uncha
                                          r"false"):
         model_kwargs(gt, get_spec("nci1"))
     # the schema defaults stay booleans: benchmark configs resolve exactly as before
-    assert GTModelConfig().use_edge_features is False
-    assert GPSModelConfig().use_edge_features is True
-    assert MPNNModelConfig(name="gcn").use_edge_features is False
+    assert model_section("gt")().use_edge_features is False
+    assert model_section("gps")().use_edge_features is True
+    assert model_section("gcn")(name="gcn").use_edge_features is False
     benchmark = [p for p in sorted((REPO / "configs").rglob("*.yaml")) if p.parent.name != "tu"]
     assert benchmark and all(isinstance(load_config(p).model.use_edge_features, bool)
                              for p in benchmark)

@@ -19,8 +19,11 @@ import numpy as np
 import pytest
 import torch
 
-from graph_transformers.datasets.molecules import zinc as Z
 from graph_transformers.data.cache import DATA_ENV, DataNotFoundError, pre_transform_key
+from graph_transformers.data.download import OFFLINE_ENV
+from graph_transformers.datasets.molecules import zinc as Z
+from graph_transformers.datasets.molecules import zinc_chemistry as ZC
+from graph_transformers.datasets.molecules import zinc_files as ZF
 
 
 def _data_dir() -> Path:
@@ -75,10 +78,10 @@ def _edge_match(a, b):
 @needs_data
 def test_constants_match_atom_dict():
     spec = json.loads((ZDIR / "atom_dict.json").read_text())
-    assert list(Z.ATOM_TYPES) == spec["idx2word"]
-    assert len(Z.ATOM_TYPES) == Z.ZINCSubset.num_atom_types == 28
-    assert sorted(Z.BOND_TYPES) == sorted(int(k) for k in spec["bond_types"]) == [0, 1, 2, 3]
-    for k, name in Z.BOND_TYPES.items():
+    assert list(ZC.ATOM_TYPES) == spec["idx2word"]
+    assert len(ZC.ATOM_TYPES) == Z.ZINCSubset.num_atom_types == 28
+    assert sorted(ZC.BOND_TYPES) == sorted(int(k) for k in spec["bond_types"]) == [0, 1, 2, 3]
+    for k, name in ZC.BOND_TYPES.items():
         assert spec["bond_types"][str(k)].startswith(name)
     assert Z.ZINCSubset.num_bond_types == 4 and Z.ZINCSubset.metric == "mae"
 
@@ -94,12 +97,12 @@ def test_constants_match_atom_dict():
     ],
 )
 def test_atom_tokens(smiles, tokens):
-    d = Z.smiles_to_graph(smiles)
-    assert [Z.ATOM_TYPES[i] for i in d.x.view(-1).tolist()] == tokens
+    d = ZC.smiles_to_graph(smiles)
+    assert [ZC.ATOM_TYPES[i] for i in d.x.view(-1).tolist()] == tokens
 
 
 def test_smiles_to_graph_layout():
-    d = Z.smiles_to_graph("c1ccccc1C#N")
+    d = ZC.smiles_to_graph("c1ccccc1C#N")
     assert d.x.dtype == torch.long and d.x.shape == (8, 1)
     assert d.edge_index.dtype == torch.long and d.edge_index.shape == (2, 16)
     assert d.edge_attr.dtype == torch.long and d.edge_attr.shape == (16,)
@@ -111,14 +114,14 @@ def test_smiles_to_graph_layout():
     assert sorted(bonds.values()) == [1] * 8 + [2] * 6 + [3] * 2  # Kekulé benzene + nitrile
     # Benchmark alternation: first ring atom takes the double bond to its lowest-index neighbour.
     assert bonds[(0, 1)] == 2 and bonds[(0, 5)] == 1
-    single = Z.smiles_to_graph("C")
+    single = ZC.smiles_to_graph("C")
     assert single.x.shape == (1, 1) and single.edge_index.shape == (2, 0)
 
 
 @pytest.mark.parametrize("smiles", ["not_a_smiles", "C1CC", "C[Si](C)(C)C", "[Se]1C=CC=C1"])
 def test_smiles_to_graph_errors_name_the_smiles(smiles):
     with pytest.raises(ValueError, match="ZINC") as info:
-        Z.smiles_to_graph(smiles)
+        ZC.smiles_to_graph(smiles)
     assert smiles in str(info.value)
 
 
@@ -130,7 +133,7 @@ def split_pairs(request):
     if not (ZDIR / "zinc_subset_val.npz").is_file():
         pytest.skip(f"ZINC raw files not found in {ZDIR}")
     split = request.param
-    graphs = Z.load_zinc_graphs(DATA, split)
+    graphs = ZF.load_zinc_graphs(DATA, split)
     return split, graphs, _subset_smiles(split)
 
 
@@ -140,7 +143,7 @@ def test_featurizer_reproduces_exact_graphs(split_pairs):
     assert len(graphs) == len(smiles) == 1000
     iso = iso_bonds = identical = 0
     for g, smi in zip(graphs, smiles):
-        h = Z.smiles_to_graph(smi)
+        h = ZC.smiles_to_graph(smi)
         a, b = _nx(g), _nx(h)
         iso += nx.is_isomorphic(a, b, node_match=_node_match)
         iso_bonds += nx.is_isomorphic(a, b, node_match=_node_match, edge_match=_edge_match)
@@ -157,7 +160,7 @@ def test_featurizer_reproduces_exact_graphs(split_pairs):
 @pytest.mark.slow
 def test_target_formula_matches_stored_y(split_pairs):
     split, graphs, smiles = split_pairs
-    err = np.array([abs(Z.penalized_logp_target(s) - g.y.item()) for g, s in zip(graphs, smiles)])
+    err = np.array([abs(ZC.penalized_logp_target(s) - g.y.item()) for g, s in zip(graphs, smiles)])
     # Measured with the benchmark's ring rule (largest_ring_jtvae): val 999, test 1000 within
     # 0.05, all within 0.125 (RDKit logP/SA drift); the current networkx default basis had
     # 998/1000 and errors up to 20.9.
@@ -168,7 +171,7 @@ def test_target_formula_matches_stored_y(split_pairs):
 @needs_data
 @pytest.mark.parametrize("split", ["val", "test"])
 def test_load_exact_split_layout(split):
-    graphs = Z.load_zinc_graphs(DATA, split)
+    graphs = ZF.load_zinc_graphs(DATA, split)
     z = np.load(ZDIR / f"zinc_subset_{split}.npz")
     assert len(graphs) == 1000
     assert sum(g.num_nodes for g in graphs) == len(z["x"])
@@ -213,10 +216,10 @@ def train_root(tmp_path_factory):
 def test_reconstructed_train(train_root):
     _, ds, seconds = train_root
     print(f"reconstructed train built in {seconds:.1f}s")
-    assert len(ds) == Z.NUM_TRAIN == 10_000
+    assert len(ds) == ZF.NUM_TRAIN == 10_000
     assert ds.provenance == {"train": "reconstructed"}
     info = ds.provenance_info
-    assert info["seed"] == Z.RECONSTRUCTED_TRAIN_SEED
+    assert info["seed"] == ZF.RECONSTRUCTED_TRAIN_SEED
     positions = info["source_positions"]
     assert len(positions) == len(set(positions)) == 10_000
     assert not set(positions) & set(_index("val"))
@@ -234,12 +237,12 @@ def test_reconstructed_train(train_root):
         assert max(f["largest_ring"] - 6, 0) != max(f["largest_ring_current_networkx"] - 6, 0)
 
     valid = _smiles("jtvae_zinc_valid.txt.gz")
-    first = Z.smiles_to_graph(valid[positions[0]])
+    first = ZC.smiles_to_graph(valid[positions[0]])
     g = ds[0]
     assert torch.equal(g.x, first.x) and torch.equal(g.edge_index, first.edge_index)
     assert torch.equal(g.edge_attr, first.edge_attr)
     assert g.y.shape == (1,) and g.y.dtype == torch.float32
-    assert abs(g.y.item() - Z.penalized_logp_target(valid[positions[0]])) < 1e-5
+    assert abs(g.y.item() - ZC.penalized_logp_target(valid[positions[0]])) < 1e-5
 
     x, ea, y = ds._data.x, ds._data.edge_attr, ds._data.y
     assert x.shape[1] == 1 and int(x.min()) >= 0 and int(x.max()) < 28
@@ -305,7 +308,7 @@ def test_dataset_val_exact_cached_and_keyed_by_pre_transform(tmp_path, monkeypat
     assert Path(ds.processed_dir) == tmp_path / "processed" / pre_transform_key(None)
     assert (Path(ds.processed_dir) / "val.pt").is_file()
     assert (Path(ds.processed_dir) / "val_provenance.json").is_file()
-    ref = Z.load_zinc_graphs(DATA, "val")
+    ref = ZF.load_zinc_graphs(DATA, "val")
     for i in (0, 1, 999):
         for key in ("x", "edge_index", "edge_attr", "y"):
             assert torch.equal(ds[i][key], ref[i][key])
@@ -326,7 +329,7 @@ def test_missing_data_raises_without_download(tmp_path, monkeypatch):
     def no_download(*args, **kwargs):
         pytest.fail("download attempted although disabled")
 
-    monkeypatch.setattr(Z, "download_zinc", no_download)
+    monkeypatch.setattr(ZF, "download_zinc", no_download)
     missing = tmp_path / "nowhere"
     for split in ("val", "train"):
         with pytest.raises(DataNotFoundError) as info:
@@ -335,7 +338,7 @@ def test_missing_data_raises_without_download(tmp_path, monkeypatch):
         assert str(missing / "ZINC") in msg and str(tmp_path / "cache" / "raw") in msg
         assert DATA_ENV in msg and "--data-dir" in msg and "download disabled" in msg
     # The environment switch disables the download too.
-    monkeypatch.setenv(Z.OFFLINE_ENV, "1")
+    monkeypatch.setenv(OFFLINE_ENV, "1")
     with pytest.raises(DataNotFoundError):
         Z.ZINCSubset(root=tmp_path / "cache", split="test", data_dir=missing)
     # No data dir at all: the message still names where it looked.
@@ -348,10 +351,10 @@ def test_closed_network_fails_fast(tmp_path, monkeypatch):
     def unreachable(*args, **kwargs):
         raise urllib.error.URLError("Name or service not known")
 
-    monkeypatch.delenv(Z.OFFLINE_ENV, raising=False)
+    monkeypatch.delenv(OFFLINE_ENV, raising=False)
     monkeypatch.setattr(urllib.request, "urlopen", unreachable)
     with pytest.raises(DataNotFoundError, match="could not download"):
-        Z.download_zinc(tmp_path / "dl")
+        ZF.download_zinc(tmp_path / "dl")
     with pytest.raises(DataNotFoundError, match="download failed"):
         Z.ZINCSubset(root=tmp_path / "cache", split="val", data_dir=tmp_path / "nowhere")
 
@@ -367,7 +370,7 @@ def _pyg_mol(g) -> dict:
 
 @needs_data
 def test_download_checks_archive_structure(tmp_path, monkeypatch):
-    val = Z.load_zinc_graphs(DATA, "val")
+    val = ZF.load_zinc_graphs(DATA, "val")
     good_zip = tmp_path / "good.zip"
     with zipfile.ZipFile(good_zip, "w") as zf:
         for split in ("train", "val", "test"):
@@ -383,11 +386,11 @@ def test_download_checks_archive_structure(tmp_path, monkeypatch):
         else:
             shutil.copy(served["zip"], dest)
 
-    monkeypatch.setattr(Z, "_fetch", fake_fetch)
+    monkeypatch.setattr(ZF, "_fetch", fake_fetch)
     with pytest.raises(DataNotFoundError, match="not the benchmark's archive"):
-        Z.download_zinc(tmp_path / "dl")
+        ZF.download_zinc(tmp_path / "dl")
     served["zip"] = good_zip
-    out = Z.download_zinc(tmp_path / "dl")
+    out = ZF.download_zinc(tmp_path / "dl")
     assert all((out / "molecules" / f"{s}.pickle").is_file() for s in ("train", "val", "test"))
     assert all((out / f"{s}.index").is_file() for s in ("train", "val", "test"))
     assert not (out / "molecules.zip").exists()
@@ -399,7 +402,7 @@ def test_exact_splits_from_benchmark_pickles(tmp_path, caplog):
     cached reconstruction is replaced once the exact train file appears."""
     data = tmp_path / "data" / "ZINC"
     (data / "molecules").mkdir(parents=True)
-    val = Z.load_zinc_graphs(DATA, "val")
+    val = ZF.load_zinc_graphs(DATA, "val")
     val_idx = _index("val")
     filler = _pyg_mol(val[0])
     mols = [filler] * (max(val_idx) + 1)
@@ -436,7 +439,7 @@ def test_cached_reconstruction_upgraded_when_exact_train_appears(train_root, tmp
     shutil.copytree(root, cache)
     data = tmp_path / "data"
     shutil.copytree(ZDIR, data / "ZINC")
-    val = Z.load_zinc_graphs(DATA, "val")
+    val = ZF.load_zinc_graphs(DATA, "val")
     train_idx = _index("train")
     (data / "ZINC").chmod(0o755)
     (data / "ZINC" / "molecules").mkdir()
@@ -451,7 +454,7 @@ def test_smiles_parsing_leaves_rdkit_logging_as_the_caller_set_it():
     pytest.importorskip("rdkit")
     from rdkit import RDLogger, rdBase
 
-    from graph_transformers.datasets.molecules.zinc import _parse
+    from graph_transformers.datasets.molecules.zinc_chemistry import parse_molecule as _parse
     RDLogger.DisableLog("rdApp.*")
     try:
         before = rdBase.LogStatus()

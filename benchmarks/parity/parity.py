@@ -79,13 +79,15 @@ from graph_transformers.data.registry import load_splits, resolve_spec  # noqa: 
 from graph_transformers.data.sampler import SizeBucketBatchSampler, graph_sizes  # noqa: E402
 from graph_transformers.models import count_parameters  # noqa: E402
 from graph_transformers.training.stats import RULES, mean_std, parity_verdict  # noqa: E402
-from graph_transformers.training.config import (Config, CosineConfig, LinearConfig,  # noqa: E402
-                                                PlateauConfig, build_config, load_yaml)
+from graph_transformers.training.config import Config, build_config, load_yaml  # noqa: E402
+from graph_transformers.training.sections import (CosineConfig, LinearConfig,  # noqa: E402
+                                                  PlateauConfig)
 from graph_transformers.training.callbacks import RunState, SliceDeadline  # noqa: E402
 from graph_transformers.training.checkpoint import AtomicCheckpointIO  # noqa: E402
 from graph_transformers.training.device import device_name  # noqa: E402
 from graph_transformers.training.module import GraphTaskModule, evaluate  # noqa: E402
-from graph_transformers.training.runner import make_loader, make_model, model_kwargs  # noqa: E402
+from graph_transformers.training.build import make_model, model_kwargs  # noqa: E402
+from graph_transformers.training.loaders import make_loader  # noqa: E402
 
 log = logging.getLogger("parity")
 

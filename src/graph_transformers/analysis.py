@@ -137,8 +137,8 @@ def analyze_run(run_dir: str | Path, out_dir: str | Path | None = None, split: s
         ValueError: for an unknown split.
     """
     from .data.registry import load_splits
-    from .training.config import atomic_write_text
-    from .training.runner import load_trained_model
+    from .fileio import atomic_write_text
+    from .training.trained import load_trained_model
 
     config, spec, model = load_trained_model(run_dir, data_dir, checkpoint)
     splits = load_splits(config.data, config.encodings)

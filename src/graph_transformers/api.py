@@ -56,7 +56,7 @@ def train(config: Any, dataset: Any = None, out_dir: str | os.PathLike | None = 
     """
     from .fileio import path_inside
     from .training.config import Config, build_config, load_config
-    from .training.runner import train_folds, train_seeds
+    from .training.sets import train_folds, train_seeds
     if isinstance(config, Config):
         cfg = build_config(config.to_dict(), overrides) if overrides else config
     elif isinstance(config, dict):

@@ -77,3 +77,9 @@ class DataError(ValueError):
     """A dataset file or cached dataset whose content cannot be used (non-finite labels,
     corrupt cache without raw data, graphs with out-of-range indices); the message names the
     file and the row or graph."""
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used (an unknown key, a wrong type, a YAML syntax error, a
+    bad ``--set`` override); the message, one line, names the offending key(s) or the file and
+    line."""

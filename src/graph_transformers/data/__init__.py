@@ -1,6 +1,8 @@
 """The data framework: the dataset registry (:mod:`.registry`: config names → the datasets of
 :mod:`graph_transformers.datasets`, imported lazily; ``data.source``; the record
-``metrics.json`` keeps), the processed-data cache (:mod:`.cache`), downloads (:mod:`.download`),
+``metrics.json`` keeps; each registration declares the arguments its loader accepts), the
+processed-data cache (:mod:`.cache`), downloads (:mod:`.download`), the benchmarks' published
+files (:mod:`.published`: finding, unpacking and downloading them, their field conversion),
 split names and argument checks and the base class of generated datasets (:mod:`.generated`),
 parallel generation (:mod:`.parallel`) and the batch samplers (:mod:`.sampler`,
 :mod:`.sampling`, :mod:`.cluster`) and the checks every reader of a user's text table shares

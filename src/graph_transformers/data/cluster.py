@@ -49,7 +49,7 @@ from torch_geometric.utils import remove_self_loops, to_undirected
 from .._optional import require
 from ..fileio import atomic_save
 from .cache import cache_lock
-from .sampler import DistributedBatchSampler
+from .sampler import DistributedBatchSampler, epoch_batches
 
 log = logging.getLogger(__name__)
 
@@ -342,10 +342,7 @@ class ClusterBatchSampler(Sampler[list[int]]):
         return [order[i:i + q].tolist() for i in range(0, order.numel(), q)]
 
     def __iter__(self) -> Iterator[list[int]]:
-        batches = self.batches()
-        if self.shuffle:
-            self.epoch += 1  # a fresh draw next epoch even if nobody calls set_epoch
-        return iter(batches)
+        return epoch_batches(self, self.batches())
 
     def __len__(self) -> int:
         return -(-self.clusters.numel() // self.clusters_per_batch)

@@ -9,22 +9,24 @@ name to ``"package.module:ATTRIBUTE"``, imported on first use (as the encoding r
 a user's graph file or molecule CSV). :func:`register_dataset` adds a dataset.
 
 A config's ``data`` section is unpacked once into plain keyword arguments
-(:func:`dataset_arguments`); a loader is called with those it takes, by keyword::
+(:func:`dataset_arguments`); a loader is called with those its registration declares
+(``DatasetSpec.params``: the ``data`` keys and ``data.options`` keys it accepts), by keyword::
 
-    load(root, split=..., pre_transform=..., [source=...], **the arguments it names)
+    load(root, split=..., pre_transform=..., [source=...], **the declared arguments)
 
 where ``root`` is the cache directory (``data.cache_dir``), under which the loader picks its own
 folder, and ``source`` (``"canonical"`` / ``"generated"``) is passed to the datasets that have a
-published form (``spec.published``).
+published form (``spec.published``). A ``data.options`` key that the declaration does not name
+is a one-line ``ValueError`` naming it and the accepted ones (:func:`check_options`); nothing is
+read off a loader's signature.
 """
 from __future__ import annotations
 
 import importlib
-import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from torch_geometric.data import Dataset
 from torch_geometric.transforms import BaseTransform, Compose
@@ -56,6 +58,11 @@ class DatasetSpec:
         load: the loader, a callable or ``"package.module:function"``:
             ``load(root, split=, pre_transform=, [source=], **arguments) -> Dataset`` (module
             docstring); ``root`` is the cache directory.
+        params: the keyword arguments ``load`` accepts besides those: keys of the ``data``
+            section (``data_dir``, ``fold``, ``seed``, ``path``, ...; ``data.split`` is
+            ``split_rule``, see :data:`SECTION_KEYS`) and ``data.options`` keys
+            (``max_rows``, ``num_graphs``, ...). The loader gets exactly these (where set);
+            any other ``data.options`` key is refused (:func:`check_options`).
         node_types / edge_types: category counts of the categorical features (``None`` when
             continuous or absent).
         node_dim / edge_dim: widths of continuous features.
@@ -78,6 +85,7 @@ class DatasetSpec:
         adapt: ``adapt(spec, **arguments) -> DatasetSpec`` (a callable or ``"module:function"``),
             the spec for a config's dataset arguments (the TU sets: ``data.node_features``
             changes ``node_dim``), or ``None``.
+        adapt_params: the arguments ``adapt`` accepts (as ``params``).
     """
 
     name: str
@@ -97,6 +105,8 @@ class DatasetSpec:
     source: str = "canonical"
     published: bool = False
     adapt: Callable[..., DatasetSpec] | str | None = None
+    params: tuple[str, ...] = ()
+    adapt_params: tuple[str, ...] = ()
 
     @property
     def higher_is_better(self) -> bool:
@@ -133,15 +143,26 @@ DATASETS: dict[str, Any] = {
     "ogbg-molpcba": _D + "molecules.molpcba:MOLPCBA_SPEC",
 }
 
-#: datasets whose spec is read off the data: key → ``"package.module:function"``, called with
-#: the config's dataset arguments it names (:func:`dataset_arguments`; ``name`` is the TU name
-#: of ``tu:<NAME>``) and returning a :class:`DatasetSpec`. ``graph_file`` / ``molecule_csv``:
-#: ``data.path`` set (:func:`is_graph_file` tells which).
-SPEC_READERS: dict[str, str] = {
-    "tu:": _D + "tu:tu_spec",
-    "node_table": _D + "user.node_table:node_table_spec",
-    "graph_file": _D + "user.graph_list:graph_file_spec",
-    "molecule_csv": _D + "molecules.moleculenet:molecule_csv_spec",
+
+class SpecReader(NamedTuple):
+    """A dataset whose spec is read off the data: ``target`` (``"package.module:function"``)
+    is called with the config's dataset arguments named in ``params``
+    (:func:`dataset_arguments`) and returns a :class:`DatasetSpec`."""
+
+    target: str
+    params: tuple[str, ...]
+
+
+#: datasets whose spec is read off the data (``name`` is the TU name of ``tu:<NAME>``).
+#: ``graph_file`` / ``molecule_csv``: ``data.path`` set (:func:`is_graph_file` tells which).
+SPEC_READERS: dict[str, SpecReader] = {
+    "tu:": SpecReader(_D + "tu:tu_spec", ("data_dir", "cache_dir", "node_features", "max_degree")),
+    "node_table": SpecReader(_D + "user.node_table:node_table_spec", (
+        "edges", "nodes", "id_column", "label_column", "feature_columns", "undirected", "task",
+        "split_rule", "seed", "id_base", "standardize_features", "allow_no_edges")),
+    "graph_file": SpecReader(_D + "user.graph_list:graph_file_spec", ("path", "level", "task")),
+    "molecule_csv": SpecReader(_D + "molecules.molecule_csv:molecule_csv_spec",
+                               ("task", "target_columns")),
 }
 
 
@@ -155,7 +176,9 @@ def resolve(target: Any) -> Any:
 
 def register_dataset(name: str, spec: DatasetSpec | str) -> None:
     """Registers ``spec`` (a :class:`DatasetSpec` or ``"package.module:ATTRIBUTE"`` naming one)
-    as ``data.name: <name>`` (``docs/adding_a_dataset.md``).
+    as ``data.name: <name>`` (``docs/adding_a_dataset.md``). The spec declares what its loader
+    accepts (``DatasetSpec.params``), e.g.
+    ``DatasetSpec("toy", "graph", "regression", 1, "mae", load_toy, params=("seed", "size"))``.
 
     Raises:
         ValueError: ``name`` is registered already, or is one of :data:`SPEC_READERS`.
@@ -205,7 +228,7 @@ def choose_metric(spec: DatasetSpec, metric: str | None) -> DatasetSpec:
 # ----------------------------------------------------------------------- the data section, once
 #: the ``data`` keys a dataset may take as keyword arguments (``split`` is passed as
 #: ``split_rule``: ``split`` is the split a loader builds), with their defaults
-_SECTION_KEYS: dict[str, Any] = {
+SECTION_KEYS: dict[str, Any] = {
     "data_dir": None, "cache_dir": None, "fold": 0, "seed": 0, "path": None, "level": None,
     "task": None, "split_files": None, "smiles_column": "smiles", "target_columns": None,
     "edges": None, "nodes": None, "id_column": "id", "label_column": "label",
@@ -213,7 +236,8 @@ _SECTION_KEYS: dict[str, Any] = {
     "allow_no_edges": False,
 }
 
-#: arguments forwarded to a loader's ``**options`` only when it names them
+#: ``data.options`` keys passed on only to a loader that declares them, else ignored (they are
+#: ``data`` keys too: ``data.options.seed`` overrides ``data.seed`` where declared)
 _COMMON = ("fold", "seed")
 
 
@@ -222,32 +246,35 @@ def dataset_arguments(data_cfg: Any) -> tuple[str, dict[str, Any], dict[str, Any
     with ``arguments`` the keys of the section a dataset may take (``data_dir``, ``fold``,
     ``seed``, ``path``, ``edges``, ...; ``data.split`` as ``split_rule``) and ``options`` the
     dataset class's extra keyword arguments (``data.options``)."""
-    args = {key: getattr(data_cfg, key, default) for key, default in _SECTION_KEYS.items()}
+    args = {key: getattr(data_cfg, key, default) for key, default in SECTION_KEYS.items()}
     args["split_rule"] = getattr(data_cfg, "split", None)
     args["node_features"] = str(args["node_features"] or "auto")
     return (str(getattr(data_cfg, "name", "") or ""), args,
             dict(getattr(data_cfg, "options", None) or {}))
 
 
-def _parameters(func: Callable) -> tuple[set[str], bool]:
-    """The keyword parameters ``func`` names, and whether it takes ``**kwargs``."""
-    params = inspect.signature(func).parameters.values()
-    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    return named, any(p.kind is p.VAR_KEYWORD for p in params)
+def check_options(name: str, params: tuple[str, ...], options: dict[str, Any]) -> None:
+    """Checks ``data.options`` against what the dataset ``name`` declares it accepts
+    (``params``: :attr:`DatasetSpec.params`); ``fold`` / ``seed`` are let through (passed only
+    where declared).
+
+    Raises:
+        ValueError: one line naming the first unknown key and the accepted options.
+    """
+    for key in options:
+        if key not in params and key not in _COMMON:
+            accepted = [p for p in params if p not in SECTION_KEYS and p != "split_rule"]
+            raise ValueError(f"data.options: dataset {name!r} takes no option {key!r}; it "
+                             f"accepts {', '.join(map(repr, accepted)) or 'no options'}")
 
 
-def call_with(func: Callable, args: dict[str, Any], options: dict[str, Any] | None = None,
-              **fixed: Any) -> Any:
-    """``func(**fixed, **the arguments and options it names)``; a ``func`` taking ``**kwargs``
-    also gets the other ``options`` (but ``fold`` / ``seed``), so that a key it does not know
-    is a ``TypeError`` naming it."""
-    named, takes_all = _parameters(func)
-    options = options or {}
-    kwargs = {k: v for k, v in {**args, **options}.items() if k in named and k not in fixed}
-    if takes_all:
-        kwargs.update({k: v for k, v in options.items()
-                       if k not in named and k not in _COMMON and k not in fixed})
-    return func(**fixed, **kwargs)
+def call_with(func: Callable, params: tuple[str, ...], args: dict[str, Any],
+              options: dict[str, Any] | None = None, **fixed: Any) -> Any:
+    """``func(**fixed, **the arguments and options named in params)``: ``params`` is what
+    ``func``'s registration declares it accepts; a ``data.options`` key overrides the ``data``
+    key of the same name."""
+    merged = {**args, **(options or {})}
+    return func(**fixed, **{k: merged[k] for k in params if k in merged and k not in fixed})
 
 
 def _entry(name: str, path: Any) -> tuple[str, Any, dict[str, Any]]:
@@ -296,15 +323,16 @@ def _spec_for(name: str, args: dict[str, Any], options: dict[str, Any]) -> Datas
     target = resolve(target)
     mode = args["node_features"]
     if mode != "auto":
-        func = target.load if isinstance(target, DatasetSpec) else target
-        if "node_features" not in _parameters(resolve(func))[0]:
+        if "node_features" not in target.params:
             raise ValueError(f"data.node_features={mode!r} applies to the TU sets (mutag, "
                              "enzymes, nci1, tu:<NAME>) only; set data.node_features=auto for "
                              "this dataset")
-    spec = target if isinstance(target, DatasetSpec) else call_with(target, args, options,
-                                                                     **fixed)
+    if isinstance(target, SpecReader):
+        spec = call_with(resolve(target.target), target.params, args, options, **fixed)
+    else:
+        spec = target
     if spec.adapt is not None:
-        spec = call_with(resolve(spec.adapt), args, options, spec=spec)
+        spec = call_with(resolve(spec.adapt), spec.adapt_params, args, options, spec=spec)
     return spec
 
 
@@ -356,7 +384,8 @@ def load_splits(data_cfg: Any, encodings: Any, size_limit: Any = None) -> dict[s
     Raises:
         ValueError: an unknown ``data.source``; ``generated`` for a dataset that has no generator
             (it is read from its published files); ``canonical`` for one that has no published
-            form; a ``data.options`` key the dataset class does not take.
+            form; a ``data.options`` key the dataset's registration does not declare
+            (:func:`check_options`).
         DataNotFoundError: ``canonical`` and the published files cannot be had, or the chosen
             loader's files are missing (the message says where it looked and how to get them).
     """
@@ -364,14 +393,10 @@ def load_splits(data_cfg: Any, encodings: Any, size_limit: Any = None) -> dict[s
     spec = _spec_for(name, args, options)
     pre = build_pre_transform(encodings, size_limit)
     requested = str(getattr(data_cfg, "source", "auto"))
-    try:
-        # one process builds a missing cache, concurrent ones (DDP ranks) wait and read it
-        with cache_lock(spec.name, args["cache_dir"]):
-            splits, record = _load_by_source(spec, requested, pre, args, options)
-    except TypeError as err:  # an option the dataset class does not take
-        if "unexpected keyword" in str(err):
-            raise ValueError(f"data.options: {err}") from None
-        raise
+    check_options(spec.name, spec.params, options)
+    # one process builds a missing cache, concurrent ones (DDP ranks) wait and read it
+    with cache_lock(spec.name, args["cache_dir"]):
+        splits, record = _load_by_source(spec, requested, pre, args, options)
     for split, ds in splits.items():
         ds.data_source = record
         prov = getattr(ds, "provenance", None)
@@ -419,8 +444,8 @@ def _load_by_source(spec: DatasetSpec, requested: str, pre: BaseTransform | None
 
     def load_all(source: str) -> dict[str, Dataset]:
         fixed = {"source": source} if spec.published else {}
-        return {s: call_with(load, args, options, root=root, split=s, pre_transform=pre,
-                             **fixed) for s in spec.splits}
+        return {s: call_with(load, spec.params, args, options, root=root, split=s,
+                             pre_transform=pre, **fixed) for s in spec.splits}
 
     record: dict[str, Any] = {"requested": requested}
     if spec.published and requested != "generated":

@@ -8,6 +8,7 @@ Under DDP every rank computes the same global list of batches for an epoch (seed
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import torch
 from torch.utils.data import RandomSampler, Sampler
@@ -94,6 +95,24 @@ def graph_sizes(dataset) -> list[int]:
     return [int(dataset[i].num_nodes) for i in range(len(dataset))]
 
 
+
+def epoch_batches(sampler: Any, batches: list[list[int]]) -> Iterator[list[int]]:
+    """What a batch sampler's ``__iter__`` returns for this epoch's ``batches``: an iterator
+    over them, the sampler's ``epoch`` advanced first when it shuffles (a fresh draw next epoch
+    even if nobody calls ``set_epoch``); shared by :class:`SizeBucketBatchSampler` and the
+    Cluster-GCN sampler (:mod:`graph_transformers.data.cluster`).
+
+    Args:
+        sampler: the sampler, with ``shuffle`` and ``epoch``.
+        batches: this epoch's batches, drawn before the epoch advances.
+
+    Returns:
+        An iterator over ``batches``.
+    """
+    if sampler.shuffle:
+        sampler.epoch += 1
+    return iter(batches)
+
 class SizeBucketBatchSampler(Sampler[list[int]]):
     """Yields batches of indices whose graphs have similar sizes.
 
@@ -160,10 +179,7 @@ class SizeBucketBatchSampler(Sampler[list[int]]):
         return batches
 
     def __iter__(self) -> Iterator[list[int]]:
-        batches = self._batches()
-        if self.shuffle:
-            self.epoch += 1  # a fresh draw next epoch even if nobody calls set_epoch
-        return iter(batches)
+        return epoch_batches(self, self._batches())
 
     def __len__(self) -> int:
         n = self.sizes.numel()

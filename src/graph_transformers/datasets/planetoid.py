@@ -33,7 +33,6 @@ from ..data.cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transfo
                           resolve_cache_dir, resolve_data_dir)
 from ..data.download import OFFLINE_ENV, offline
 from ..data.generated import PathLike, Transform, split_mask
-from ..data.legacy import accepts_old_order, name_first
 from ..data.registry import DatasetSpec
 
 __all__ = ["CITESEER_SPEC", "CORA_SPEC", "PlanetoidGraph", "PLANETOID_NAMES", "PLANETOID_STATS",
@@ -116,9 +115,7 @@ class PlanetoidGraph(Planetoid):
     ``root/<Name>/raw/`` (Planetoid's ``raw_dir``), the processed graph (after ``pre_transform``)
     in ``root/<Name>/processed/<pre_transform_key(pre_transform)>/data.pt``.
 
-    Arguments in PyG's order (``Planetoid(root, name, ...)``); the old order
-    ``PlanetoidGraph(name, root, data_dir, ...)`` still works for one more release, with a
-    ``FutureWarning`` (:mod:`graph_transformers.data.legacy`).
+    Arguments in PyG's order (``Planetoid(root, name, ...)``).
 
     Args:
         root (str or PathLike, optional): cache directory.
@@ -134,6 +131,8 @@ class PlanetoidGraph(Planetoid):
         metric (str): ``"accuracy"``. level (str): ``"node"``.
 
     Raises:
+        TypeError: a ``name`` that is not a string (a call in the removed order
+            ``PlanetoidGraph(name, root, ...)``).
         ValueError: no or an unknown name, or a raw file whose sha256 is not the pinned one.
         DataNotFoundError: the raw files are neither local nor downloadable; the message lists
             where it looked and how to get them.
@@ -143,11 +142,6 @@ class PlanetoidGraph(Planetoid):
     level = "node"
     task = "node_classification"
 
-    @accepts_old_order(("name", "root", "data_dir", "transform", "pre_transform",
-                        "force_reload"),
-                       name_first(lambda v: isinstance(v, str)
-                                  and v.lower() in {n.lower() for n in PLANETOID_NAMES}),
-                       "PlanetoidGraph(root, name, data_dir=...)")
     def __init__(
         self, root: PathLike | None = None, name: str | None = None, transform: Transform = None,
         pre_transform: Transform = None, force_reload: bool = False, *,
@@ -156,6 +150,9 @@ class PlanetoidGraph(Planetoid):
         if name is None:
             raise ValueError(f"PlanetoidGraph: no dataset name; pass name= (one of "
                              f"{', '.join(PLANETOID_NAMES)})")
+        if not isinstance(name, str):  # e.g. a path: the removed order (name, root, ...)
+            raise TypeError(f"PlanetoidGraph: name must be a dataset name (str), got {name!r}; "
+                            "the arguments are in PyG's order, PlanetoidGraph(root, name, ...)")
         name = _canonical_name(name)
         self.allow_download = bool(download) and not offline()
         data = resolve_data_dir(data_dir)
@@ -224,7 +221,8 @@ def load_planetoid(
 def _spec(name: str, pyg_name: str) -> DatasetSpec:
     stats = PLANETOID_STATS[pyg_name]
     return DatasetSpec(name, "node", "classification", stats["num_classes"], "accuracy",
-                       partial(load_planetoid, name=pyg_name), node_dim=stats["num_features"])
+                       partial(load_planetoid, name=pyg_name), node_dim=stats["num_features"],
+                       params=("data_dir",))
 
 
 #: ``data.name: cora``

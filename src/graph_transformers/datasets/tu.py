@@ -30,7 +30,7 @@ Splits (``TU(..., split=, fold=)``; each fold's train/val/test are disjoint):
   same number of lines, ids integers in range, no id twice in a line, train/val/test of a line
   disjoint) and their sha256 is recorded; ``data.fold`` must then be below the number of lines.
 * **otherwise** (MUTAG and NCI1 in the shared data): 10 folds generated with a fixed seed by
-  :func:`stratified_kfold` (numpy; scikit-learn is not a dependency of this package): the graphs
+  :func:`~graph_transformers.data.generated.stratified_kfold` (numpy; scikit-learn is not a dependency of this package): the graphs
   are cut into 10 stratified folds; fold ``k`` uses fold ``k`` as test, fold ``(k + 1) % 10`` as
   val and the other 8 folds as train (about 80 / 10 / 10 %). The benchmark's recipe takes val as
   a stratified 11.1 % (≈ 1/9) of the non-test part, so the proportions agree; the graph ids are
@@ -54,7 +54,7 @@ Features (PyG conventions, kept as PyG builds them):
 * ``y``: ``LongTensor [1]``, class id ``0..C-1`` (the raw labels mapped in sorted order, e.g.
   MUTAG ``-1 → 0``, ``1 → 1``; ENZYMES ``1..6 → 0..5``).
 
-Node features of the runs (``data.node_features``, :func:`node_feature_transform`; ``constant``
+Node features of the runs (``data.node_features``, :func:`~graph_transformers.datasets.tu_features.node_feature_transform`; ``constant``
 and ``degree`` are applied as a pre-transform, so each has its own processed cache):
 
 * ``auto`` (default): the set's own ``x``; a set with neither node labels nor attributes (the
@@ -63,7 +63,8 @@ and ``degree`` are applied as a pre-transform, so each has its own processed cac
   graph is read (a transform, not cached), as before the option existed;
 * ``constant``: ``x`` replaced by one constant ``1`` per node (``[N, 1]``), the set's own
   features dropped (a structure-only baseline);
-* ``degree``: the one-hot node degree :class:`CappedOneHotDegree` (``max_degree + 1`` columns,
+* ``degree``: the one-hot node degree
+  :class:`~graph_transformers.datasets.tu_features.CappedOneHotDegree` (``max_degree + 1`` columns,
   ``data.options.max_degree``, default :data:`DEFAULT_MAX_DEGREE`; a degree ``>= max_degree``
   goes into the last column), as Xu et al. (GIN, 2019) did for the social sets. It replaces
   ``x`` where the set has no node features and is appended after them where it has.
@@ -76,7 +77,6 @@ import os
 import os.path as osp
 import shutil
 import zipfile
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -84,53 +84,37 @@ from typing import Any
 import numpy as np
 import torch
 from torch_geometric.datasets import TUDataset
-from torch_geometric.transforms import BaseTransform, Constant
-from torch_geometric.utils import degree as node_degree
-from torch_geometric.utils import one_hot
+from torch_geometric.transforms import Constant
 
 from ..data.cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transform_key,
                           resolve_cache_dir, resolve_data_dir, sha256_of)
 from ..data.download import OFFLINE_ENV, fetch_url, offline
-from ..data.generated import (SPLITS, PathLike, Transform, chain, check_split,
-                              stratified_kfold)
-from ..data.legacy import accepts_old_order, name_first
+from ..data.generated import SPLITS, PathLike, Transform, chain, check_split
 from ..data.registry import DatasetSpec
+from .tu_features import (DEFAULT_MAX_DEGREE, CappedOneHotDegree, node_feature_dim,
+                          node_feature_transform)
+from .tu_folds import (TU_NUM_FOLDS, TU_SPLIT_SEED, check_fold, check_index_folds,
+                       read_benchmark_index, stratified_fold_split)
 
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "BENCHMARK_INDEX_URL",
+    "ENZYMES_SPEC",
+    "MUTAG_SPEC",
+    "NCI1_SPEC",
     "TU",
     "TU_NAMES",
-    "TU_NUM_FOLDS",
-    "TU_SPLIT_SEED",
+    "TU_PARAMS",
     "TU_STATS",
-    "BENCHMARK_INDEX_URL",
-    "OFFLINE_ENV",
-    "stratified_kfold",
-    "stratified_fold_split",
-    "read_benchmark_index",
-    "check_index_folds",
+    "adapt_tu_spec",
     "extract_tu_zip",
-    "NODE_FEATURES",
-    "DEFAULT_MAX_DEGREE",
-    "CappedOneHotDegree",
-    "node_feature_transform",
-    "node_feature_dim",
     "load_tu",
     "tu_spec",
-    "MUTAG_SPEC",
-    "ENZYMES_SPEC",
-    "NCI1_SPEC",
 ]
 
 #: The TU datasets this module knows (case as in the TU file names).
 TU_NAMES: tuple[str, ...] = ("MUTAG", "ENZYMES", "NCI1")
-#: Number of cross-validation folds of the benchmark.
-TU_NUM_FOLDS = 10
-#: Seed of the generated stratified folds (MUTAG, NCI1). Fixed: the split is part of the
-#: benchmark, not of a training run, so it must not follow the training seed.
-TU_SPLIT_SEED = 0
-#: Known sizes (checked by the tests): graphs, classes, node-feature width with the default
 #: ``use_node_attr``, edge-feature width (0 = no ``edge_attr``).
 TU_STATS: dict[str, dict[str, int]] = {
     "MUTAG": {"num_graphs": 188, "num_classes": 2, "num_features": 7, "num_edge_features": 4},
@@ -157,10 +141,6 @@ _SHA256 = {
 # Datasets whose benchmark split files are required (and downloaded when missing); any other
 # name uses its index files when they are present, else the generated folds.
 _INDEX_SPLIT_NAMES = ("ENZYMES",)
-#: values of ``data.node_features`` (see the module docstring)
-NODE_FEATURES: tuple[str, ...] = ("auto", "constant", "degree")
-#: default cap of the one-hot degree features (``data.options.max_degree``)
-DEFAULT_MAX_DEGREE = 64
 
 
 
@@ -189,200 +169,6 @@ def _check_sha(path: Path) -> None:
         log.info("TU: %s has no recorded checksum; used as found (sha256 %s)", path,
                  sha256_of(path))
     check_sha256(path, want, "TU")
-
-
-# --------------------------------------------------------------------------------------------
-# Splits
-# --------------------------------------------------------------------------------------------
-def stratified_fold_split(labels: Sequence[int] | np.ndarray | torch.Tensor, fold: int,
-                          n_splits: int = TU_NUM_FOLDS,
-                          seed: int = TU_SPLIT_SEED) -> dict[str, list[int]]:
-    """Train/val/test graph ids of one fold of the generated split (MUTAG, NCI1).
-
-    With ``folds = stratified_kfold(labels, n_splits, seed)``: test = ``folds[fold]``, val =
-    ``folds[(fold + 1) % n_splits]``, train = all other folds (about 80 / 10 / 10 % for 10 folds,
-    each stratified by class).
-
-    Returns:
-        dict ``{"train", "val", "test"}`` → sorted lists of graph ids.
-
-    Raises:
-        ValueError: ``fold`` not an integer in ``0..n_splits-1``.
-    """
-    fold = _check_fold(fold, n_splits)
-    folds = stratified_kfold(labels, n_splits, seed)
-    val_fold = (fold + 1) % n_splits
-    train = np.concatenate([f for k, f in enumerate(folds) if k not in (fold, val_fold)])
-    return {"train": sorted(train.tolist()), "val": folds[val_fold].tolist(),
-            "test": folds[fold].tolist()}
-
-
-def _check_fold(fold, n_splits: int = TU_NUM_FOLDS) -> int:
-    if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or not (
-        0 <= fold < n_splits
-    ):
-        raise ValueError(f"TU fold must be an integer in 0..{n_splits - 1}, got {fold!r}")
-    return int(fold)
-
-
-def read_benchmark_index(path: str | os.PathLike) -> list[list[int]]:
-    """Parse a benchmarking-gnns ``<NAME>_<split>.index`` file: one line per fold, each a
-    comma-separated list of 0-based graph ids (blank lines are skipped).
-
-    Returns:
-        list (one per fold, in file order) of lists of graph ids.
-
-    Raises:
-        ValueError: a token that is not an integer (the message names the file and the line).
-    """
-    folds = []
-    for lineno, line in enumerate(Path(path).read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            folds.append([int(tok) for tok in line.split(",")])
-        except ValueError:
-            bad = next(t for t in line.split(",") if not t.strip().lstrip("-").isdigit())
-            raise ValueError(f"TU: {path} line {lineno} holds {bad.strip()!r}, not a graph id; "
-                             "each line must be a comma-separated list of 0-based graph ids"
-                             ) from None
-    return folds
-
-
-def check_index_folds(folds: dict[str, list[list[int]]], paths: dict[str, Path],
-                      num_graphs: int) -> None:
-    """Validates the folds of a set of index files (any TU name; no checksum is known for them).
-
-    Args:
-        folds: ``{"train", "val", "test"}`` → the file's lines (:func:`read_benchmark_index`),
-            line ``k`` = fold ``k``.
-        paths: the same keys → the files, for the messages.
-        num_graphs: graphs in the dataset (ids must be in ``0..num_graphs-1``).
-
-    Raises:
-        ValueError: (one line, naming the file) the files have different numbers of lines or
-            none; a line holds an id out of range or an id twice; a graph is in two splits of
-            the same fold.
-    """
-    lines = {s: len(folds[s]) for s in SPLITS}
-    if len(set(lines.values())) != 1 or not lines["train"]:
-        counts = ", ".join(f"{paths[s].name}: {n}" for s, n in lines.items())
-        raise ValueError(f"TU: the index files in {paths['train'].parent} have different numbers "
-                         f"of lines ({counts}) or none; line k of each file is fold k, so the "
-                         "three files need the same number of non-empty lines")
-    for k in range(lines["train"]):
-        seen: dict[int, str] = {}
-        for s in SPLITS:
-            ids = folds[s][k]
-            bad = next((i for i in ids if not 0 <= i < num_graphs), None)
-            if bad is not None:
-                raise ValueError(f"TU: {paths[s]} fold {k} (line {k + 1}) holds graph id {bad}, "
-                                 f"outside 0..{num_graphs - 1} (the dataset has {num_graphs} "
-                                 "graphs; ids are 0-based positions in the TU file order)")
-            if len(set(ids)) != len(ids):
-                twice = next(i for i in ids if ids.count(i) > 1)
-                raise ValueError(f"TU: {paths[s]} fold {k} (line {k + 1}) holds graph id "
-                                 f"{twice} twice; each id may appear once per line")
-            for i in ids:
-                if i in seen:
-                    raise ValueError(f"TU: graph {i} is in both {paths[seen[i]].name} and "
-                                     f"{paths[s].name} in fold {k} (line {k + 1}); the "
-                                     "train/val/test ids of a fold must be disjoint")
-                seen[i] = s
-
-
-# --------------------------------------------------------------------------------------------
-# Node features (data.node_features)
-# --------------------------------------------------------------------------------------------
-class CappedOneHotDegree(BaseTransform):
-    """One-hot node degree with a cap: node ``i`` gets ``one_hot(min(deg(i), max_degree))``,
-    ``max_degree + 1`` columns (degree ``0 .. max_degree - 1``, then ``>= max_degree`` in the
-    last column). Unlike PyG's :class:`~torch_geometric.transforms.OneHotDegree`, a degree above
-    the cap is not an error. The degree counts ``edge_index[0]`` (TU graphs store both
-    directions, so it is the undirected degree). Appended after ``x`` when the graph has one,
-    else it becomes ``x``.
-
-    Input: ``data.edge_index`` ``LongTensor [2, E]``, ``data.x`` ``[N, F]`` or ``None``.
-    Output: ``data.x`` ``FloatTensor [N, F + max_degree + 1]`` (``F = 0`` without ``x``).
-
-    Args:
-        max_degree (int): the cap (``>= 1``).
-
-    Raises:
-        ValueError: ``max_degree`` not a positive integer.
-    """
-
-    def __init__(self, max_degree: int = DEFAULT_MAX_DEGREE) -> None:
-        if isinstance(max_degree, bool) or not isinstance(max_degree, (int, np.integer)) \
-                or max_degree < 1:
-            raise ValueError(f"data.options.max_degree must be a positive integer, got "
-                             f"{max_degree!r}")
-        self.max_degree = int(max_degree)
-
-    def forward(self, data):
-        """Adds the capped one-hot degree to ``data.x`` (see the class docstring)."""
-        deg = node_degree(data.edge_index[0], data.num_nodes, dtype=torch.long)
-        onehot = one_hot(deg.clamp(max=self.max_degree), self.max_degree + 1)
-        x = data.x
-        if x is None:
-            data.x = onehot
-        else:
-            x = x.view(-1, 1) if x.dim() == 1 else x
-            data.x = torch.cat([x, onehot.to(x.dtype)], dim=-1)
-        return data
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}(max_degree={self.max_degree})"
-
-
-def _check_mode(mode: str) -> str:
-    if mode not in NODE_FEATURES:
-        raise ValueError(f"data.node_features must be one of {NODE_FEATURES}, got {mode!r}")
-    return mode
-
-
-def node_feature_transform(mode: str, featureless: bool,
-                           max_degree: int = DEFAULT_MAX_DEGREE) -> BaseTransform | None:
-    """The pre-transform of ``data.node_features`` for a TU set (module docstring).
-
-    Args:
-        mode: ``"auto"``, ``"constant"`` or ``"degree"``.
-        featureless: the set has neither node labels nor node attributes (``x`` is ``None``).
-        max_degree: the cap of ``degree``.
-
-    Returns:
-        ``None`` (``auto`` on a set with features: ``x`` as read), a
-        :class:`~torch_geometric.transforms.Constant` (``x = 1``, ``[N, 1]``, replacing any
-        ``x``) or a :class:`CappedOneHotDegree`.
-
-    Raises:
-        ValueError: an unknown ``mode`` or a bad ``max_degree``.
-    """
-    mode = _check_mode(mode)
-    if mode == "degree":
-        return CappedOneHotDegree(max_degree)
-    if mode == "constant" or featureless:
-        return Constant(value=1.0, cat=False)
-    return None
-
-
-def node_feature_dim(mode: str, num_features: int, max_degree: int = DEFAULT_MAX_DEGREE) -> int:
-    """Width of ``x`` after :func:`node_feature_transform` (the spec's ``node_dim``).
-
-    Args:
-        mode: ``"auto"``, ``"constant"`` or ``"degree"``.
-        num_features: the set's own node feature width (0 for a featureless set).
-        max_degree: the cap of ``degree``.
-
-    Raises:
-        ValueError: an unknown ``mode``.
-    """
-    mode = _check_mode(mode)
-    if mode == "degree":
-        return int(num_features) + int(max_degree) + 1
-    if mode == "constant":
-        return 1
-    return int(num_features) or 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -472,9 +258,7 @@ class TU(TUDataset):
     in ``root/splits/``. The dataset then holds only the graphs of ``split`` / ``fold``, in the
     order of the split's id list (:attr:`indices_in_full` gives their positions in the full set).
 
-    Arguments in PyG's order (``TUDataset(root, name, ...)``); the old order ``TU(name, root,
-    split, fold, data_dir, ...)`` still works for one more release, with a ``FutureWarning``
-    (:mod:`graph_transformers.data.legacy`).
+    Arguments in PyG's order (``TUDataset(root, name, ...)``).
 
     Args:
         root (str or PathLike, optional): cache directory.
@@ -508,9 +292,11 @@ class TU(TUDataset):
             ``{"rule": "stratified_folds", "seed", "num_folds", "fold"}``.
 
     Raises:
+        TypeError: a ``name`` that is not a string (a call in the removed order
+            ``TU(name, root, ...)``).
         ValueError: no ``name``, unknown ``split``, ``fold`` outside ``0..9`` (or outside the
             index files' lines), a raw file or split file whose sha256 is not the pinned one, a malformed
-            split file (:func:`check_index_folds`), or one or two of a name's three index files
+            split file (:func:`~graph_transformers.datasets.tu_folds.check_index_folds`), or one or two of a name's three index files
             without the others.
         DataNotFoundError: the raw files (or the ENZYMES split files) are neither local nor
             downloadable; the message lists where it looked and how to get them.
@@ -520,10 +306,6 @@ class TU(TUDataset):
     level = "graph"
     task = "graph_classification"
 
-    @accepts_old_order(("name", "root", "split", "fold", "data_dir", "transform",
-                        "pre_transform", "force_reload"),
-                       name_first(lambda v: isinstance(v, str) and v.upper() in TU_NAMES),
-                       "TU(root, name, split, fold=..., data_dir=...)")
     def __init__(
         self, root: PathLike | None = None, name: str | None = None, split: str = "train",
         transform: Transform = None, pre_transform: Transform = None, force_reload: bool = False,
@@ -533,6 +315,9 @@ class TU(TUDataset):
         if name is None:
             raise ValueError(f"TU: no dataset name; pass name= (one of {', '.join(TU_NAMES)}, "
                              "or another TU name)")
+        if not isinstance(name, str):  # e.g. a path: the removed order TU(name, root, ...)
+            raise TypeError(f"TU: name must be a dataset name (str), got {name!r}; the arguments "
+                            "are in PyG's order, TU(root, name, split, ...)")
         check_split("TU", split)
         name = _canonical_name(str(name))
         self.split = split
@@ -547,12 +332,12 @@ class TU(TUDataset):
         # Locate the split files before any extraction/processing, so a missing one fails fast.
         # Another name's own index files set the number of folds (checked once they are read).
         if name in _INDEX_SPLIT_NAMES:
-            self.fold = _check_fold(fold)
+            self.fold = check_fold(fold)
             self._index_paths = {s: self._index_file(name, s, root) for s in SPLITS}
         else:
             self._index_paths = self._optional_index_files(name)
             if self._index_paths is None:
-                self.fold = _check_fold(fold)
+                self.fold = check_fold(fold)
             elif isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or fold < 0:
                 raise ValueError(f"TU fold must be a non-negative integer, got {fold!r}")
             else:
@@ -727,7 +512,7 @@ def load_tu(
 ) -> TU:
     """One split of one fold of the TU set ``name`` (``data.name: mutag`` / ``tu:<NAME>``),
     cached under ``root/TU/``, with the node features of ``data.node_features``
-    (:func:`node_feature_transform`, capped at ``max_degree``, ``data.options.max_degree``)
+    (:func:`~graph_transformers.datasets.tu_features.node_feature_transform`, capped at ``max_degree``, ``data.options.max_degree``)
     applied as a pre-transform before ``pre_transform`` (their own cache). ``featureless``: the
     set has no node features of its own; with ``auto`` each graph then gets the constant as it
     is read (a transform, as before ``data.node_features`` existed, so earlier caches still
@@ -743,6 +528,11 @@ def load_tu(
     return TU(str(Path(root) / "TU"), name, split=split, fold=fold, data_dir=data_dir,
               pre_transform=chain(features, pre_transform), transform=transform,
               force_reload=force_reload)
+
+
+#: what :func:`load_tu` takes from a config: ``data.fold``, ``data.data_dir``,
+#: ``data.node_features`` and ``data.options.max_degree``
+TU_PARAMS = ("fold", "data_dir", "node_features", "max_degree")
 
 
 @functools.lru_cache(maxsize=32)
@@ -772,7 +562,8 @@ def tu_spec(name: str, data_dir: Any = None, cache_dir: Any = None, node_feature
     return DatasetSpec(f"tu:{full.name}", "graph", "classification", int(full.num_classes),
                        "accuracy", functools.partial(load_tu, name=full.name,
                                                      featureless=own == 0),
-                       node_dim=node_feature_dim(node_features, own, cap), edge_dim=edge_dim)
+                       node_dim=node_feature_dim(node_features, own, cap), edge_dim=edge_dim,
+                       params=TU_PARAMS)
 
 
 def adapt_tu_spec(spec: DatasetSpec, node_features: str = "auto",
@@ -796,7 +587,8 @@ def _registered(name: str) -> DatasetSpec:
     return DatasetSpec(name.lower(), "graph", "classification", stats["num_classes"],
                        "accuracy", functools.partial(load_tu, name=name),
                        node_dim=stats["num_features"],
-                       edge_dim=stats["num_edge_features"] or None, adapt=adapt_tu_spec)
+                       edge_dim=stats["num_edge_features"] or None, adapt=adapt_tu_spec,
+                       params=TU_PARAMS, adapt_params=("node_features", "max_degree"))
 
 
 #: ``data.name: mutag``

@@ -17,12 +17,13 @@ from torch_geometric.utils import subgraph
 from ..core.dense import DenseBatch
 from ..nn.attention import DEFAULT_ATTENTION_BUDGET_GB
 from ..nn.convention import ffn_width
-from ..nn.gps import GPSLayer
+from ..nn.gps import GPSLayer, check_attention_maps
 from ..nn.norm import make_norm
 from .encoders import FeatureEncoder, encoding_input, make_pe_encoder
 from .heads import MLPReadout, level_head
 from .registry import (NonNegativeInt, Norm, PEName, PositiveFloat, PositiveInt, Probability,
                        Readout, SignFlip, model_config, register_model)
+from .registry import EdgeFeatureUse
 from ..nn.reset import reset_descendants
 from .utils import check_inputs
 
@@ -137,9 +138,18 @@ class GPS(nn.Module):
 
     @staticmethod
     def needs_degree_histogram(mpnn: str | None = None, **_: object) -> bool:
-        """Whether the constructor needs ``deg`` (the runner then computes it from the train
-        split)."""
+        """Whether the constructor needs ``deg`` (``training.build.make_model`` then computes it
+        from the train split)."""
         return mpnn == "pna"
+
+    @staticmethod
+    def edge_feature_use(mpnn: str | None = None, **_: object) -> EdgeFeatureUse:
+        """What GPS reads of edge features (:class:`~.registry.EdgeFeatureUse`): those its MPNN
+        reads (none without one, or with GCN / GIN); GINE and GatedGCN need them."""
+        if mpnn is None or mpnn in ("gcn", "gin"):
+            return EdgeFeatureUse("none")
+        return EdgeFeatureUse("any", needed_by=mpnn if mpnn in ("gine", "gatedgcn") else None,
+                              instead="model.mpnn=gin (or gcn)")
 
     @staticmethod
     def config_checks(model) -> None:
@@ -162,6 +172,21 @@ class GPS(nn.Module):
             raise ValueError(f"model.mpnn={model.mpnn!r} needs edge features: set "
                              "model.use_edge_features=true, or, for graphs without edge "
                              "features, model.mpnn=gin (or gcn)")
+
+    @staticmethod
+    def config_encodings(model) -> dict[str, str]:
+        """The encodings the ``model:`` section's values call for
+        (:func:`~graph_transformers.training.model_sections.missing_encodings`): Exphormer
+        attention attends over the expander graph that ``encodings.expander`` precomputes per
+        graph (an error without it, not a silent default, so the cache key stays explicit).
+
+        Returns:
+            Encoding name → why the section needs it.
+        """
+        if model.attention == "exphormer":
+            return {"expander": "model.attention 'exphormer' attends over a per-graph expander "
+                                "graph"}
+        return {}
 
     def reset_parameters(self) -> None:
         reset_descendants(self)
@@ -229,14 +254,7 @@ class GPS(nn.Module):
             NotImplementedError: for the linear attentions (Performer, linear, SGFormer),
                 Exphormer or no global attention.
         """
-        if self.attention != "full":
-            why = ("its sparse weights come from ExphormerAttention(..., "
-                   "return_attention_weights=True)" if self.attention == "exphormer" else
-                   "linear attention weights are never formed, and 'none' has no global "
-                   "attention")
-            raise NotImplementedError(
-                f"attention maps need full softmax attention; this GPS uses "
-                f"attention={self.attention!r} ({why})")
+        check_attention_maps(self.attention, "GPS")
         was_training = self.training
         self.eval()
         try:

@@ -12,11 +12,8 @@ from ..nn.attention import aligned_bias, attention_dtype
 from ..nn.graphormer import GraphormerLayer
 from .encoders import FeatureEncoder
 from .grpe import PairRelationBuilder, TokenPairModel
-from .heads import MLPReadout
 from .registry import (NonNegativeInt, PositiveFloat, PositiveInt, Probability, model_config,
                        register_model)
-from ..nn.reset import reset_descendants
-from .utils import check_inputs
 
 
 @register_model("graphormer")
@@ -96,31 +93,25 @@ class Graphormer(TokenPairModel):
         self.spatial_bias = (nn.Embedding(self.relations.num_topology, num_heads)
                              if spatial_bias else None)
         self.edge_bias = nn.Embedding(self.relations.num_edge, num_heads) if edge_bias else None
-        self.layers = nn.ModuleList(
-            GraphormerLayer(hidden_dim, num_heads, ffn_dim=ffn_dim, dropout=dropout,
-                            attn_dropout=attn_dropout)
-            for _ in range(num_layers))
-        self.final_norm = nn.LayerNorm(hidden_dim)
-        self.head = MLPReadout(hidden_dim, out_dim, mlp_layers)
-        self.reset_parameters()
+        layers = (GraphormerLayer(hidden_dim, num_heads, ffn_dim=ffn_dim, dropout=dropout,
+                                  attn_dropout=attn_dropout)
+                  for _ in range(num_layers))
+        self._add_stack(layers, hidden_dim, out_dim, mlp_layers)
 
     def reset_parameters(self) -> None:
-        reset_descendants(self)
+        super().reset_parameters()
         nn.init.normal_(self.graph_token, std=0.02)
         for emb in (self.spatial_bias, self.edge_bias):
             if emb is not None:
                 nn.init.zeros_(emb.weight)  # start as plain attention, learn the biases
 
     def _encode(self, data: Batch, return_attention_weights: bool = False):
-        check_inputs(data)
-        rel = self.relations(data)
-        h = self.node_encoder(data.x)
+        rel, h = self._embed(data)
         if self.degree_encoder is not None:
             deg = degree(data.edge_index[1], h.size(0), dtype=torch.long)
             h = h + self.degree_encoder(deg.clamp(max=self.max_degree))
-        x = rel.dense.to_dense(h)
-        B, N1 = x.size(0), x.size(1) + 1
-        x = torch.cat([self.graph_token.view(1, 1, -1).expand(B, 1, -1), x], dim=1)
+        x = self._behind_token(h, rel, self.graph_token)
+        B, N1 = x.size(0), x.size(1)
         bias = x.new_zeros(B, N1, N1, self.num_heads)
         if self.spatial_bias is not None:
             bias = bias + self.spatial_bias(rel.topology)

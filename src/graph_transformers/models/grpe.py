@@ -1,7 +1,7 @@
 """GRPE network (Park et al. 2022) and the pair relations it shares with Graphormer."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from math import prod
 from typing import Any, Callable, Literal
@@ -19,6 +19,7 @@ from .encoders import FeatureEncoder
 from .heads import MLPReadout
 from .registry import (NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt,
                        Probability, model_config, register_model)
+from .registry import EdgeFeatureUse
 from ..nn.reset import reset_descendants
 from .utils import check_inputs
 
@@ -211,10 +212,44 @@ class TokenPairModel(nn.Module):
                              "then count by presence only)")
         self.level, self.size_groups = level, size_groups
 
+    @staticmethod
+    def edge_feature_use(**_: object) -> EdgeFeatureUse:
+        """What GRPE / Graphormer read of edge features (:class:`~.registry.EdgeFeatureUse`):
+        edge types only (their edge embeddings index categories)."""
+        return EdgeFeatureUse("categorical")
+
     def graph_size_limit(self) -> GraphSizeLimit | None:
         """The largest graph the memory budget admits (``relations``' budget, with the token),
         for ``encodings.spd`` to refuse larger graphs before computing them."""
         return self.relations.size_limit()
+
+    def _add_stack(self, layers: Iterable[nn.Module], hidden_dim: int, out_dim: int,
+                   mlp_layers: int) -> None:
+        """The end of a subclass's ``__init__``: ``layers`` (a ``ModuleList``), ``final_norm``
+        (``LayerNorm(hidden_dim)``) and ``head`` (:class:`MLPReadout` with ``mlp_layers``
+        hidden layers to ``out_dim``), in this order, then :meth:`reset_parameters`."""
+        self.layers = nn.ModuleList(layers)
+        self.final_norm = nn.LayerNorm(hidden_dim)
+        self.head = MLPReadout(hidden_dim, out_dim, mlp_layers)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Every descendant's ``reset_parameters``; a subclass then initializes its token."""
+        reset_descendants(self)
+
+    def _embed(self, data: Batch) -> tuple[PairRelations, Tensor]:
+        """The start of ``_encode``: checks ``data`` (:func:`~.utils.check_inputs`) and returns
+        its pair relations (``self.relations(data)``) and node embeddings ``[num_nodes, d]``
+        (``self.node_encoder(data.x)``)."""
+        check_inputs(data)
+        return self.relations(data), self.node_encoder(data.x)
+
+    @staticmethod
+    def _behind_token(h: Tensor, rel: PairRelations, token: Tensor) -> Tensor:
+        """``h [num_nodes, d]`` as the dense batch ``[B, N + 1, d]`` of ``rel`` behind the
+        learned ``token [d]`` at position 0 of every graph."""
+        x = rel.dense.to_dense(h)
+        return torch.cat([token.view(1, 1, -1).expand(x.size(0), 1, -1), x], dim=1)
 
     def _in_groups(self, x: Tensor, rel: PairRelations, num_heads: int,
                    run: Callable[[tuple], tuple[Tensor, list[Tensor]]],
@@ -342,29 +377,23 @@ class GRPE(TokenPairModel):
         T, E = self.relations.num_topology, self.relations.num_edge
         n_enc = 1 if share_encodings else num_layers
         self.encodings = nn.ModuleList(GRPEEncodings(T, E, hidden_dim) for _ in range(n_enc))
-        self.layers = nn.ModuleList(
+        layers = (
             GRPELayer(hidden_dim, num_heads, ffn_dim=ffn_dim, dropout=dropout,
                       attn_dropout=attn_dropout, topology_attention=topology_attention,
                       edge_attention=edge_attention, graph_encoded_value=graph_encoded_value,
                       attention_impl=attention_impl)
             for _ in range(num_layers))
-        self.final_norm = nn.LayerNorm(hidden_dim)
-        self.head = MLPReadout(hidden_dim, out_dim, mlp_layers)
-        self.reset_parameters()
+        self._add_stack(layers, hidden_dim, out_dim, mlp_layers)
 
     def reset_parameters(self) -> None:
-        reset_descendants(self)
+        super().reset_parameters()
         nn.init.normal_(self.virtual_node)
 
     def _encode(self, data: Batch, return_attention_weights: bool = False):
-        check_inputs(data)
-        rel = self.relations(data)
-        h = self.node_encoder(data.x)
+        rel, h = self._embed(data)
         if self.training and self.input_noise > 0:
             h = h + torch.empty_like(h).uniform_(-self.input_noise, self.input_noise)
-        x = rel.dense.to_dense(h)
-        B = x.size(0)
-        x = torch.cat([self.virtual_node.view(1, 1, -1).expand(B, 1, -1), x], dim=1)
+        x = self._behind_token(h, rel, self.virtual_node)
 
         tables: dict = {}  # the encodings' tables, once per forward (see _layers)
 

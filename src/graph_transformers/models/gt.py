@@ -14,6 +14,7 @@ from .encoders import encoding_input, feature_encoders, make_pe_encoder
 from .heads import MLPReadout, batch_vector, level_head, sparse_attention_maps
 from .registry import (NonNegativeInt, Norm, PEName, PositiveFloat, PositiveInt, Probability,
                        Readout, SignFlip, model_config, register_model)
+from .registry import EdgeFeatureUse
 from .utils import check_inputs, full_graph_edge_index
 from ..nn.reset import reset_descendants
 
@@ -103,6 +104,12 @@ class GraphTransformer(nn.Module):
         if model.full_graph and model.use_edge_features is True:
             raise ValueError("model.full_graph discards edge features (GT paper, Table 1): set "
                              "model.use_edge_features=false")
+
+    @staticmethod
+    def edge_feature_use(full_graph: bool = False, **_: object) -> EdgeFeatureUse:
+        """What GT reads of edge features (:class:`~.registry.EdgeFeatureUse`): none in
+        full-graph mode, else edge types or continuous features."""
+        return EdgeFeatureUse("none" if full_graph else "any")
 
     def reset_parameters(self) -> None:
         reset_descendants(self)

@@ -27,6 +27,7 @@ from .encoders import encoding_input, feature_encoders, make_pe_encoder
 from .heads import MLPReadout, batch_vector, graph_readout, level_head
 from .registry import (NonNegativeInt, Norm, PEName, PositiveInt, Probability, Readout,
                        SignFlip, model_config, register_model)
+from .registry import EdgeFeatureUse
 from ..nn.reset import reset_descendants
 from .utils import check_inputs
 
@@ -137,6 +138,15 @@ class MPNN(nn.Module):
     def needs_degree_histogram(**_: object) -> bool:
         """Whether the constructor needs ``deg`` (PNA; overridden there)."""
         return False
+
+    @classmethod
+    def edge_feature_use(cls, **_: object) -> EdgeFeatureUse:
+        """What the baseline reads of edge features (:class:`~.registry.EdgeFeatureUse`), by its
+        convolution: none for GCN and GIN; GINE cannot run without them."""
+        if cls.conv in ("gcn", "gin"):
+            return EdgeFeatureUse("none")
+        return EdgeFeatureUse("any", needed_by="gine" if cls.conv == "gine" else None,
+                              instead="model.name=gin (or gcn)")
 
     @staticmethod
     def config_checks(model) -> None:

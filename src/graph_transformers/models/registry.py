@@ -2,7 +2,7 @@
 
 A model's hyper-parameters have one home, its constructor. The ``model:`` section of a run
 config is derived from the constructor's signature
-(:func:`graph_transformers.training.config.model_section`):
+(:func:`graph_transformers.training.model_sections.model_section`):
 
 * one key per constructor argument, except :data:`WIRED_ARGUMENTS` (the run fills them in
   from the dataset and the encodings) and the arguments named in :func:`model_config`'s
@@ -17,8 +17,11 @@ config is derived from the constructor's signature
 
 Cross-checks between keys are a static method ``config_checks(section)`` of the model class
 that raises ``ValueError`` with a message naming the keys (``model.<key>``); they run when a
-config is validated. :func:`register_model` enters the class under its config name(s) in
-:data:`MODELS`. ``docs/adding_a_model.md`` walks through one model end to end.
+config is validated. Encodings that a section's values call for (GPS's ``attention: exphormer``
+needs ``encodings.expander``) are a static method ``config_encodings(section)`` returning
+``{encoding name: why}``; a config without them is refused. :func:`register_model` enters the
+class under its config name(s) in :data:`MODELS` (:data:`DEFAULT_MODEL`: the model of a config
+that names none). ``docs/adding_a_model.md`` walks through one model end to end.
 """
 from __future__ import annotations
 
@@ -62,7 +65,7 @@ Norm = Literal["batch", "layer", "none"]
 Readout = Literal["mean", "sum", "max"]
 
 #: constructor arguments the run passes from the dataset and the encodings
-#: (``training.runner.model_kwargs``), so no config keys: every registered model accepts
+#: (``training.build.model_kwargs``), so no config keys: every registered model accepts
 #: ``out_dim``, ``level``, ``num_node_types`` and ``num_node_features``; the others where it
 #: has the key that calls for them (``num_edge_*`` with ``use_edge_features``, ``pe_dim`` with
 #: ``pe``, ``deg`` where ``needs_degree_histogram`` says so).
@@ -142,10 +145,11 @@ def model_config(*, defaults: Mapping[str, Any] | None = None,
 
 def config_owner(cls: type) -> type:
     """The class a registered class's section is derived from: the nearest class of its MRO
-    that defines a constructor, a :func:`model_config` declaration or ``config_checks`` (the
-    MPNN baselines, which only set ``conv``, share :class:`~graph_transformers.models.MPNN`'s)."""
+    that defines a constructor, a :func:`model_config` declaration, ``config_checks`` or
+    ``config_encodings`` (the MPNN baselines, which only set ``conv``, share
+    :class:`~graph_transformers.models.MPNN`'s)."""
     for klass in cls.__mro__:
-        if {"__init__", "config_spec", "config_checks"} & set(vars(klass)):
+        if {"__init__", "config_spec", "config_checks", "config_encodings"} & set(vars(klass)):
             return klass
     return cls
 
@@ -157,6 +161,8 @@ def config_spec(cls: type) -> ModelConfigSpec:
 
 #: model name (``model.name`` of a config) → class; filled by :func:`register_model`
 MODELS: dict[str, type] = {}
+#: the model a config without ``model.name`` runs (the library's first model, GT)
+DEFAULT_MODEL = "gt"
 
 
 def register_model(*names: str) -> Callable[[T], T]:
@@ -178,6 +184,49 @@ def register_model(*names: str) -> Callable[[T], T]:
         return cls
 
     return wrap
+
+
+# ----------------------------------------------------------------------------- edge features
+@dataclass(frozen=True)
+class EdgeFeatureUse:
+    """What a model reads of a dataset's edge features, as its class declares it with a static
+    (or class) method ``edge_feature_use(**kwargs)`` taking the constructor's keyword arguments
+    (a model whose use depends on its options: GT with ``full_graph``, GPS by its ``mpnn``).
+    ``model.use_edge_features: auto`` is resolved with it
+    (:func:`graph_transformers.training.build.resolve_edge_features`).
+
+    Attributes:
+        reads: ``"none"`` (the model reads no edge features: ``auto`` resolves to off),
+            ``"categorical"`` (only edge types, ``spec.edge_types``) or ``"any"`` (edge types or
+            continuous edge features, ``spec.edge_dim``).
+        needed_by: the part of the model that cannot run without edge features (e.g.
+            ``"gine"``), ``None`` when the model runs without them.
+        instead: the config change that runs without edge features (e.g.
+            ``"model.mpnn=gin (or gcn)"``), named with ``needed_by`` in the error on a dataset
+            that has none.
+    """
+
+    reads: Literal["none", "categorical", "any"] = "any"
+    needed_by: str | None = None
+    instead: str | None = None
+
+
+def edge_feature_use(name: str, kwargs: Mapping[str, Any]) -> EdgeFeatureUse:
+    """The :class:`EdgeFeatureUse` the model registered as ``name`` declares for ``kwargs`` (its
+    constructor arguments, or a ``model:`` section as a dict); a model that declares nothing
+    (or an unknown name) reads edge types and continuous edge features and runs without them.
+
+    Args:
+        name: a model name of :data:`MODELS`.
+        kwargs: the model's keyword arguments; a ``name`` key is ignored.
+
+    Returns:
+        EdgeFeatureUse: what the model reads of edge features.
+    """
+    declare = getattr(MODELS.get(name), "edge_feature_use", None)
+    if declare is None:
+        return EdgeFeatureUse()
+    return declare(**{k: v for k, v in kwargs.items() if k != "name"})
 
 
 # ----------------------------------------------------------------------------- descriptions

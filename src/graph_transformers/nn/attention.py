@@ -23,7 +23,6 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import to_dense_batch
 
-from .convention import legacy_init, warn_deprecated
 from .fused import fused_sparse_attention, use_fused_sparse_attention
 
 
@@ -297,11 +296,6 @@ class QKVAttention(nn.Module):
         """PyG-native: ``x [num_nodes, d]`` with ``batch [num_nodes]`` (sorted graph ids; ``None``
         = one graph) → ``[num_nodes, d]``, attention over the nodes of each graph;
         ``edge_index`` and ``edge_attr`` are accepted (the layer convention) and unused."""
-        if isinstance(x, Tensor) and x.dim() == 3:  # the old forward(x [B, N, d], mask [B, N])
-            warn_deprecated(f"{type(self).__name__}(x [B, N, d], mask) is the old dense call; "
-                            f"call {type(self).__name__}.forward_dense(x, mask), or forward(x "
-                            "[num_nodes, d], batch=batch)")
-            return self.forward_dense(x, edge_index)
         if not isinstance(x, Tensor) or x.dim() != 2 or x.size(1) != self.hidden_dim:
             shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"x must be [num_nodes, {self.hidden_dim}] (padded [B, N, d]: "
@@ -364,8 +358,6 @@ class FullAttention(QKVAttention):
             shape mismatch or a batch whose attention would exceed ``memory_budget_gb``.
     """
 
-    @legacy_init(("hidden_dim", "num_heads", "attn_dropout", "bias", "memory_budget_gb"),
-                 new_form="FullAttention(hidden_dim, num_heads, *, attn_dropout=0.0, ...)")
     def __init__(self, hidden_dim: int, num_heads: int, *, attn_dropout: float = 0.0,
                  bias: bool = True,
                  memory_budget_gb: float | None = DEFAULT_ATTENTION_BUDGET_GB) -> None:

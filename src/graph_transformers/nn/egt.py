@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import acc_dtype, head_dim
-from .convention import legacy_init, renamed_multiplier, with_attention
+from .convention import with_attention
 from .pyg_inputs import densify, pair_attention, pairs_input
 from .reset import reset_children
 
@@ -178,18 +178,6 @@ class EGTLayer(nn.Module):
         >>> out2 = layer(x, batch.edge_index, batch=batch.batch, pair_attr=out.pair_attr)
     """
 
-    @legacy_init(("hidden_dim", "edge_dim", "num_heads", "edge_update", "gated",
-                  "node_ffn_multiplier", "edge_ffn_multiplier", "attn_dropout", "dropout",
-                  "clamp", "edge_output", "scale_degree", "random_mask_prob"),
-                 new_form="EGTLayer(hidden_dim, num_heads, *, edge_dim, ffn_dim=None, "
-                          "edge_ffn_dim=None, ...)",
-                 # the old (hidden_dim, edge_dim, num_heads): a third positional, or the second
-                 # with num_heads by keyword
-                 is_legacy=lambda args, kwargs: len(args) > 2 or (len(args) == 2
-                                                                  and "num_heads" in kwargs),
-                 renamed=[renamed_multiplier("node_ffn_multiplier", "ffn_dim", 0, "hidden_dim"),
-                          renamed_multiplier("edge_ffn_multiplier", "edge_ffn_dim", None,
-                                             "edge_dim")])
     def __init__(self, hidden_dim: int, num_heads: int, *, edge_dim: int | None = None,
                  ffn_dim: int | None = None, edge_ffn_dim: int | None = None,
                  edge_update: bool = True, gated: bool = True, attn_dropout: float = 0.0,

@@ -19,18 +19,22 @@ after its residual and one after the MLP's:
         + \mathrm{Norm}_a(x + \mathrm{GlobalAttention}(x)),
     \qquad y = \mathrm{Norm}_2(h + \mathrm{MLP}(h)).
 
-Edge features go to the MPNN (and to Exphormer attention) only. The attention is chosen from full softmax attention
-(:class:`~graph_transformers.nn.attention.FullAttention`, SDPA on the padded dense batch),
+Edge features go to the MPNN (and to Exphormer attention) only. The attention is chosen from full
+softmax attention (:class:`~graph_transformers.nn.attention.FullAttention`, SDPA on the padded
+dense batch),
 Performer linear attention (:class:`~graph_transformers.nn.linear_attention.PerformerAttention`),
 the elu+1 linear attention of Katharopoulos et al. 2020
 (:class:`~graph_transformers.nn.kernel_attention.LinearGlobalAttention`), SGFormer's simple global
 attention (:class:`~graph_transformers.nn.kernel_attention.SGFormerAttention`; these two per graph
 by segment sums on the unpadded nodes), Exphormer's sparse attention over the graph's edges, an
 expander graph and virtual nodes (:class:`~graph_transformers.nn.exphormer.ExphormerAttention`,
-which also reads the edge features) or none; the MPNN is any message-passing module (as PyG's ``GPSConv(channels, conv, heads)``),
-one of :data:`~graph_transformers.nn.mpnn.CONVS` by name, or none.
+which also reads the edge features) or none; the MPNN is any message-passing module (as PyG's
+``GPSConv(channels, conv, heads)``), one of :data:`~graph_transformers.nn.mpnn.CONVS` by name, or
+none.
 """
 from __future__ import annotations
+
+import functools
 
 import torch
 from torch import Tensor, nn
@@ -38,7 +42,7 @@ from torch_geometric.utils import to_dense_batch
 
 from ..core.dense import DenseBatch
 from .attention import DEFAULT_ATTENTION_BUDGET_GB, FullAttention, head_dim
-from .convention import is_node_batch, legacy_init, renamed_multiplier, warn_deprecated
+from .convention import is_node_batch
 from .exphormer import ExphormerAttention
 from .kernel_attention import LinearGlobalAttention, SGFormerAttention
 from .linear_attention import PerformerAttention
@@ -52,6 +56,53 @@ ATTENTIONS = ("full", "performer", "linear", "sgformer", "exphormer", "none")
 SEGMENT_ATTENTIONS = ("linear", "sgformer")
 #: where the Norms sit: before each residual branch (the survey) or after each residual (GraphGPS)
 NORM_POSITIONS = ("pre", "post")
+
+
+def check_attention_maps(attention: str, owner: str) -> None:
+    """Refuses attention maps of a GPS ``owner`` (``"GPS layer"``, ``"GPS"``: how the message
+    names it) whose global attention (one of :data:`ATTENTIONS`) is not ``"full"``.
+
+    Raises:
+        NotImplementedError: for the linear attentions (Performer, linear, SGFormer: their
+            weights are never formed), Exphormer (its sparse weights come from
+            ``ExphormerAttention(..., return_attention_weights=True)``) or ``"none"``.
+    """
+    if attention == "full":
+        return
+    why = ("its sparse weights come from ExphormerAttention(..., return_attention_weights=True)"
+           if attention == "exphormer" else
+           "linear attention weights are never formed, and 'none' has no global attention")
+    raise NotImplementedError(f"attention maps need full softmax attention; this {owner} uses "
+                              f"attention={attention!r} ({why})")
+
+
+def _gpsconv_order(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``GPSLayer(channels, conv, heads)`` (PyG's ``GPSConv`` order; a module, an MPNN name or
+    ``None`` second) → ``GPSLayer(channels, heads, mpnn=conv)``; other calls unchanged.
+
+    Raises:
+        TypeError: for more than 3 positional arguments in that order, or ``conv`` given both
+            positionally and as ``mpnn=``.
+    """
+    if len(args) < 2 or (isinstance(args[1], int) and not isinstance(args[1], bool)):
+        return args, kwargs
+    if len(args) > 3:
+        raise TypeError("GPSLayer(channels, conv, heads) takes at most 3 positional arguments; "
+                        "pass the options by keyword")
+    if "mpnn" in kwargs:
+        raise TypeError("GPSLayer got its MPNN both as the second argument (conv) and as mpnn=")
+    return args[:1] + args[2:], {**kwargs, "mpnn": args[1]}
+
+
+def _accepts_gpsconv_order(init):
+    """Decorator of :class:`GPSLayer`'s ``__init__``: also PyG's ``GPSConv(channels, conv,
+    heads)`` order (:func:`_gpsconv_order`), without a second signature (``inspect`` shows the
+    one of ``init``)."""
+    @functools.wraps(init)
+    def wrapper(self, *args, **kwargs):
+        args, kwargs = _gpsconv_order(args, kwargs)
+        init(self, *args, **kwargs)
+    return wrapper
 
 
 class GPSLayer(nn.Module):
@@ -139,13 +190,7 @@ class GPSLayer(nn.Module):
         torch.Size([2, 1])
     """
 
-    @legacy_init(("hidden_dim", "num_heads", "mpnn", "attention", "use_edge_features", "norm",
-                  "norm_position", "dropout", "attn_dropout", "ffn_multiplier", "num_features",
-                  "memory_budget_gb", "deg", "pna_towers", "train_eps"),
-                 new_form="GPSLayer(hidden_dim, num_heads, *, mpnn='gine', attention='full', "
-                          "ffn_dim=None, ...) or PyG's GPSLayer(channels, conv, heads)",
-                 resolve=lambda args, kwargs: _gpsconv_order(args, kwargs),
-                 renamed=[renamed_multiplier("ffn_multiplier", "ffn_dim", 0, "hidden_dim")])
+    @_accepts_gpsconv_order
     def __init__(self, hidden_dim: int, num_heads: int = 1, *,
                  mpnn: str | nn.Module | None = "gine",
                  attention: str = "full", use_edge_features: bool = True, norm: str = "batch",
@@ -235,17 +280,13 @@ class GPSLayer(nn.Module):
         nodes only)."""
         if x.dim() != 2 or x.size(1) != self.hidden_dim:
             raise ValueError(f"x must be [num_nodes, {self.hidden_dim}], got {tuple(x.shape)}")
-        if is_node_batch(edge_attr, x.size(0)) and not is_node_batch(batch, x.size(0)):
-            # the old forward(x, edge_index, batch, edge_attr): edge features are never an
-            # integer [num_nodes] vector here (the MPNN reads [num_edges, d])
-            warn_deprecated("GPSLayer.forward(x, edge_index, batch, edge_attr) is the old order; "
-                            "call forward(x, edge_index, edge_attr, batch)")
-            edge_attr, batch = batch, edge_attr
-        elif (isinstance(batch, Tensor) and batch.is_floating_point() and batch.dim() == 2
-              and edge_attr is None):  # the old forward(x, edge_index, None, edge_attr)
-            warn_deprecated("GPSLayer.forward(x, edge_index, batch, edge_attr) is the old order; "
-                            "call forward(x, edge_index, edge_attr, batch)")
-            edge_attr, batch = batch, None
+        n = x.size(0)
+        if ((is_node_batch(edge_attr, n) and batch is None and edge_index.size(1) != n)
+                or (isinstance(batch, Tensor) and batch.is_floating_point())):
+            # graph ids where the edge features go, or features where the graph ids go: a layer
+            # without edge features would otherwise attend across the graphs of the batch
+            raise TypeError("GPSLayer.forward(x, edge_index, edge_attr=None, batch=None): got "
+                            "graph ids as edge_attr or floating-point features as batch")
         if self.use_edge_features and (edge_attr is None or edge_attr.shape !=
                                        (edge_index.size(1), self.hidden_dim)):
             shape = None if edge_attr is None else tuple(edge_attr.shape)
@@ -328,14 +369,7 @@ class GPSLayer(nn.Module):
                 weights are only implicit; Exphormer's sparse weights come from
                 ``ExphormerAttention(..., return_attention_weights=True)``).
         """
-        if self.attention_kind != "full":
-            why = ("its sparse weights come from the attention called with "
-                   "return_attention_weights=True" if self.attention_kind == "exphormer" else
-                   "linear attention weights are never formed, and 'none' has no global "
-                   "attention")
-            raise NotImplementedError(
-                f"attention maps need full softmax attention; this GPS layer uses "
-                f"attention={self.attention_kind!r} ({why})")
+        check_attention_maps(self.attention_kind, "GPS layer")
         xa = self.norm1(x) if self.norm_position == "pre" else x
         dense, mask = self._dense(xa, batch)
         return self.attention.attention_weights(dense, mask).mean(1), mask
@@ -343,16 +377,3 @@ class GPSLayer(nn.Module):
     def extra_repr(self) -> str:
         return (f"mpnn={self.mpnn_kind!r}, attention={self.attention_kind!r}, "
                 f"norm_position={self.norm_position!r}")
-
-
-def _gpsconv_order(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """``GPSLayer(channels, conv, heads)`` (PyG's ``GPSConv`` order; a module, an MPNN name or
-    ``None`` second) → ``GPSLayer(channels, heads, mpnn=conv)``; other calls unchanged."""
-    if len(args) < 2 or (isinstance(args[1], int) and not isinstance(args[1], bool)):
-        return args, kwargs
-    if len(args) > 3:
-        raise TypeError("GPSLayer(channels, conv, heads) takes at most 3 positional arguments; "
-                        "pass the options by keyword")
-    if "mpnn" in kwargs:
-        raise TypeError("GPSLayer got its MPNN both as the second argument (conv) and as mpnn=")
-    return args[:1] + args[2:], {**kwargs, "mpnn": args[1]}

@@ -16,10 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import acc_dtype, sdpa
-from .attention import head_dim
-from .convention import legacy_init, warn_deprecated, with_attention
-from .grpe import PreNormBlock
+from .attention import acc_dtype, head_dim, sdpa
+from .convention import with_attention
+from .prenorm import PreNormBlock
 from .pyg_inputs import LayerOutput, densify, pair_attention, pairs_input
 
 
@@ -61,13 +60,11 @@ class GraphormerLayer(PreNormBlock):
       :class:`~graph_transformers.nn.LayerOutput` ``(x [B, N, d], attention)``, ``attention``
       ``[B, H, N, N]`` with ``return_attention_weights=True``, else ``None``.
 
-    Until the next release, ``edge_attr`` given to a layer built without ``edge_dim`` is taken as
-    the per-head bias ``edge_bias`` (its old meaning), with a ``FutureWarning``.
-
     Raises:
         ValueError: on mismatched shapes; in ``forward`` for dense tensors (naming
-            ``forward_dense``), or without ``edge_attr``, ``edge_bias`` and ``pair_bias`` (the
-            graph would be ignored).
+            ``forward_dense``), without ``edge_attr``, ``edge_bias`` and ``pair_bias`` (the
+            graph would be ignored), or for ``edge_attr`` given to a layer built without
+            ``edge_dim`` (a per-head bias goes in ``edge_bias``).
 
     Example:
         >>> import torch
@@ -85,9 +82,6 @@ class GraphormerLayer(PreNormBlock):
         torch.Size([8, 16])
     """
 
-    @legacy_init(("hidden_dim", "num_heads", "ffn_dim", "dropout", "attn_dropout"),
-                 new_form="GraphormerLayer(hidden_dim, num_heads, *, edge_dim=None, ffn_dim=None, "
-                          "dropout=0.0, attn_dropout=0.0)")
     def __init__(self, hidden_dim: int, num_heads: int, *, edge_dim: int | None = None,
                  ffn_dim: int | None = None, dropout: float = 0.0, attn_dropout: float = 0.0
                  ) -> None:
@@ -114,15 +108,10 @@ class GraphormerLayer(PreNormBlock):
         dense = densify(self, x, edge_index, batch, self.hidden_dim)
         H, E = self.num_heads, edge_index.size(1)
         if edge_attr is not None and self.edge_proj is None:
-            if edge_bias is not None or edge_attr.shape != (E, H):
-                raise ValueError(f"edge_attr holds edge features: build the layer with edge_dim "
-                                 f"(GraphormerLayer(hidden_dim, num_heads, edge_dim=...)); a "
-                                 f"per-head bias [num_edges={E}, num_heads={H}] goes in "
-                                 f"edge_bias=, got edge_attr {tuple(edge_attr.shape)}")
-            warn_deprecated("GraphormerLayer: a per-head bias given as edge_attr is the old "
-                            "meaning; pass it as edge_bias=... (edge_attr now holds edge "
-                            "features, for a layer built with edge_dim)")
-            edge_attr, edge_bias = None, edge_attr
+            raise ValueError(f"edge_attr holds edge features: build the layer with edge_dim "
+                             f"(GraphormerLayer(hidden_dim, num_heads, edge_dim=...)); a "
+                             f"per-head bias [num_edges={E}, num_heads={H}] goes in "
+                             f"edge_bias=, got edge_attr {tuple(edge_attr.shape)}")
         if edge_attr is None and edge_bias is None and pair_bias is None:
             raise ValueError(
                 "GraphormerLayer got edge_index without edge_attr, edge_bias or pair_bias: with no "

@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from torch_geometric.utils import softmax as scatter_softmax
 
 from .attention import acc_dtype, autocast_off, clamped_edge_softmax, head_dim
-from .convention import legacy_init, with_attention
+from .convention import with_attention
 from .norm import make_norm
 from .reset import reset_children
 
@@ -153,9 +153,6 @@ class GRITLayer(nn.Module):
         >>> x, e = layer(out.x, pairs, out.edge_attr, batch, degree=degree)
     """
 
-    @legacy_init(("hidden_dim", "num_heads", "dropout", "attn_dropout", "clamp", "deg_scaler",
-                  "edge_update", "edge_output", "norm"),
-                 new_form="GRITLayer(hidden_dim, num_heads, *, ffn_dim=None, dropout=0.0, ...)")
     def __init__(self, hidden_dim: int, num_heads: int, *, ffn_dim: int | None = None,
                  dropout: float = 0.0, attn_dropout: float = 0.0, clamp: float | None = 5.0,
                  deg_scaler: bool = True, edge_update: bool = True, edge_output: bool = True,

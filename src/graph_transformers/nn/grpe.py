@@ -15,18 +15,18 @@ each row is scattered into one bin per relation type, ``[H, T, B·N]``, and the 
 multiplied by the value table. No ``[B, N, N, hidden_dim]`` tensor is built. The two relations
 are laid side by side in one table of ``T_ψ + T_e`` rows (two gathers per side), or fused into one
 relation of ``T_ψ · T_e`` types (``id = ψ · T_e + e``, rows ``P_ψ + E_e``; one gather per side)
-where that is cheaper (:func:`fuse_relations`). The gather / scatter indices depend only on the
-batch and the tables only on the encodings, so a model builds them once per batch / forward
-(:meth:`GRPEAttention.prepare_relations`, :meth:`GRPEAttention.prepare_tables`) and passes them
-to every layer.
+where that is cheaper (:func:`~graph_transformers.nn.grpe_gather.fuse_relations`). The gather /
+scatter indices depend only on the batch and the tables only on the encodings, so a model builds
+them once per batch / forward (:meth:`GRPEAttention.prepare_relations`,
+:meth:`GRPEAttention.prepare_tables`) and passes them to every layer. The pieces of this gather
+path (the prepared indices and tables, the autograd functions of the score terms) are in
+:mod:`graph_transformers.nn.grpe_gather`; the pre-LayerNorm block and the byte-mask dropout that
+:class:`GRPELayer` shares with Graphormer are in :mod:`graph_transformers.nn.prenorm`.
 
 ``attention_impl="materialized"`` computes the same equations by gathering the tables into
 ``[B, N, N, hidden_dim]`` pair tensors first (the naive form, kept for benchmarking).
 """
 from __future__ import annotations
-
-import sys
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -35,20 +35,25 @@ from torch import Tensor, nn
 from ..core.checks import checks_enabled
 from ..core.dense import UNREACHABLE, DenseBatch
 from .attention import acc_dtype, head_dim
-from .convention import legacy_init, with_attention
+from .convention import with_attention
+from .grpe_gather import (
+    GatherTerms,
+    GRPERelations,
+    GRPETables,
+    QKScores,
+    fuse_relations,
+    key_mask_bias,
+)
+from .prenorm import PreNormBlock, attention_dropout_mask
 from .pyg_inputs import LayerOutput, densify, pair_attention, pairs_input
 from .reset import reset_children
 
-_LITTLE_ENDIAN = sys.byteorder == "little"
-#: topology and edge relations are fused only when the product of their vocabularies is at most
-#: this (see :func:`fuse_relations`)
-FUSE_LIMIT = 256
 #: pair-edge ids (shared with GRPE and Graphormer models); edge types start at ``EDGE_OFFSET``
 EDGE_NONE, EDGE_SELF, EDGE_VIRTUAL, EDGE_OFFSET = 0, 1, 2, 3
 
 
 def pyg_relations(dense: DenseBatch, edge_index: Tensor, edge_attr: Tensor | None,
-                  topology: Tensor | None, edge_ids: Tensor | None, enc: "GRPEEncodings"
+                  topology: Tensor | None, edge_ids: Tensor | None, enc: GRPEEncodings
                   ) -> tuple[Tensor, Tensor]:
     """Dense ``(topology [B, N, N], edge [B, N, N])`` ids for the PyG-native ``forward`` of
     :class:`GRPEAttention` / :class:`GRPELayer` (see :class:`GRPEAttention` for what is built)."""
@@ -95,75 +100,6 @@ def pyg_relations(dense: DenseBatch, edge_index: Tensor, edge_attr: Tensor | Non
     return topo, edge
 
 
-@dataclass(frozen=True)
-class GRPERelations:
-    """The relation ids of one dense batch, prepared for the gather path of
-    :meth:`GRPEAttention.forward_dense`: built once per batch by
-    :meth:`GRPEAttention.prepare_relations` and shared by every layer with the same switches and
-    vocabularies (``key``), instead of being rebuilt by each layer.
-
-    The relations are those the layer uses (see :class:`GRPEAttention`): one fused relation
-    (``id = ψ · T_e + e``) or up to two (topology, edge). The score relations (those with query /
-    key tables) are laid side by side in one table of ``T_s`` rows (relation ``r`` at rows
-    ``o_r … o_r + T_r``), as are the value relations (``T_v`` rows).
-
-    Attributes:
-        key: ``(topology_attention, edge_attention, graph_encoded_value, T_ψ, T_e, fused)``.
-        shape: ``(B, N)``.
-        fused: whether the relations are fused (:func:`fuse_relations`).
-        score_size: ``T_s`` (0 without score relations).
-        score_index: ``[2, 1, R_s · B · N²]`` long or ``None``: flat positions in a
-            ``[T_s, B · N]`` table product (row: relation type, column: node ``b · N + n``),
-            query side (``(o_r + id_r(b, i, j)) · B·N + b·N + i``, index 0) and key side
-            (``… + b·N + j``, index 1), in the order ``(r, b, i, j)``.
-        value_size: ``T_v`` (0 without graph-encoded values).
-        value_index: per value relation, ``[1, B · N²]`` long:
-            ``(o_r + id_r(b, i, j)) · B·N + b·N + i``, the bin of pair ``(i, j)`` of graph ``b``
-            in a ``[T_v, B · N]`` table of attention mass.
-    """
-
-    key: tuple
-    shape: tuple[int, int]
-    fused: bool
-    score_size: int
-    score_index: Tensor | None
-    value_size: int
-    value_index: tuple[Tensor, ...]
-
-
-@dataclass(frozen=True)
-class GRPETables:
-    """The encodings' tables in the layout of the gather path of
-    :meth:`GRPEAttention.forward_dense`, built once per forward by
-    :meth:`GRPEAttention.prepare_tables` (the fused rows ``P_ψ + E_e``, the split into heads and
-    the ``1 / √d_k`` of the key side) and shared by every layer that uses the same encodings.
-
-    Attributes:
-        key: the layer's switches, ``T_ψ``, ``T_e``, whether fused, ``H`` and ``d_k``.
-        encodings: the :class:`GRPEEncodings` they come from (checked by identity).
-        score: ``[2 · H, T_s, d_k]`` or ``None``: per head, the query-side tables (first ``H``)
-            and the key-side tables times ``1 / √d_k`` (last ``H``).
-        value: ``[H, d_k, T_v]`` or ``None``: per head, the value tables (transposed).
-    """
-
-    key: tuple
-    encodings: "GRPEEncodings"
-    score: Tensor | None
-    value: Tensor | None
-
-
-def fuse_relations(num_topology: int, num_edge: int, num_nodes: int) -> bool:
-    """Whether :class:`GRPEAttention` fuses the topology and edge relations (``T_ψ · T_e`` types,
-    one gather per side) on a batch of ``N = num_nodes`` (padded) nodes instead of keeping them
-    apart (``T_ψ + T_e`` table columns, two gathers per side): when ``T_ψ · T_e ≤``
-    :data:`FUSE_LIMIT` and the fused table's extra columns per node cost less than the second
-    gather's ``N`` pairs per node, ``T_ψ · T_e - T_ψ - T_e < N``. Both give the same result up to
-    float rounding. ZINC (``T_ψ = 9``, ``T_e = 7``, ``N ≤ 38``) stays apart: 47 extra columns.
-    """
-    product = num_topology * num_edge
-    return product <= FUSE_LIMIT and product - num_topology - num_edge < num_nodes
-
-
 class GRPEEncodings(nn.Module):
     """The topology encodings ``P^query, P^key, P^value ∈ R^{T_ψ × d}`` and edge encodings
     ``E^query, E^key, E^value ∈ R^{T_e × d}`` of GRPE (§"Relative positional encoding for graph"),
@@ -196,122 +132,6 @@ class GRPEEncodings(nn.Module):
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}(num_topology={self.num_topology}, "
                 f"num_edge={self.num_edge}, hidden_dim={self.hidden_dim})")
-
-
-def attention_dropout_mask(shape: torch.Size, p: float, device=None) -> tuple[Tensor, float]:
-    """Keep-mask of inverted dropout drawn from random bytes: ``(keep [shape] bool, scale)``.
-
-    ``p`` is rounded to a multiple of 1/256 (``p' = round(256 p) / 256``, ``scale = 1 / (1 - p')``).
-    Drawing 3 random bytes per int32 is several times faster on CPU than ``bernoulli_``, which
-    dominates a step otherwise (one draw per attention weight).
-    """
-    n = 1
-    for s in shape:
-        n *= s
-    threshold = int(round(p * 256))
-    # random_() fills int32 with 31 random bits: its three low bytes are uniform, the top one not
-    words = torch.empty((n + 2) // 3, dtype=torch.int32, device=device).random_()
-    low = words.view(torch.uint8).view(-1, 4)[:, :3] if _LITTLE_ENDIAN else \
-        words.view(torch.uint8).view(-1, 4)[:, 1:]
-    keep = low.reshape(-1)[:n].view(shape) >= threshold
-    return keep, 256.0 / (256 - threshold)
-
-
-class ByteDropout(nn.Module):
-    """Inverted dropout whose mask comes from :func:`attention_dropout_mask` (``p`` rounded to a
-    multiple of 1/256); the same as ``nn.Dropout`` otherwise, several times faster on CPU.
-
-    Shapes: any → same.
-    """
-
-    def __init__(self, p: float = 0.0) -> None:
-        super().__init__()
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
-        self.p = p
-
-    def forward(self, x: Tensor) -> Tensor:
-        if not self.training or self.p == 0:
-            return x
-        keep, scale = attention_dropout_mask(x.shape, self.p, x.device)
-        return x * keep * scale
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}"
-
-
-def _key_mask_bias(mask: Tensor, dtype: torch.dtype) -> Tensor:
-    """``mask [B, N]`` (``True`` at real nodes) → ``[1, B · N²]``: ``-inf`` at the pairs whose
-    key ``j`` is padding, else 0 (added to the scores: exact in every float dtype, and its
-    backward passes the gradient through, where ``masked_fill`` copies it)."""
-    B, N = mask.shape
-    bias = torch.zeros(B, N, N, dtype=dtype, device=mask.device)
-    return bias.masked_fill_(~mask.view(B, 1, N), float("-inf")).view(1, B * N * N)
-
-
-def _terms(index: Tensor, heads: int, pairs: int):
-    """``(side, index [heads, pairs])`` of each term in ``index [2, 1, R · pairs]``."""
-    for side in range(index.size(0)):
-        for r in range(index.size(-1) // pairs):
-            yield side, index[side, :, r * pairs:(r + 1) * pairs].expand(heads, pairs)
-
-
-class _GatherTerms(torch.autograd.Function):
-    """The score terms of the table products: ``prod [2, H, X]`` (query side, key side),
-    ``index [2, 1, R · L]`` (per side, ``R`` relations of ``L`` pairs each) and ``extra [1, L]``
-    or ``None`` (no gradient) → ``[H, L]``, ``Σ_{s, r} prod[s, h, index[s, 0, r·L + l]] +
-    extra[0, l]``. The same as ``gather`` then ``sum`` over sides and relations, without their
-    ``[2, H, R·L]`` intermediates: each term is gathered and added in turn, and the backward
-    scatters the gradient once per term (where autograd copies the expanded gradient of the sum
-    into a ``[2, H, R·L]`` tensor first)."""
-
-    @staticmethod
-    def forward(ctx, prod: Tensor, index: Tensor, extra: Tensor | None, pairs: int) -> Tensor:
-        ctx.save_for_backward(index)
-        ctx.prod_shape, ctx.pairs = prod.shape, pairs
-        out = None
-        for side, part in _terms(index, prod.size(1), pairs):
-            term = torch.gather(prod[side], 1, part)
-            out = term if out is None else out.add_(term)
-        if extra is not None:
-            out.add_(extra)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        (index,) = ctx.saved_tensors
-        grad_prod = grad.new_zeros(ctx.prod_shape)
-        for side, part in _terms(index, grad.size(0), ctx.pairs):
-            grad_prod[side].scatter_add_(1, part, grad)
-        return grad_prod, None, None, None
-
-
-class _QKScores(torch.autograd.Function):
-    """``bias + q kᵀ`` per (head, graph): ``bias [H·B, N, N]`` or ``None``, ``q, k [H·B, N, d_k]``
-    → ``[H·B, N, N]``. Autograd's ``∂q = g k`` is a per-graph ``[N, d_k]`` product, the slow
-    orientation of small matrix products on CPU; the backward here computes its transpose
-    ``kᵀ gᵀ`` (``[d_k, N]``, like ``∂kᵀ = qᵀ g``), about twice as fast."""
-
-    @staticmethod
-    def forward(ctx, bias: Tensor | None, q: Tensor, k: Tensor) -> Tensor:
-        ctx.save_for_backward(q, k)
-        ctx.bias_dtype = None if bias is None else bias.dtype
-        if bias is None:
-            return torch.bmm(q, k.transpose(1, 2))
-        return torch.baddbmm(bias, q, k.transpose(1, 2))
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        q, k = ctx.saved_tensors
-        g = grad.to(q.dtype)  # the same dtype unless autocast mixed them
-        grad_q = grad_k = grad_bias = None
-        if ctx.needs_input_grad[1]:
-            grad_q = torch.bmm(k.transpose(1, 2), g.transpose(1, 2)).transpose(1, 2)
-        if ctx.needs_input_grad[2]:
-            grad_k = torch.bmm(q.transpose(1, 2), g).transpose(1, 2)
-        if ctx.needs_input_grad[0]:
-            grad_bias = grad.to(ctx.bias_dtype)
-        return grad_bias, grad_q, grad_k
 
 
 def _pyg_forward(module: nn.Module, hidden_dim: int, x: Tensor, edge_index: Tensor,
@@ -383,9 +203,6 @@ class GRPEAttention(nn.Module):
             layer configuration or encodings.
     """
 
-    @legacy_init(("hidden_dim", "num_heads", "attn_dropout", "topology_attention",
-                  "edge_attention", "graph_encoded_value", "attention_impl"),
-                 new_form="GRPEAttention(hidden_dim, num_heads, *, attn_dropout=0.0, ...)")
     def __init__(self, hidden_dim: int, num_heads: int, *, attn_dropout: float = 0.0,
                  topology_attention: bool = True, edge_attention: bool = True,
                  graph_encoded_value: bool = True, attention_impl: str = "gather") -> None:
@@ -442,7 +259,8 @@ class GRPEAttention(nn.Module):
         them once per batch, not once per layer).
 
         Args:
-            topology, edge: ``[B, N, N]`` long ids, as :meth:`forward_dense` takes them.
+            topology: ``[B, N, N]`` long topology ids, as :meth:`forward_dense` takes them.
+            edge: ``[B, N, N]`` long edge ids, likewise.
             encodings: the :class:`GRPEEncodings` (only their vocabularies ``T_ψ``, ``T_e`` are
                 read).
 
@@ -607,14 +425,14 @@ class GRPEAttention(nn.Module):
             prod = torch.bmm(tables.score, qk.view(2 * H, B * N, dk).transpose(1, 2))
             # gathered per pair, the two sides and the relations summed, with the key mask:
             # [H, B·N²]
-            bias = _GatherTerms.apply(prod.view(2, H, t_s * B * N), relations.score_index,
-                                      None if mask is None else _key_mask_bias(mask, prod.dtype),
+            bias = GatherTerms.apply(prod.view(2, H, t_s * B * N), relations.score_index,
+                                      None if mask is None else key_mask_bias(mask, prod.dtype),
                                       B * N * N)
-            scores = _QKScores.apply(bias.view(H * B, N, N), q, k)
+            scores = QKScores.apply(bias.view(H * B, N, N), q, k)
         else:
-            scores = _QKScores.apply(None, q, k)
+            scores = QKScores.apply(None, q, k)
             if mask is not None:
-                scores = (scores.view(H, B * N * N) + _key_mask_bias(mask, scores.dtype)
+                scores = (scores.view(H, B * N * N) + key_mask_bias(mask, scores.dtype)
                           ).view(H * B, N, N)
         attn = torch.softmax(scores, dim=-1, dtype=acc_dtype(scores.dtype))  # fp32 (autocast)
         a, drop_scale = self._dropout(attn)
@@ -678,31 +496,8 @@ class GRPEAttention(nn.Module):
         return self._finish(z, attn, drop_scale, return_attention_weights)
 
 
-class PreNormBlock(nn.Module):
-    """What the pre-LayerNorm blocks of GRPE and Graphormer share (as their official code):
-    after the attention output ``y`` of ``LN(x)``, ``x = x + Dropout(y)`` then
-    ``x = x + Dropout(FFN(LN(x)))`` with ``FFN = Linear(d, ffn_dim) → GELU → Linear(ffn_dim, d)``
-    (``ffn_dim`` defaults to ``d``). A subclass creates ``attn_norm`` and its attention, then
-    calls :meth:`_add_ffn`."""
-
-    def _add_ffn(self, hidden_dim: int, ffn_dim: int | None, dropout: float) -> None:
-        ffn_dim = ffn_dim or hidden_dim
-        self.ffn_norm = nn.LayerNorm(hidden_dim)
-        self.ffn = nn.Sequential(nn.Linear(hidden_dim, ffn_dim), nn.GELU(),
-                                 nn.Linear(ffn_dim, hidden_dim))
-        self.dropout = ByteDropout(dropout)
-
-    def reset_parameters(self) -> None:
-        reset_children(self)
-
-    def _residuals(self, x: Tensor, y: Tensor) -> Tensor:
-        """``x [B, N, d]`` and the attention output ``y`` → the block's output."""
-        x = x + self.dropout(y)
-        return x + self.dropout(self.ffn(self.ffn_norm(x)))
-
-
 class GRPELayer(PreNormBlock):
-    """A GRPE transformer block (pre-LayerNorm, as the official implementation):
+    """A GRPE transformer block (pre-LayerNorm, as the official implementation).
 
     ``x = x + Dropout(GRPEAttention(LN(x)))``; ``x = x + Dropout(FFN(LN(x)))`` with
     ``FFN = Linear(d, ffn_dim) → GELU → Linear(ffn_dim, d)``.
@@ -739,10 +534,6 @@ class GRPELayer(PreNormBlock):
         torch.Size([8, 16])
     """
 
-    @legacy_init(("hidden_dim", "num_heads", "ffn_dim", "dropout", "attn_dropout",
-                  "topology_attention", "edge_attention", "graph_encoded_value",
-                  "attention_impl"),
-                 new_form="GRPELayer(hidden_dim, num_heads, *, ffn_dim=None, dropout=0.0, ...)")
     def __init__(self, hidden_dim: int, num_heads: int, *, ffn_dim: int | None = None,
                  dropout: float = 0.0, attn_dropout: float = 0.0,
                  topology_attention: bool = True, edge_attention: bool = True,

@@ -8,7 +8,7 @@ from typing import NamedTuple
 from torch import Tensor, nn
 
 from .attention import head_dim, sparse_attention
-from .convention import legacy_init, renamed_multiplier, warn_deprecated, with_attention
+from .convention import with_attention
 from .norm import make_norm
 from .reset import reset_children
 
@@ -100,11 +100,6 @@ class GraphTransformerLayer(nn.Module):
         torch.Size([2, 1])
     """
 
-    @legacy_init(("hidden_dim", "num_heads", "edge_dim", "dropout", "norm", "residual",
-                  "ffn_multiplier", "qkv_bias", "clamp"),
-                 new_form="GraphTransformerLayer(hidden_dim, num_heads, *, edge_dim=None, "
-                          "ffn_dim=None, dropout=0.0, ...)",
-                 renamed=[renamed_multiplier("ffn_multiplier", "ffn_dim", 0, "hidden_dim")])
     def __init__(self, hidden_dim: int, num_heads: int, *, edge_dim: int | None = None,
                  ffn_dim: int | None = None, dropout: float = 0.0, norm: str = "batch",
                  residual: bool = True, qkv_bias: bool = False, clamp: float = 5.0) -> None:
@@ -155,14 +150,14 @@ class GraphTransformerLayer(nn.Module):
             ``return_attention_weights``, ``(that, (edge_index, weights))``.
 
         Raises:
+            TypeError: for a bool as ``batch`` (``return_attention_weights`` is keyword-only).
             ValueError: when ``edge_attr`` is missing or given against the layer's form, or
                 has the wrong shape.
         """
-        if isinstance(batch, bool):  # the old forward(x, edge_index, edge_attr, weights)
-            warn_deprecated("GraphTransformerLayer.forward(x, edge_index, edge_attr, "
-                            "return_attention_weights) positionally is the old order; pass "
-                            "return_attention_weights=... by keyword")
-            batch, return_attention_weights = None, batch
+        if isinstance(batch, bool):  # batch is unused here: a bool would be dropped silently
+            raise TypeError("GraphTransformerLayer.forward(x, edge_index, edge_attr, batch): "
+                            "batch is a graph-id tensor; pass return_attention_weights=... by "
+                            "keyword")
         has_edges = self.edge_dim is not None
         if has_edges and edge_attr is None:
             raise ValueError("this GraphTransformerLayer has an edge stream: pass edge_attr")

@@ -48,7 +48,6 @@ from torch import Tensor, nn
 
 from .attention import (QKVAttention, acc_dtype, autocast_off, check_batch,
                         check_node_features)
-from .convention import legacy_init
 
 #: how :class:`SGFormerAttention` normalizes ``Q`` and ``K``
 QK_NORMS = ("frobenius", "row")
@@ -248,8 +247,6 @@ class LinearGlobalAttention(QKVAttention):
         True
     """
 
-    @legacy_init(("hidden_dim", "num_heads", "dropout", "bias", "eps"),
-                 new_form="LinearGlobalAttention(hidden_dim, num_heads=1, *, dropout=0.0, ...)")
     def __init__(self, hidden_dim: int, num_heads: int = 1, *, dropout: float = 0.0,
                  bias: bool = True, eps: float = 1e-6) -> None:
         super().__init__(hidden_dim, num_heads, bias)
@@ -339,8 +336,6 @@ class SGFormerAttention(nn.Module):
         True
     """
 
-    @legacy_init(("hidden_dim", "num_heads", "dropout", "qk_norm", "bias", "eps"),
-                 new_form="SGFormerAttention(hidden_dim, num_heads=1, *, dropout=0.0, ...)")
     def __init__(self, hidden_dim: int, num_heads: int = 1, *, dropout: float = 0.0,
                  qk_norm: str = "frobenius", bias: bool = True, eps: float = 1e-12) -> None:
         super().__init__()

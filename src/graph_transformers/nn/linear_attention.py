@@ -31,7 +31,6 @@ import torch
 from torch import Tensor
 
 from .attention import QKVAttention, head_dim
-from .convention import legacy_init
 
 #: added to the normalizer ``D`` (which is > 0 for any real key) against underflow
 _DENOM_EPS = 1e-12
@@ -134,9 +133,6 @@ class PerformerAttention(QKVAttention):
             mismatches.
     """
 
-    @legacy_init(("hidden_dim", "num_heads", "num_features", "bias"),
-                 new_form="PerformerAttention(hidden_dim, num_heads, *, num_features=None, "
-                          "bias=True)")
     def __init__(self, hidden_dim: int, num_heads: int, *, num_features: int | None = None,
                  bias: bool = True) -> None:
         dk = head_dim(hidden_dim, num_heads)

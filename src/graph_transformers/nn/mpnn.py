@@ -17,7 +17,6 @@ from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINConv, GINEConv, MessagePassing, PNAConv
 
 from .attention import acc_dtype
-from .convention import legacy_init
 from .norm import make_norm
 from .reset import reset_children, reset_descendants
 
@@ -190,16 +189,12 @@ class LocalMPNN(nn.Module):
     alone.
 
     Raises:
+        TypeError: for a name as ``hidden_dim`` (the width comes first).
         ValueError: for an unknown kind, edge features asked of a convolution that cannot use them
             (or missing where required), GAT heads or PNA towers that do not divide ``hidden_dim``;
             in ``forward``, a missing ``edge_attr`` or unknown PNA degree statistics.
     """
 
-    @legacy_init(("kind", "hidden_dim", "use_edge_features", "num_heads", "deg", "pna_towers",
-                  "pna_aggregators", "pna_scalers", "gin_mlp_norm", "train_eps", "gcn_norm",
-                  "gat_self_loops"),
-                 new_form="LocalMPNN(hidden_dim, kind, *, use_edge_features=False, ...)",
-                 is_legacy=lambda args, kwargs: bool(args) and isinstance(args[0], str))
     def __init__(self, hidden_dim: int, kind: str, *, use_edge_features: bool = False,
                  num_heads: int = 8, deg: Tensor | None = None, pna_towers: int = 5,
                  pna_aggregators: Sequence[str] = PNA_AGGREGATORS,
@@ -207,6 +202,9 @@ class LocalMPNN(nn.Module):
                  train_eps: bool = True,
                  gcn_norm: str = "sym", gat_self_loops: bool = True) -> None:
         super().__init__()
+        if isinstance(hidden_dim, str):  # kind first is not a width: a clear error, not kind=d
+            raise TypeError(f"LocalMPNN / MPNNBlock(hidden_dim, kind): the width comes first, "
+                            f"got hidden_dim={hidden_dim!r}")
         if kind not in CONVS:
             raise ValueError(f"unknown MPNN {kind!r}; expected one of {CONVS}")
         if use_edge_features and kind not in EDGE_CONVS:
@@ -268,7 +266,7 @@ class LocalMPNN(nn.Module):
         if self.kind == "pna" and not self._degree_known:
             raise ValueError("this PNA was built without the training in-degree histogram (deg) "
                              "and no checkpoint with its degree statistics was loaded: build it "
-                             "with deg (runner.make_model does, from the train split)")
+                             "with deg (training.build.make_model does, from the train split)")
         if self.use_edge_features:
             if edge_attr is None:
                 raise ValueError(f"the {self.kind} convolution was built with edge features: pass "
@@ -320,10 +318,6 @@ class MPNNBlock(nn.Module):
         (torch.Size([2, 16]), torch.Size([6, 16]))
     """
 
-    @legacy_init(("kind", "hidden_dim", "use_edge_features", "num_heads", "deg", "pna_towers",
-                  "norm", "residual", "dropout", "gcn_norm", "gat_self_loops"),
-                 new_form="MPNNBlock(hidden_dim, kind, *, use_edge_features=False, ...)",
-                 is_legacy=lambda args, kwargs: bool(args) and isinstance(args[0], str))
     def __init__(self, hidden_dim: int, kind: str, *, use_edge_features: bool = False,
                  num_heads: int = 8, deg: Tensor | None = None, pna_towers: int = 5,
                  norm: str = "batch", residual: bool = True, dropout: float = 0.0,

@@ -158,8 +158,8 @@ def check_same_split_config(stored_config: dict | None, config: dict, source: st
         config: the run's config now.
         source: what ``stored_config`` comes from, for the message (``"checkpoint best.ckpt"``).
         where: where ``config`` comes from, for the message (the run's ``config.yaml``).
-        path: the checkpoint file; a warning about the stored config's content (a renamed key)
-            names it (default: ``source``).
+        path: the checkpoint file, named where the stored config cannot be validated
+            (default: ``source``).
 
     Raises:
         RunError: listing each differing key with both values.

@@ -4,8 +4,9 @@ The seed papers' own-model result cells (GT, EGT arXiv v1, GRPE) are listed in
 ``paper_cells.yaml`` beside this module (:data:`CELLS_FILE`): per cell its paper, table, row,
 dataset, budget, metric, the printed number, and exactly one of ``config`` (the config whose
 ``reference`` is that cell), ``same_as`` (the cell repeats another cell's setting) or ``reason``
-(why no config can exist here). :func:`coverage_rows` joins them with the configs
-(:func:`~.reproduction.config_references`) and the committed runs
+(why no config can exist here); and per seed paper (:func:`load_papers`) its title, what a
+config's ``reference.source`` citing it contains, and its own model. :func:`coverage_rows` joins
+them with the configs (:func:`~.reproduction.config_references`) and the committed runs
 (:func:`~.reproduction.build_rows`), and :func:`coverage_markdown` writes the table that
 ``graph-transformers table results/ --coverage docs/reproduction.md`` puts between
 :data:`COVERAGE_START` and :data:`COVERAGE_END` (:func:`update_coverage`). Nothing in it is typed
@@ -18,25 +19,32 @@ from typing import Any
 
 import yaml
 
-from .reproduction import build_rows, config_references
+from .reproduction import build_rows, config_references, relative_path
 
 CELLS_FILE = Path(__file__).with_name("paper_cells.yaml")
 COVERAGE_START = ("<!-- coverage table: written by `graph-transformers table results/ --coverage "
                   "docs/reproduction.md`; do not edit -->")
 COVERAGE_END = "<!-- end of coverage table -->"
-#: a seed paper → (what its configs' ``reference.source`` contains, the library's model name)
-SEED_PAPERS = {"gt": ("Dwivedi & Bresson (2020)", "gt"),
-               "egt": ("arXiv:2108.03348v1", "egt"),
-               "grpe": ("Park et al. (2022) GRPE", "grpe")}
-PAPER_TITLES = {"gt": "GT (Dwivedi & Bresson 2020)",
-                "egt": "EGT (Hussain, Zaki & Subramanian 2021, arXiv v1)",
-                "grpe": "GRPE (Park et al. 2022)"}
 KINDS = ("config", "same_as", "reason")
 
 
 def load_cells(path: str | Path = CELLS_FILE) -> list[dict[str, Any]]:
     """The cells of ``path`` (default :data:`CELLS_FILE`), in file order."""
     return list(yaml.safe_load(Path(path).read_text())["cells"])
+
+
+def load_papers(path: str | Path = CELLS_FILE) -> dict[str, dict[str, str]]:
+    """The seed papers of ``path`` (default :data:`CELLS_FILE`), in file order.
+
+    Args:
+        path: the cells file.
+
+    Returns:
+        Paper key (a cell's ``paper``) → ``{title, source, model}``: the paper's heading in the
+        coverage table, what the ``reference.source`` of a config citing it first-hand
+        contains, and the library's name of the paper's own model.
+    """
+    return dict(yaml.safe_load(Path(path).read_text())["papers"])
 
 
 def parse_printed(printed: str) -> tuple[float, float | None]:
@@ -52,13 +60,21 @@ def resolved(cell: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> dict[str
     return by_id[cell["same_as"]] if "same_as" in cell else cell
 
 
-def seed_paper(source: str) -> str | None:
+def seed_paper(source: str, papers: dict[str, dict[str, str]] | None = None) -> str | None:
     """Which seed paper a ``reference.source`` cites first-hand (``None``: none, or a number
-    only quoted by it, as the baselines that EGT's Table 1 cites from Benchmarking GNNs)."""
+    only quoted by it, as the baselines that EGT's Table 1 cites from Benchmarking GNNs).
+
+    Args:
+        source: a config's ``reference.source``.
+        papers: the seed papers (default: :func:`load_papers`).
+
+    Returns:
+        The paper's key, or ``None``.
+    """
     if "as cited in" in source:
         return None
-    for key, (marker, _) in SEED_PAPERS.items():
-        if marker in source:
+    for key, paper in (load_papers() if papers is None else papers).items():
+        if paper["source"] in source:
             return key
     return None
 
@@ -69,21 +85,15 @@ def own_model_configs(config_dir: str | Path, relative_to: str | Path | None = N
     paper's own model (GT for GT, EGT for EGT, GRPE for GRPE); paths relative to
     ``relative_to`` (default: the current directory)."""
     base = Path(relative_to) if relative_to is not None else Path.cwd()
+    papers = load_papers()
     found = {}
     for _, (path, ref, config) in config_references(config_dir).items():
         if ref is None:
             continue
-        paper = seed_paper(ref["source"])
-        if paper is not None and (config.get("model") or {}).get("name") == SEED_PAPERS[paper][1]:
-            found[_relative(path, base)] = paper
+        paper = seed_paper(ref["source"], papers)
+        if paper is not None and (config.get("model") or {}).get("name") == papers[paper]["model"]:
+            found[relative_path(path, base)] = paper
     return found
-
-
-def _relative(path: Path, base: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(base.resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _verdict_text(row: dict[str, Any]) -> str:
@@ -129,7 +139,8 @@ def coverage_markdown(rows: list[dict[str, Any]]) -> str:
     reasons: list[str] = []
     lines: list[str] = []
     counts = {"cells": 0, "config": 0, "same_as": 0, "reason": 0, "run": 0}
-    for paper, title in PAPER_TITLES.items():
+    for paper, about in load_papers().items():
+        title = about["title"]
         mine = [r for r in rows if r["cell"]["paper"] == paper]
         if not mine:
             continue
@@ -195,6 +206,6 @@ def write_coverage(results_dir: str | Path, config_dir: str | Path, doc: str | P
     return rows
 
 
-__all__ = ["CELLS_FILE", "COVERAGE_END", "COVERAGE_START", "SEED_PAPERS", "committed_table",
-           "coverage_markdown", "coverage_rows", "load_cells", "own_model_configs",
+__all__ = ["CELLS_FILE", "COVERAGE_END", "COVERAGE_START", "committed_table",
+           "coverage_markdown", "coverage_rows", "load_cells", "load_papers", "own_model_configs",
            "parse_printed", "resolved", "seed_paper", "update_coverage", "write_coverage"]

@@ -9,8 +9,8 @@ import torchmetrics
 from torch import Tensor, nn
 
 from ..data.registry import DatasetSpec
-from .config import CosineConfig, LinearConfig, OptimConfig, PlateauConfig
 from .distributed import broadcast_buffers
+from .sections import CosineConfig, LinearConfig, OptimConfig, PlateauConfig
 from .tasks import Task
 
 

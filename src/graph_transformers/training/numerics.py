@@ -17,6 +17,7 @@ from Python, call it on any model::
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any
 
 import torch
@@ -64,3 +65,17 @@ def watch_nonfinite(model: nn.Module) -> list[RemovableHandle]:
         return hook
 
     return [m.register_forward_hook(check(name)) for name, m in model.named_modules()]
+
+
+def watch_in_debug_mode(model: nn.Module) -> None:
+    """In debug mode (``GRAPH_TRANSFORMERS_DEBUG=1``), every sub-module's output is checked and
+    the first non-finite one is named (:func:`watch_nonfinite`); otherwise nothing happens.
+
+    Args:
+        model: the model a run trains or loads.
+    """
+    from ..core.checks import is_debug_enabled
+    if is_debug_enabled():
+        watch_nonfinite(model)
+        logging.getLogger(__name__).info(
+            "debug mode: the first layer producing a non-finite value will be named")

@@ -36,7 +36,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .config import ConfigError, atomic_write_text, build_config, load_config
+from ..fileio import atomic_write_text
+from .config import ConfigError, build_config, load_config
 from .stats import RULES, mean_std, parity_verdict, within_paper
 from .tables import PERCENT_METRICS
 
@@ -195,8 +196,8 @@ def build_rows(results_dir: str | Path, config_dir: str | Path | None = None,
         if ref is None:
             continue
         row = {"model": first["model"], "dataset": first["dataset"],
-               "config": _relative(config_path, base) if config_path is not None else name,
-               "name": name, "run": _relative(run_dir, base),
+               "config": relative_path(config_path, base) if config_path is not None else name,
+               "name": name, "run": relative_path(run_dir, base),
                "config_changed_since_run": current is not None and _config_changed(config,
                                                                                      current)}
         rows.append({**row, **_scores(seeds, ref, config)})
@@ -204,8 +205,16 @@ def build_rows(results_dir: str | Path, config_dir: str | Path | None = None,
     return rows
 
 
-def _relative(path: Path, base: Path) -> str:
-    """``path`` relative to ``base`` where it lies below it, else as given."""
+def relative_path(path: str | Path, base: str | Path) -> str:
+    """``path`` relative to ``base`` where it lies below it (both resolved), else as given.
+
+    Args:
+        path: a file or folder.
+        base: the folder the result is relative to.
+
+    Returns:
+        The path as text.
+    """
     try:
         return str(Path(path).resolve().relative_to(base.resolve()))
     except ValueError:
@@ -361,7 +370,7 @@ def parity_rows(results_dir: str | Path, relative_to: str | Path | None = None
             "verdict": judged["label"],
             "welch_p": None if judged["p_value"] is None else round(judged["p_value"], 4),
             "ours_minus_official": round(judged["ours_minus_official"], 6),
-            "source": _relative(path, base)})
+            "source": relative_path(path, base)})
     return rows
 
 

@@ -207,8 +207,7 @@ def check_resume_compatible(saved: dict | None, new: dict, source: str,
             ``config.yaml``); ``None`` skips the check.
         new: the config of the resumed run.
         source: where ``saved`` came from, for the message.
-        path: the file ``saved`` was read from; a warning about its content (a renamed key:
-            ``<path>: config key model.clip is renamed model.clamp``) names it (default:
+        path: the file ``saved`` was read from, named where it cannot be validated (default:
             ``source``).
 
     Raises:

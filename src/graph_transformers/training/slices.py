@@ -116,7 +116,7 @@ def run_slice(config: Config, state: str | Path, minutes: float,
             state keeps the last complete epoch and the message gives the ``slice`` command that
             continues.
         RunError: ``work_dir`` already holds a run; the config does not fit the stored checkpoint
-            (as ``--resume``); or as :func:`~.runner.train`.
+            (as ``--resume``); or as :func:`~.fit.train`.
     """
     from .rundir import run_lock
     state = Path(state)
@@ -218,7 +218,7 @@ def _epoch_of(path: Path) -> int | str:
 def _run_slice_locked(config: Config, state: Path, minutes: float,
                       work_dir: str | Path | None) -> dict[str, Any]:
     """The body of :func:`run_slice` under the state folder's lock."""
-    from .runner import train
+    from .fit import train
     done = state / "metrics.json"
     if done.is_file() and not (state / "last.ckpt").is_file():
         ended = json.loads(done.read_text()).get("stopped_by")

@@ -20,7 +20,7 @@ def _hours(seconds: float) -> str:
 
 
 def table_row(name: str, summary: dict[str, Any]) -> dict[str, Any]:
-    """One row from a :func:`~graph_transformers.training.runner.summarize` result; ``test`` is
+    """One row from a :func:`~graph_transformers.training.sets.summarize` result; ``test`` is
     ``None`` for a predict-only test split (no labels, e.g. PCQM4M-LSC's)."""
     metric = summary["metric"]
     return {

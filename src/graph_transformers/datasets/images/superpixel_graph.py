@@ -64,6 +64,7 @@ import logging
 import multiprocessing
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -394,6 +395,12 @@ def image_to_superpixel_graph(
                                   use_intensity, knn_rule, rng))
 
 
+#: the keyword arguments of :func:`image_to_superpixel_graph` that :func:`superpixel_graphs`
+#: passes on, with their defaults (``n_segments`` and ``compactness`` have none)
+_GRAPH_PARAMS: dict[str, Any] = dict(n_segments=None, compactness=None, k=KNN_K,
+                                     query_extra=None, use_intensity=False, knn_rule="topk")
+
+
 def _node_order_rng(source_id: int, index: int) -> np.random.Generator:
     return np.random.default_rng([NODE_ORDER_SEED, int(source_id), int(index)])
 
@@ -407,15 +414,10 @@ def superpixel_graphs(
     images: np.ndarray,
     labels: Sequence[int] | np.ndarray,
     *,
-    n_segments: int,
-    compactness: float,
-    k: int = KNN_K,
-    query_extra: int | None = None,
-    use_intensity: bool = False,
-    knn_rule: str = "topk",
     source_id: int = 0,
     first_index: int = 0,
     num_workers: int = 0,
+    **params: Any,
 ) -> list[Data]:
     r"""Graphs of many images (each with ``y`` LongTensor ``[1]``), optionally in worker processes.
 
@@ -425,19 +427,28 @@ def superpixel_graphs(
     Args:
         images (np.ndarray): ``[n, H, W]`` or ``[n, H, W, 3]``.
         labels: ``n`` class ids.
-        n_segments, compactness, k, query_extra, use_intensity, knn_rule: as in
-            :func:`image_to_superpixel_graph`.
         source_id (int): id of the image file (0 train, 1 test) for the node-order seed.
         first_index (int): position of ``images[0]`` in that file.
         num_workers (int): worker processes (0: this process).
+        **params: the keyword arguments of :func:`image_to_superpixel_graph` (``n_segments``
+            and ``compactness`` required; ``k``, ``query_extra``, ``use_intensity``,
+            ``knn_rule``).
 
     Returns:
         ``list[Data]`` in image order.
+
+    Raises:
+        ValueError: as many labels as images are needed.
+        TypeError: no ``n_segments`` / ``compactness``, or another keyword.
     """
     if len(images) != len(labels):
         raise ValueError(f"{len(images)} images but {len(labels)} labels")
-    params = dict(n_segments=n_segments, compactness=compactness, k=k, query_extra=query_extra,
-                  use_intensity=use_intensity, knn_rule=knn_rule)
+    unknown = sorted(set(params) - set(_GRAPH_PARAMS))
+    missing = [p for p in ("n_segments", "compactness") if p not in params]
+    if unknown or missing:
+        raise TypeError(f"superpixel_graphs: unknown {unknown} / missing {missing} keyword "
+                        f"arguments; it takes {list(_GRAPH_PARAMS)}")
+    params = {**_GRAPH_PARAMS, **params}
     jobs = ((images[i], params, source_id, first_index + i) for i in range(len(images)))
     t0 = time.perf_counter()
     out: list[Data] = []

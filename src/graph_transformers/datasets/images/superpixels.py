@@ -27,6 +27,7 @@ the images over processes (default 0: serial).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -38,13 +39,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
+from torch_geometric.data import Data
 
 from ...data.cache import (DATA_ENV, DataNotFoundError, KeyedCacheDataset, pre_transform_key,
                            resolve_cache_dir, resolve_data_dir, write_cache_json)
 from ...data.download import OFFLINE_ENV, md5_of, offline
 from ...data.generated import PathLike, Transform, check_split
 from ...data.registry import DatasetSpec
-from ..canonical import GNNBenchmark, published_or_generated
+from ...data.published import published_or_generated, require_fields
+from ...errors import DataError
+from ..gnn_benchmark import GNNBenchmark
 from .image_files import (
     CIFAR10_ARCHIVE,
     CIFAR10_BATCHES,
@@ -78,6 +83,7 @@ from .superpixel_graph import (
 )
 
 __all__ = [
+    "CIFAR10_PROFILE",
     "CIFAR10_SPEC",
     "CIFAR10Superpixels",
     "CIFAR10_ARCHIVE",
@@ -87,8 +93,10 @@ __all__ = [
     "CIFAR10_NUM_SUPERPIXELS",
     "CIFAR10_URL",
     "KNN_K",
+    "MNIST_PROFILE",
     "MNIST_SPEC",
     "MNISTSuperpixels",
+    "SuperpixelProfile",
     "MNIST_COMPACTNESS",
     "MNIST_FILES",
     "MNIST_MD5",
@@ -117,6 +125,29 @@ _SOURCE_ID = {"train": 0, "test": 1}  # which image file a split reads (node-ord
 _FORMAT_VERSION = 1  # bump when the processed format or the procedure changes
 
 
+@dataclasses.dataclass(frozen=True)
+class SuperpixelProfile:
+    """What sets one superpixel benchmark apart: its ``name`` (the raw folder under the data
+    directory), the width of ``x`` (``node_dim``), the SLIC parameters of
+    :func:`~.superpixel_graph.superpixel_graphs` (``n_segments``, ``compactness``,
+    ``query_extra``) and the images of each file (``file_sizes``: train file, test file)."""
+
+    name: str
+    node_dim: int
+    n_segments: int
+    compactness: float
+    query_extra: int
+    file_sizes: dict[str, int]
+
+
+#: MNIST: 3 features (intensity, centroid), at most 75 superpixels
+MNIST_PROFILE = SuperpixelProfile("MNIST", 3, MNIST_NUM_SUPERPIXELS, MNIST_COMPACTNESS,
+                                  MNIST_QUERY_EXTRA, {"train": 60_000, "test": 10_000})
+#: CIFAR10: 5 features (R, G, B, centroid), at most 150 superpixels
+CIFAR10_PROFILE = SuperpixelProfile("CIFAR10", 5, CIFAR10_NUM_SUPERPIXELS, CIFAR10_COMPACTNESS,
+                                    CIFAR10_QUERY_EXTRA, {"train": 50_000, "test": 10_000})
+
+
 class _SuperpixelDataset(KeyedCacheDataset):
     """Shared machinery of :class:`MNISTSuperpixels` and :class:`CIFAR10Superpixels`."""
 
@@ -133,6 +164,15 @@ class _SuperpixelDataset(KeyedCacheDataset):
     query_extra = 0
     #: Images in each image file (train file, test file).
     file_sizes: dict[str, int] = {}
+
+    def __init_subclass__(cls, *, profile: SuperpixelProfile | None = None,
+                          **kwargs: Any) -> None:
+        """A dataset's :class:`SuperpixelProfile`, given in its class statement, sets its
+        class attributes (unset: inherited)."""
+        super().__init_subclass__(**kwargs)
+        if profile is not None:
+            for key, value in dataclasses.asdict(profile).items():
+                setattr(cls, key, value)
 
     def __init__(
         self, root: PathLike | None = None, split: str = "train", data_dir: PathLike | None = None,
@@ -275,7 +315,7 @@ class _SuperpixelDataset(KeyedCacheDataset):
         return f"{self.__class__.__name__}({len(self)}, split={self.split!r}{extra})"
 
 
-class MNISTSuperpixels(_SuperpixelDataset):
+class MNISTSuperpixels(_SuperpixelDataset, profile=MNIST_PROFILE):
     r"""MNIST as superpixel graphs (Dwivedi et al., "Benchmarking GNNs"; Knyazev et al. 2019):
     55,000 / 5,000 / 10,000 graphs (train / val / test), at most 75 nodes each, 10 classes,
     metric accuracy.
@@ -318,13 +358,6 @@ class MNISTSuperpixels(_SuperpixelDataset):
         ValueError: bad arguments, malformed or wrong-checksum raw files.
     """
 
-    name = "MNIST"
-    node_dim = 3
-    n_segments = MNIST_NUM_SUPERPIXELS
-    compactness = MNIST_COMPACTNESS
-    query_extra = MNIST_QUERY_EXTRA
-    file_sizes = {"train": 60_000, "test": 10_000}
-
     def _find(self, name: str) -> Path | None:
         for d in self._search_dirs():
             for candidate in (d / f"{name}.gz", d / name):
@@ -355,7 +388,7 @@ class MNISTSuperpixels(_SuperpixelDataset):
         return images, labels, [str(p) for p in found]
 
 
-class CIFAR10Superpixels(_SuperpixelDataset):
+class CIFAR10Superpixels(_SuperpixelDataset, profile=CIFAR10_PROFILE):
     r"""CIFAR10 as superpixel graphs (Dwivedi et al., "Benchmarking GNNs"; Knyazev et al. 2019):
     45,000 / 5,000 / 10,000 graphs (train / val / test), at most 150 nodes each, 10 classes,
     metric accuracy.
@@ -393,13 +426,6 @@ class CIFAR10Superpixels(_SuperpixelDataset):
         ValueError: bad arguments, a wrong-checksum archive or malformed batches.
     """
 
-    name = "CIFAR10"
-    node_dim = 5
-    n_segments = CIFAR10_NUM_SUPERPIXELS
-    compactness = CIFAR10_COMPACTNESS
-    query_extra = CIFAR10_QUERY_EXTRA
-    file_sizes = {"train": 50_000, "test": 10_000}
-
     def _find(self, source: str) -> Path | None:
         wanted = CIFAR10_BATCHES[source]
         for d in self._search_dirs():
@@ -428,6 +454,52 @@ class CIFAR10Superpixels(_SuperpixelDataset):
         return images, labels, [str(found)]
 
 
+def _superpixel_fields(name: str, node_dim: int, data: Data) -> Data:
+    """A graph of the published ``name`` superpixel files in the generated fields: ``x``
+    ``FloatTensor [N, node_dim]`` = mean colour then the centroid (``cat(x, pos)`` when PyG
+    stores the centroid in ``pos``), ``pos``, ``edge_attr`` ``FloatTensor [E, 1]``, ``y``
+    ``LongTensor [1]``.
+
+    Raises:
+        DataError: a field is missing, or the node features are not ``node_dim`` wide.
+    """
+    require_fields(data, name, "x", "edge_index", "edge_attr", "y")
+    n = int(data.num_nodes)
+    x = data.x.float().reshape(n, -1)
+    pos = data.get("pos")
+    if x.size(1) != node_dim and pos is not None:
+        x = torch.cat([x, pos.float().reshape(n, -1)], dim=1)  # colour, then the centroid
+    if x.size(1) != node_dim:
+        raise DataError(f"{name}: expected {node_dim} node features (mean colour and "
+                        f"centroid), got x {list(data.x.shape)} and pos "
+                        f"{None if pos is None else list(pos.shape)}")
+    out = Data(x=x, edge_index=data.edge_index.long(),
+               edge_attr=data.edge_attr.float().reshape(-1, 1),
+               y=data.y.reshape(1).long())
+    out.pos = x[:, -2:].clone()
+    return out
+
+
+def mnist_fields(data: Data) -> Data:
+    """MNIST's published graph in the generated fields (``x`` ``[N, 3]``; see
+    :func:`_superpixel_fields`), for :class:`~graph_transformers.data.published.ToBenchmarkFields`.
+
+    Raises:
+        DataError: a field is missing or of the wrong width.
+    """
+    return _superpixel_fields("MNIST", MNISTSuperpixels.node_dim, data)
+
+
+def cifar10_fields(data: Data) -> Data:
+    """CIFAR10's published graph in the generated fields (``x`` ``[N, 5]``; see
+    :func:`_superpixel_fields`), for :class:`~graph_transformers.data.published.ToBenchmarkFields`.
+
+    Raises:
+        DataError: a field is missing or of the wrong width.
+    """
+    return _superpixel_fields("CIFAR10", CIFAR10Superpixels.node_dim, data)
+
+
 # --------------------------------------------------------------------------------------------
 # Loader and registry entries
 # --------------------------------------------------------------------------------------------
@@ -446,7 +518,7 @@ def load_superpixels(
     from the images (``source="generated"``, :class:`MNISTSuperpixels` /
     :class:`CIFAR10Superpixels`, cached under ``root/<class name>/``; needs scikit-image;
     ``max_images`` and ``num_workers`` apply to this one). The other arguments:
-    :func:`~graph_transformers.datasets.canonical.published_or_generated`.
+    :func:`~graph_transformers.data.published.published_or_generated`.
 
     Raises:
         KeyError: a ``name`` other than ``"MNIST"`` / ``"CIFAR10"``.
@@ -456,7 +528,8 @@ def load_superpixels(
     cls = _CLASSES[name]
     return published_or_generated(
         name, source, root, split, transform, pre_transform, force_reload, data_dir=data_dir,
-        generated=cls, folder=cls.__name__, shared_data_dir=True,
+        generated=cls, published=partial(GNNBenchmark, name=name), folder=cls.__name__,
+        shared_data_dir=True,
         requires=("skimage", f"the {name} superpixel dataset"), max_images=max_images,
         num_workers=num_workers)
 
@@ -465,7 +538,8 @@ def _spec(name: str) -> DatasetSpec:
     cls = _CLASSES[name]
     return DatasetSpec(name.lower(), "graph", "classification", cls.num_classes, "accuracy",
                        partial(load_superpixels, name=name), node_dim=cls.node_dim,
-                       edge_dim=cls.edge_dim, source="reconstructed", published=True)
+                       edge_dim=cls.edge_dim, source="reconstructed", published=True,
+                       params=("data_dir", "max_images", "num_workers"))
 
 
 #: ``data.name: mnist``

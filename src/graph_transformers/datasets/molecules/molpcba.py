@@ -7,8 +7,8 @@ Read from OGB's published files by OGB's own ``PygGraphPropPredDataset``, exactl
 ``[ogb]`` extra): ``DATA_DIR/ogbg_molpcba/`` as OGB unpacks ``pcba.zip`` (``RELEASE_v1.txt``,
 ``raw/{edge,edge-feat,node-feat,num-node-list,num-edge-list,graph-label}.csv.gz``,
 ``split/scaffold/{train,valid,test}.csv.gz``, ``mapping/``), located by
-:func:`~graph_transformers.datasets.canonical.locate_ogb` (downloaded from OGB's URL into the
-cache where the network allows and ``$GRAPH_TRANSFORMERS_OFFLINE`` is unset).
+:func:`~graph_transformers.datasets.molecules.ogb_files.locate_ogb` (downloaded from OGB's URL
+into the cache where the network allows and ``$GRAPH_TRANSFORMERS_OFFLINE`` is unset).
 
 Each graph: ``x`` ``LongTensor [N, 9]``, ``edge_index`` ``LongTensor [2, E]``, ``edge_attr``
 ``LongTensor [E, 3]`` (OGB's featurization), ``y`` ``FloatTensor [1, 128]``, NaN where a task
@@ -24,8 +24,9 @@ from ..._optional import require
 from ...data.cache import resolve_data_dir
 from ...data.generated import PathLike, Transform
 from ...data.registry import DatasetSpec
-from ..canonical import canonical_root, locate_ogb
-from .moleculenet import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, smiles_to_graph
+from ...data.published import canonical_root
+from .ogb_files import locate_ogb
+from .featurization import ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, smiles_to_graph
 
 __all__ = ["MOLPCBA_NUM_TASKS", "load_molpcba", "MOLPCBA_SPEC"]
 
@@ -63,4 +64,4 @@ def load_molpcba(
 MOLPCBA_SPEC = DatasetSpec("ogbg-molpcba", "graph", "binary", MOLPCBA_NUM_TASKS, "ap",
                            load_molpcba, node_types=tuple(ATOM_FEATURE_DIMS),
                            edge_types=tuple(BOND_FEATURE_DIMS), featurize=smiles_to_graph,
-                           source="canonical")
+                           source="canonical", params=("data_dir",))

@@ -5,17 +5,17 @@ OGB's ``PygGraphPropPredDataset`` reads the files (``raw/*.csv.gz``: OGB's featu
 bond as two directed edges) and gives the official split (``get_idx_split()``, OGB's scaffold
 split), and OGB's ``Evaluator`` scores it
 (:class:`graph_transformers.training.metrics.OGBEvaluatorROCAUC`). Where the files are looked
-for: :func:`graph_transformers.datasets.canonical.locate_ogb`. Without them, ``data.source: auto``
-falls back to :class:`graph_transformers.datasets.molecules.moleculenet.MoleculeNetCSV`
+for: :func:`graph_transformers.datasets.molecules.ogb_files.locate_ogb`. Without them,
+``data.source: auto`` falls back to :class:`graph_transformers.datasets.molecules.moleculenet.MoleculeNetCSV`
 (``hiv``: the same molecules and label, featurized by this library, with a re-derived scaffold
 split); both come from one loader,
 :func:`graph_transformers.datasets.molecules.moleculenet.load_moleculenet`.
 
 OGB's node and edge features are the columns of
-:mod:`graph_transformers.datasets.molecules.moleculenet` (``ATOM_FEATURE_DIMS`` ``[119, 5, 12, 12, 10, 6, 6, 2, 2]`` = OGB's ``get_atom_feature_dims()``,
+:mod:`graph_transformers.datasets.molecules.featurization` (``ATOM_FEATURE_DIMS`` ``[119, 5, 12, 12, 10, 6, 6, 2, 2]`` = OGB's ``get_atom_feature_dims()``,
 ``BOND_FEATURE_DIMS`` ``[5, 6, 2]`` = ``get_bond_feature_dims()``; ``tests/test_canonical.py``
 checks this, and that OGB's ``smiles2graph`` and
-:func:`~graph_transformers.datasets.molecules.moleculenet.smiles_to_graph` give the same
+:func:`~graph_transformers.datasets.molecules.featurization.smiles_to_graph` give the same
 tensors), so the same model config runs on either source.
 
 OGB 1.3.6 loads its processed file with ``torch.load`` defaults, which since torch 2.6 refuse
@@ -34,10 +34,9 @@ from torch_geometric.data.data import Data, DataEdgeAttr, DataTensorAttr
 from torch_geometric.data.storage import GlobalStorage
 
 from ...data.cache import cache_file_problem, pre_transform_key, record_cache_file, resolve_data_dir
-from ...data.generated import SPLITS, PathLike, Transform
-from ...data.legacy import accepts_old_order
-from ..canonical import (OGB_DATASETS, canonical_root, files_tag, locate_ogb, ogb_folder,
-                         with_fields)
+from ...data.generated import PathLike, Transform
+from ...data.published import canonical_root, files_tag, with_fields
+from .ogb_files import OGB_DATASETS, locate_ogb, ogb_folder
 
 __all__ = ["OGBGraphPropPred"]
 
@@ -56,7 +55,7 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
 
     The raw files are read in place (``DATA_DIR/ogbg_molhiv/``, or a download in
     ``root/ogbg_molhiv/``); every graph is converted by
-    :class:`~graph_transformers.datasets.canonical.ToBenchmarkFields` (``y`` to float32
+    :class:`~graph_transformers.data.published.ToBenchmarkFields` (``y`` to float32
     ``[1, 1]``, the binary task's layout) before ``pre_transform``, and the processed file goes to
     ``root/<folder>/processed/<pre_transform key>_<files tag>/`` with a recorded checksum (a file
     that fails it is rebuilt).
@@ -66,14 +65,12 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
     task; ogbg-molpcba: 128, NaN = missing label).
 
     Arguments in OGB's order (``PygGraphPropPredDataset(name, root, transform,
-    pre_transform)``), with ``split`` after ``root``; the old order ``OGBGraphPropPred(name,
-    split, data_dir, root, ...)`` still works for one more release, with a ``FutureWarning``
-    (:mod:`graph_transformers.data.legacy`).
+    pre_transform)``), with ``split`` after ``root``.
 
     Args:
-        name (str): a key of :data:`~graph_transformers.datasets.canonical.OGB_DATASETS`.
+        name (str): a key of :data:`~graph_transformers.datasets.molecules.ogb_files.OGB_DATASETS`.
         root: processing and download folder (default
-            :func:`~graph_transformers.datasets.canonical.canonical_root`).
+            :func:`~graph_transformers.data.published.canonical_root`).
         split (str): ``"train"``, ``"val"`` (OGB's ``valid``) or ``"test"``.
         transform, pre_transform: as in PyG.
         data_dir: where OGB's folder is looked for (default ``$GRAPH_TRANSFORMERS_DATA``).
@@ -90,10 +87,6 @@ class OGBGraphPropPred(PygGraphPropPredDataset):
         DataNotFoundError: the files are neither local nor downloadable.
     """
 
-    @accepts_old_order(("name", "split", "data_dir", "root", "transform", "pre_transform"),
-                       lambda args, kwargs: (len(args) >= 2 and "split" not in kwargs
-                                             and args[1] in SPLITS),
-                       "OGBGraphPropPred(name, root, split, data_dir=...)")
     def __init__(
         self, name: str = "ogbg-molhiv", root: PathLike | None = None, split: str = "train",
         transform: Transform = None, pre_transform: Transform = None, *,

@@ -25,7 +25,7 @@ The official test splits have no labels: such a split is **predict-only**
 
 **Graphs** (OGB's ``smiles2graph`` featurization: RDKit's ``MolFromSmiles``, 9 atom and 3 bond
 feature columns, every bond as two directed edges;
-:func:`~graph_transformers.datasets.molecules.moleculenet.mol_to_graph` computes exactly OGB's
+:func:`~graph_transformers.datasets.molecules.featurization.mol_to_graph` computes exactly OGB's
 columns, ``tests/test_canonical.py`` and ``tests/test_lsc_molpcba.py`` check it against
 ``ogb.utils.smiles2graph``): ``x`` ``LongTensor [N, 9]``, ``edge_index`` ``LongTensor [2, E]``,
 ``edge_attr`` ``LongTensor [E, 3]``, ``y`` ``FloatTensor [1, 1]`` (the gap in eV, NaN where
@@ -68,9 +68,14 @@ from ...data.ondisk import GraphStore, build_graph_store, store_problem
 from ...data.parallel import default_workers
 from ...data.registry import DatasetSpec
 from ...errors import DataError
-from ..canonical import canonical_root, files_tag, looked
-from .moleculenet import (ATOM_FEATURE_DIMS, BOND_FEATURE_DIMS, mol_to_graph, parse_smiles,
-                          smiles_to_graph)
+from ...data.published import canonical_root, files_tag, looked
+from .featurization import (
+    ATOM_FEATURE_DIMS,
+    BOND_FEATURE_DIMS,
+    mol_to_graph,
+    parse_smiles,
+    smiles_to_graph,
+)
 
 __all__ = ["LSC_DATASETS", "LSCInfo", "PCQM4MLSC", "read_split_dict", "read_lsc_csv",
            "load_pcqm4m", "load_pcqm4mv2", "PCQM4M_SPEC", "PCQM4MV2_SPEC"]
@@ -457,7 +462,8 @@ def load_pcqm4mv2(
 
 
 _LSC = dict(node_types=tuple(ATOM_FEATURE_DIMS), edge_types=tuple(BOND_FEATURE_DIMS),
-            featurize=smiles_to_graph, targets=("homolumogap",), source="canonical")
+            featurize=smiles_to_graph, targets=("homolumogap",), source="canonical",
+            params=("data_dir", "test_split", "num_workers", "chunk_size"))
 
 #: ``data.name: pcqm4m`` (PCQM4M-LSC, KDD Cup 2021; its test split is predict-only)
 PCQM4M_SPEC = DatasetSpec("pcqm4m", "graph", "regression", 1, "mae", load_pcqm4m, **_LSC)

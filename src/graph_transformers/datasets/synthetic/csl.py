@@ -15,10 +15,11 @@ and graph ``k`` has the label of original graph ``k`` (labels ``k // 15``). The 
 split files ``CSL_{train,val,test}.index`` ship inside the package, so the fold indices apply
 unchanged. Nothing outside the installed package is needed. Where the published files are in the
 data directory (benchmarking-gnns' ``CSL.zip``), :func:`load_csl` reads those instead, through
-PyG (``data.source``, :mod:`graph_transformers.datasets.canonical`).
+PyG (``data.source``, :mod:`graph_transformers.data.published`).
 """
 from __future__ import annotations
 
+from functools import partial
 from collections.abc import Iterator
 from importlib import resources
 
@@ -29,7 +30,8 @@ from torch_geometric.data import Data
 
 from ...data.generated import SPLITS, GeneratedDataset, PathLike, Transform, check_split
 from ...data.registry import DatasetSpec
-from ..canonical import GNNBenchmark, published_or_generated
+from ...data.published import published_or_generated, require_fields
+from ..gnn_benchmark import GNNBenchmark
 
 __all__ = [
     "CSL",
@@ -220,6 +222,20 @@ class CSL(GeneratedDataset):
         return f"{self.__class__.__name__}({len(self)}, split={self.split!r}, fold={self.fold})"
 
 
+def csl_fields(data: Data) -> Data:
+    """A graph of CSL's published files in the generated fields: ``x`` ``LongTensor [41, 1]`` of
+    zeros, ``edge_index`` (self-loops removed by PyG), ``y`` ``LongTensor [1]``
+    (:class:`~graph_transformers.data.published.ToBenchmarkFields`).
+
+    Raises:
+        DataError: a field is missing.
+    """
+    require_fields(data, "CSL", "edge_index", "y")
+    n = int(data.num_nodes)
+    return Data(x=torch.zeros(n, 1, dtype=torch.long), edge_index=data.edge_index.long(),
+                y=torch.as_tensor(data.y).reshape(1).long(), num_nodes=n)
+
+
 def load_csl(
     root: PathLike, split: str = "train", transform: Transform = None,
     pre_transform: Transform = None, force_reload: bool = False, *, source: str = "generated",
@@ -232,7 +248,7 @@ def load_csl(
 
     ``fold``: cross-validation fold ``0..4`` (``data.fold``); ``seed``: seed of the generated
     node permutations (``data.seed``). The other arguments:
-    :func:`~graph_transformers.datasets.canonical.published_or_generated`.
+    :func:`~graph_transformers.data.published.published_or_generated`.
 
     Raises:
         ValueError: a ``fold`` outside ``0..4`` (or as ``published_or_generated``).
@@ -240,9 +256,10 @@ def load_csl(
     """
     return published_or_generated(
         "CSL", source, root, split, transform, pre_transform, force_reload, data_dir=data_dir,
-        generated=CSL, indices=lambda s: csl_split_indices(fold)[s], fold=fold, seed=seed)
+        generated=CSL, published=partial(GNNBenchmark, name="CSL"), indices=lambda s: csl_split_indices(fold)[s], fold=fold, seed=seed)
 
 
 #: ``data.name: csl``
 CSL_SPEC = DatasetSpec("csl", "graph", "classification", CSL_NUM_CLASSES, "accuracy", load_csl,
-                       node_types=1, source="generated", published=True)
+                       node_types=1, source="generated", published=True,
+                       params=("fold", "seed", "data_dir"))

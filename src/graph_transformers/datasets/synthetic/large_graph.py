@@ -189,4 +189,5 @@ def load_synthetic_large(
 #: ``data.name: synthetic_large``
 SYNTHETIC_LARGE_SPEC = DatasetSpec("synthetic_large", "node", "classification", NUM_CLASSES,
                                    "accuracy", load_synthetic_large, node_dim=FEATURE_DIM,
-                                   source="generated")
+                                   source="generated", params=("seed", "num_nodes", "avg_degree",
+                                                               "p_intra", "signal"))

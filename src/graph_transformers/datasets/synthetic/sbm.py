@@ -7,7 +7,7 @@ graphs are drawn from stochastic block models (SBMs). The original pickles
 datasets with the procedure and parameters of graphdeeplearning/benchmarking-gnns
 ``data/SBMs/generate_SBM_{PATTERN,CLUSTER}.ipynb``.
 Where the published files can be had (PyG's ``PATTERN_v2.pt`` / ``CLUSTER_v2.pt``), the registry
-reads those instead (``data.source``, :mod:`graph_transformers.datasets.canonical`).
+reads those instead (``data.source``, :mod:`graph_transformers.data.published`).
 
 **SBM.** Each of ``K`` communities gets a size drawn uniformly from ``5..34``
 (``randint(5, 35)``, upper bound exclusive). Every pair of nodes ``i < j`` is connected
@@ -62,7 +62,7 @@ part) and its class balance, not the procedure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property, lru_cache
+from functools import cached_property, partial
 
 import numpy as np
 import torch
@@ -72,7 +72,10 @@ from torch_geometric.data import Data
 from ...data.generated import (SPLITS, GeneratedDataset, PathLike, Transform, check_count,
                                check_seed, check_split_counts, size_tag)
 from ...data.registry import DatasetSpec
-from ..canonical import GNNBenchmark, published_or_generated
+from ...data.published import published_or_generated, require_fields
+from ...errors import DataError
+from ..gnn_benchmark import GNNBenchmark
+from .sbm_graph import block_pairs, sbm_prob, undirected_edges
 
 __all__ = [
     "CLUSTER",
@@ -100,7 +103,6 @@ __all__ = [
     "generate_pattern",
     "load_cluster",
     "load_pattern",
-    "sbm_graph",
 ]
 
 #: Community (and pattern) sizes are drawn uniformly from ``SBM_SIZE_MIN .. SBM_SIZE_MAX - 1``
@@ -135,88 +137,6 @@ CLUSTER_NUM_GRAPHS: tuple[int, int, int] = (10000, 1000, 1000)
 
 
 # --------------------------------------------------------------------------------------------
-# Graph primitives
-# --------------------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=256)
-def _triu(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row and column indices of the strict upper triangle of an ``n x n`` matrix (cached)."""
-    iu, ju = np.triu_indices(n, k=1)
-    iu.setflags(write=False)
-    ju.setflags(write=False)
-    return iu, ju
-
-
-def _block_pairs(
-    rng: np.random.Generator, block: np.ndarray, prob: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Independent Bernoulli edges over all pairs ``i < j``: pair ``(i, j)`` is an edge with
-    probability ``prob[block[i], block[j]]`` (``prob`` symmetric). One uniform draw per pair, all
-    at once. Returns the edges' ``(i, j)`` with ``i < j``."""
-    iu, ju = _triu(block.shape[0])
-    keep = rng.random(iu.shape[0]) < prob[block[iu], block[ju]]
-    return iu[keep], ju[keep]
-
-
-def _sbm_prob(num_blocks: int, p: float, q: float) -> np.ndarray:
-    """``num_blocks x num_blocks`` matrix with ``p`` on the diagonal and ``q`` elsewhere."""
-    prob = np.full((num_blocks, num_blocks), float(q))
-    np.fill_diagonal(prob, float(p))
-    return prob
-
-
-def _undirected(src: np.ndarray, dst: np.ndarray, n: int, perm: np.ndarray | None = None) -> Tensor:
-    """Both directions of the edges ``src[k] - dst[k]`` (``src != dst``, no duplicate pairs),
-    nodes relabelled ``i -> perm[i]`` when ``perm`` is given, sorted by ``(row, col)``."""
-    if perm is not None:
-        src, dst = perm[src], perm[dst]
-    key = np.sort(np.concatenate([src * n + dst, dst * n + src]))
-    return torch.from_numpy(np.stack([key // n, key % n])).long()
-
-
-def _check_prob(name: str, value: float) -> float:
-    value = float(value)
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
-    return value
-
-
-def sbm_graph(
-    rng: np.random.Generator, block_sizes: Sequence[int], p: float, q: float
-) -> tuple[Tensor, Tensor]:
-    """A stochastic-block-model graph, nodes ordered by block (not shuffled).
-
-    Block ``r`` holds the ``block_sizes[r]`` consecutive nodes starting at
-    ``sum(block_sizes[:r])``. Each pair ``i < j`` is an edge independently with probability ``p``
-    when both nodes are in the same block and ``q`` otherwise; the strict upper triangle of the
-    Bernoulli adjacency matrix is drawn in one vectorized call (one ``rng.random`` value per
-    pair, in ``np.triu_indices`` order) and mirrored.
-
-    Args:
-        rng (numpy.random.Generator): source of randomness.
-        block_sizes (sequence of int): non-negative block sizes.
-        p (float): intra-block edge probability.
-        q (float): inter-block edge probability.
-
-    Returns:
-        ``(edge_index, block)``: LongTensor ``[2, E]`` with both directions of every edge, sorted
-        by ``(row, col)``, without self-loops or duplicates; LongTensor ``[n]`` with the block of
-        each node.
-
-    Raises:
-        ValueError: for a negative block size or a probability outside ``[0, 1]``.
-    """
-    sizes = np.asarray(block_sizes, dtype=np.int64).reshape(-1)
-    if (sizes < 0).any():
-        raise ValueError(f"block sizes must be non-negative, got {list(block_sizes)}")
-    p, q = _check_prob("p", p), _check_prob("q", q)
-    block = np.repeat(np.arange(sizes.shape[0]), sizes)
-    src, dst = _block_pairs(rng, block, _sbm_prob(sizes.shape[0], p, q))
-    return _undirected(src, dst, block.shape[0]), torch.from_numpy(block).long()
-
-
-# --------------------------------------------------------------------------------------------
 # PATTERN
 # --------------------------------------------------------------------------------------------
 
@@ -229,7 +149,7 @@ def _draw_patterns(
     patterns = []
     for _ in range(num_patterns):
         n0 = int(rng.integers(SBM_SIZE_MIN, SBM_SIZE_MAX))
-        src, dst = _block_pairs(rng, np.zeros(n0, dtype=np.int64),
+        src, dst = block_pairs(rng, np.zeros(n0, dtype=np.int64),
                                 np.array([[PATTERN_P_INSIDE]]))
         u0 = rng.integers(0, PATTERN_NUM_NODE_TYPES, size=n0)
         patterns.append((src, dst, u0))
@@ -241,7 +161,7 @@ def _pattern_prob() -> np.ndarray:
     the pattern get 0: its edges are the fixed ones of the instance."""
     k = PATTERN_NUM_COMMUNITIES
     prob = np.zeros((k + 1, k + 1))
-    prob[:k, :k] = _sbm_prob(k, PATTERN_P, PATTERN_Q)
+    prob[:k, :k] = sbm_prob(k, PATTERN_P, PATTERN_Q)
     prob[:k, k] = prob[k, :k] = PATTERN_Q_PATTERN
     return prob
 
@@ -260,7 +180,7 @@ def _pattern_graph(
     n0 = u0.shape[0]
     n = n_sbm + n0
     block = np.repeat(np.arange(k + 1), np.append(sizes, n0))
-    src, dst = _block_pairs(rng, block, prob)  # SBM-SBM and SBM-pattern pairs
+    src, dst = block_pairs(rng, block, prob)  # SBM-SBM and SBM-pattern pairs
     src = np.concatenate([src, p_src + n_sbm])
     dst = np.concatenate([dst, p_dst + n_sbm])
     u = rng.integers(0, PATTERN_NUM_NODE_TYPES, size=n_sbm)
@@ -271,7 +191,7 @@ def _pattern_graph(
     new_block[perm] = block
     data = Data(
         x=torch.from_numpy(x).view(n, 1),
-        edge_index=_undirected(src, dst, n, perm),
+        edge_index=undirected_edges(src, dst, n, perm),
         y=torch.from_numpy((new_block == k).astype(np.int64)),
     )
     if keep_blocks:
@@ -345,7 +265,7 @@ def generate_pattern(
     raw = _draw_patterns(np.random.default_rng(_pattern_streams(seed)[0]), num_patterns)
     patterns = [
         Data(x=torch.from_numpy(u0.astype(np.int64)).view(-1, 1),
-             edge_index=_undirected(src, dst, u0.shape[0]))
+             edge_index=undirected_edges(src, dst, u0.shape[0]))
         for src, dst, u0 in raw
     ]
     return splits, patterns
@@ -362,7 +282,7 @@ def _cluster_graph(rng: np.random.Generator, prob: np.ndarray) -> Data:
     sizes = rng.integers(SBM_SIZE_MIN, SBM_SIZE_MAX, size=k)
     n = int(sizes.sum())
     block = np.repeat(np.arange(k), sizes)
-    src, dst = _block_pairs(rng, block, prob)
+    src, dst = block_pairs(rng, block, prob)
     x = np.zeros(n, dtype=np.int64)
     starts = np.cumsum(sizes) - sizes
     x[starts + rng.integers(0, sizes)] = np.arange(1, k + 1)  # one uniform node per community
@@ -373,7 +293,7 @@ def _cluster_graph(rng: np.random.Generator, prob: np.ndarray) -> Data:
     y[perm] = block
     return Data(
         x=torch.from_numpy(new_x).view(n, 1),
-        edge_index=_undirected(src, dst, n, perm),
+        edge_index=undirected_edges(src, dst, n, perm),
         y=torch.from_numpy(y),
     )
 
@@ -381,7 +301,7 @@ def _cluster_graph(rng: np.random.Generator, prob: np.ndarray) -> Data:
 def _cluster_split(seed: int, split: str, count: int) -> list[Data]:
     streams = np.random.SeedSequence(seed).spawn(3)
     rng = np.random.default_rng(streams[SPLITS.index(split)])
-    prob = _sbm_prob(CLUSTER_NUM_COMMUNITIES, CLUSTER_P, CLUSTER_Q)
+    prob = sbm_prob(CLUSTER_NUM_COMMUNITIES, CLUSTER_P, CLUSTER_Q)
     return [_cluster_graph(rng, prob) for _ in range(count)]
 
 
@@ -422,6 +342,16 @@ class _SBMDataset(GeneratedDataset):
     metric = "weighted_accuracy"
     level = "node"
 
+    def __init_subclass__(cls, *, name: str = "", num_classes: int = 0, num_node_types: int = 0,
+                          **kwargs) -> None:
+        """A benchmark's profile, given in its class statement: its name (the cache folder),
+        classes and node types (unset: inherited)."""
+        super().__init_subclass__(**kwargs)
+        for key, value in dict(name=name, num_classes=num_classes,
+                               num_node_types=num_node_types).items():
+            if value:
+                setattr(cls, key, value)
+
     @cached_property
     def provenance(self) -> dict[str, str]:
         """``{split: "generated"}``: these are not the published graphs (module docstring)."""
@@ -442,7 +372,8 @@ class _SBMDataset(GeneratedDataset):
         }
 
 
-class PATTERN(_SBMDataset):
+class PATTERN(_SBMDataset, name="PATTERN", num_classes=PATTERN_NUM_CLASSES,
+              num_node_types=PATTERN_NUM_NODE_TYPES):
     r"""The PATTERN node-classification benchmark of Dwivedi et al., "Benchmarking Graph Neural
     Networks": find the nodes of a planted pattern (label 1) in an SBM graph. 10,000 / 2,000 /
     2,000 graphs of 30..204 nodes (mean ~117), 100 pattern instances shared by all splits.
@@ -471,10 +402,6 @@ class PATTERN(_SBMDataset):
     Raises:
         ValueError: for an unknown ``split``, a negative ``seed`` or invalid sizes.
     """
-
-    name = "PATTERN"
-    num_classes = PATTERN_NUM_CLASSES
-    num_node_types = PATTERN_NUM_NODE_TYPES
 
     def __init__(
         self, root: PathLike | None = None, split: str = "train", seed: int = 0,
@@ -511,7 +438,8 @@ class PATTERN(_SBMDataset):
         return _pattern_split(self.seed, split, count, self.num_patterns)
 
 
-class CLUSTER(_SBMDataset):
+class CLUSTER(_SBMDataset, name="CLUSTER", num_classes=CLUSTER_NUM_CLASSES,
+              num_node_types=CLUSTER_NUM_NODE_TYPES):
     r"""The CLUSTER node-classification benchmark of Dwivedi et al., "Benchmarking Graph Neural
     Networks": semi-supervised clustering of 6-community SBM graphs, one labelled node per
     community. 10,000 / 1,000 / 1,000 graphs of 30..204 nodes (mean ~117).
@@ -539,10 +467,6 @@ class CLUSTER(_SBMDataset):
         ValueError: for an unknown ``split``, a negative ``seed`` or invalid sizes.
     """
 
-    name = "CLUSTER"
-    num_classes = CLUSTER_NUM_CLASSES
-    num_node_types = CLUSTER_NUM_NODE_TYPES
-
     def __init__(
         self, root: PathLike | None = None, split: str = "train", seed: int = 0,
         transform: Transform = None, pre_transform: Transform = None, force_reload: bool = False, *,
@@ -556,6 +480,61 @@ class CLUSTER(_SBMDataset):
 
     def _generate_split(self, split: str) -> list[Data]:
         return _cluster_split(self.seed, split, self.num_graphs[SPLITS.index(split)])
+
+
+def _node_types(x: Tensor | None, num_types: int, who: str) -> Tensor:
+    """Categorical node features ``[N, 1]`` from type ids (``[N]`` / ``[N, 1]``) or one-hot rows
+    ``[N, num_types]``.
+
+    Raises:
+        DataError: no ``x``, rows that are not one-hot, ids that are not integers in
+            ``0..num_types - 1``, or another shape.
+    """
+    if x is None:
+        raise DataError(f"{who}: a graph has no node features x")
+    if x.dim() == 2 and x.size(1) == num_types:
+        if not bool(((x == 0) | (x == 1)).all() and (x.sum(1) == 1).all()):
+            raise DataError(f"{who}: node features [N, {num_types}] are not one-hot rows")
+        return x.argmax(1).view(-1, 1)
+    if x.dim() == 1 or (x.dim() == 2 and x.size(1) == 1):
+        t = x.reshape(-1)
+        if t.is_floating_point() and not bool((t == t.round()).all()):
+            raise DataError(f"{who}: node type ids must be integers")
+        t = t.long()
+        if t.numel() and (int(t.min()) < 0 or int(t.max()) >= num_types):
+            raise DataError(f"{who}: node types must lie in 0..{num_types - 1}, got "
+                            f"{int(t.min())}..{int(t.max())}")
+        return t.view(-1, 1)
+    raise DataError(f"{who}: node features of shape {list(x.shape)} are neither type ids [N] / "
+                    f"[N, 1] nor one-hot rows [N, {num_types}]")
+
+
+def _sbm_fields(name: str, num_types: int, data: Data) -> Data:
+    require_fields(data, name, "x", "edge_index", "y")
+    return Data(x=_node_types(data.x, num_types, name), edge_index=data.edge_index.long(),
+                y=data.y.reshape(-1).long())
+
+
+def pattern_fields(data: Data) -> Data:
+    """A graph of PATTERN's published files in the generated fields: ``x`` ``LongTensor [N, 1]``
+    node type (the published one-hot rows ``[N, 3]`` or type ids are both accepted),
+    ``edge_index``, ``y`` ``LongTensor [N]``; the constant edge feature is dropped (for
+    :class:`~graph_transformers.data.published.ToBenchmarkFields`).
+
+    Raises:
+        DataError: a field is missing or the node types are malformed.
+    """
+    return _sbm_fields("PATTERN", PATTERN_NUM_NODE_TYPES, data)
+
+
+def cluster_fields(data: Data) -> Data:
+    """CLUSTER's published graph in the generated fields, as :func:`pattern_fields` (one-hot rows
+    ``[N, 7]``).
+
+    Raises:
+        DataError: a field is missing or the node types are malformed.
+    """
+    return _sbm_fields("CLUSTER", CLUSTER_NUM_NODE_TYPES, data)
 
 
 # --------------------------------------------------------------------------------------------
@@ -575,11 +554,12 @@ def load_pattern(
 
     ``seed``, ``num_graphs_per_pattern`` and ``num_patterns`` are as :class:`PATTERN`; the other
     arguments and the errors are those of
-    :func:`~graph_transformers.datasets.canonical.published_or_generated`.
+    :func:`~graph_transformers.data.published.published_or_generated`.
     """
     return published_or_generated(
         "PATTERN", source, root, split, transform, pre_transform, force_reload,
-        data_dir=data_dir, generated=PATTERN, seed=seed,
+        data_dir=data_dir, generated=PATTERN, published=partial(GNNBenchmark, name="PATTERN"),
+        seed=seed,
         num_graphs_per_pattern=num_graphs_per_pattern, num_patterns=num_patterns)
 
 
@@ -594,16 +574,19 @@ def load_cluster(
     under ``root/CLUSTER/`` (``source="generated"``)."""
     return published_or_generated(
         "CLUSTER", source, root, split, transform, pre_transform, force_reload,
-        data_dir=data_dir, generated=CLUSTER, seed=seed, num_graphs=num_graphs)
+        data_dir=data_dir, generated=CLUSTER, published=partial(GNNBenchmark, name="CLUSTER"),
+        seed=seed, num_graphs=num_graphs)
 
 
 #: ``data.name: pattern``
 PATTERN_SPEC = DatasetSpec("pattern", "node", "classification", PATTERN_NUM_CLASSES,
                            "weighted_accuracy", load_pattern,
                            node_types=PATTERN_NUM_NODE_TYPES, loss="weighted_ce",
-                           source="generated", published=True)
+                           source="generated", published=True,
+                           params=("seed", "data_dir", "num_graphs_per_pattern", "num_patterns"))
 #: ``data.name: cluster``
 CLUSTER_SPEC = DatasetSpec("cluster", "node", "classification", CLUSTER_NUM_CLASSES,
                            "weighted_accuracy", load_cluster,
                            node_types=CLUSTER_NUM_NODE_TYPES, loss="weighted_ce",
-                           source="generated", published=True)
+                           source="generated", published=True,
+                           params=("seed", "data_dir", "num_graphs"))

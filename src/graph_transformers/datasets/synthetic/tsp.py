@@ -6,7 +6,7 @@ original files (``TSP.pkl``, ``tsp50-500_{train,val,test}.txt``) are not availab
 regenerates the dataset with the procedure and parameters of graphdeeplearning/benchmarking-gnns
 ``data/TSP/generate_TSP.py`` and ``data/TSP.py``.
 Where the published files can be had (PyG's ``TSP_v2.pt``), the registry reads those instead
-(``data.source``, :mod:`graph_transformers.datasets.canonical`).
+(``data.source``, :mod:`graph_transformers.data.published`).
 
 **Instances.** A graph has ``n ~ randint(50, 501)`` nodes (50..500 inclusive) with coordinates
 drawn uniformly from the unit square. Its label is an (optimal or near-optimal, see below)
@@ -47,6 +47,7 @@ distribution, not the published graphs.
 """
 from __future__ import annotations
 
+from functools import partial
 import logging
 import os
 import os.path as osp
@@ -62,7 +63,9 @@ from ...data.generated import (SPLITS, GeneratedDataset, PathLike, Transform, ch
 from ...data.parallel import default_workers, parallel_map, resumable_map
 from ...data.registry import DatasetSpec
 from ...fileio import atomic_save
-from ..canonical import GNNBenchmark, published_or_generated
+from ...data.published import published_or_generated, require_fields
+from ...errors import DataError
+from ..gnn_benchmark import GNNBenchmark
 from .tsp_solver import LKH_RUNS, check_coords, check_tour, distance_matrix, solve_tour
 
 __all__ = [
@@ -397,6 +400,21 @@ class TSP(GeneratedDataset):
                    for i, tour in enumerate(tours.pop(split))]
 
 
+def tsp_fields(data: Data) -> Data:
+    """A graph of TSP's published files in the generated fields: ``x`` ``FloatTensor [N, 2]``,
+    ``edge_attr`` ``FloatTensor [E, 1]`` (edge length), ``y`` ``LongTensor [E]``
+    (:class:`~graph_transformers.data.published.ToBenchmarkFields`).
+
+    Raises:
+        DataError: a field is missing, or the coordinates are not ``[N, 2]``.
+    """
+    require_fields(data, "TSP", "x", "edge_index", "edge_attr", "y")
+    if data.x.dim() != 2 or data.x.size(1) != 2:
+        raise DataError(f"TSP: expected node coordinates [N, 2], got {list(data.x.shape)}")
+    return Data(x=data.x.float(), edge_index=data.edge_index.long(),
+                edge_attr=data.edge_attr.float().reshape(-1, 1), y=data.y.reshape(-1).long())
+
+
 # --------------------------------------------------------------------------------------------
 # Loader and registry entry
 # --------------------------------------------------------------------------------------------
@@ -409,13 +427,15 @@ def load_tsp(
     ``GNNBenchmarkDataset`` (``source="canonical"``, under ``root/canonical/TSP/``) or the
     instances generated and solved in code (``source="generated"``, :class:`TSP`, cached under
     ``root/TSP/``; ``seed`` and ``num_graphs`` apply to this one). The other arguments and the
-    errors: :func:`~graph_transformers.datasets.canonical.published_or_generated`.
+    errors: :func:`~graph_transformers.data.published.published_or_generated`.
     """
     return published_or_generated(
         "TSP", source, root, split, transform, pre_transform, force_reload, data_dir=data_dir,
-        generated=TSP, seed=seed, num_graphs=num_graphs)
+        generated=TSP, published=partial(GNNBenchmark, name="TSP"), seed=seed,
+        num_graphs=num_graphs)
 
 
 #: ``data.name: tsp``
 TSP_SPEC = DatasetSpec("tsp", "edge", "classification", TSP_NUM_CLASSES, "f1", load_tsp,
-                       node_dim=2, edge_dim=1, source="generated", published=True)
+                       node_dim=2, edge_dim=1, source="generated", published=True,
+                       params=("seed", "data_dir", "num_graphs"))

@@ -1,29 +1,11 @@
-"""Predictions of a trained run on new inputs: molecules as SMILES strings, or graphs.
-
-:func:`load_run` reads a run directory (config and checkpoint) into a :class:`TrainedRun`, whose
-:meth:`~TrainedRun.predict` featurizes SMILES the way the run's dataset does (OGB atom and bond
-features for MoleculeNet, ogbg-molhiv and molecule CSVs, the 28 atom types of ZINC), applies the
-run's encodings (the pre-transform of ``config.encodings``: LapPE, RWSE, shortest paths, ...) to
-every graph, and runs the model in eval mode without gradients. Every input gives one row of the
-:class:`Predictions`, in input order; an input that cannot be used (an invalid SMILES, a graph
-whose features do not fit the model) keeps its row, with the reason in ``status``.
-
-The command line form is ``graph-transformers predict RUN_DIR --data FILE --out predictions.csv``;
-:func:`read_inputs` reads its ``FILE`` (a SMILES CSV or a ``.pt`` file of graphs).
-
-A node-level run on one graph (a node table, a one-graph ``.pt`` file, Cora) predicts the nodes of
-that graph instead: :meth:`~TrainedRun.predict_nodes` gives :class:`NodePredictions`, one row per
-node with the user's node id, the prediction, the class probabilities and the node's split
-(``graph-transformers predict RUN_DIR --out nodes.csv``, without ``--data``).
-"""
+"""A trained run loaded for prediction (:func:`load_run`): a :class:`TrainedRun` featurizes
+SMILES the way the run's dataset does, applies the run's encodings and runs the model in eval
+mode (:meth:`TrainedRun.predict`, :meth:`TrainedRun.predict_nodes`)."""
 from __future__ import annotations
 
 import copy
-import csv
-import gzip
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,183 +13,13 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Batch, Data
 
-from .models.utils import check_inputs
-from .datasets.user.graph_list import load_graph_file
-from .data.registry import DatasetSpec, build_pre_transform
-from .data.textfiles import check_header, check_text_head, csv_records, read_head
-from .errors import DataError
-from .fileio import atomic_writer
-from .models.encoders import check_features
-from .training.config import Config
+from ..data.registry import DatasetSpec, build_pre_transform
+from ..models.encoders import check_features
+from ..models.utils import check_inputs
+from ..training.config import Config
+from .results import _FIXED, EMPTY, OK, NodePredictions, Predictions, _reason
 
 log = logging.getLogger(__name__)
-
-__all__ = ["Predictions", "NodePredictions", "TrainedRun", "load_run", "read_inputs",
-           "load_graphs", "read_csv_columns", "read_smiles_csv"]
-
-#: ``status`` of an input that was predicted
-OK = "ok"
-#: ``status`` of an input that is empty: ``""`` or only whitespace (a CSV row holding ``""`` or
-#: spaces keeps its row with it, so that output rows line up with input rows)
-EMPTY = "empty input"
-#: columns of :meth:`Predictions.rows` before the prediction columns
-_FIXED = ("index", "smiles", "status", "class")
-
-
-@dataclass(frozen=True, eq=False)
-class Predictions:
-    """What a run predicted for each input, in input order.
-
-    Attributes:
-        task: the run's task: ``"regression"``, ``"classification"`` or ``"binary"``.
-        columns: names of the columns of ``values``: the run's targets (regression) or tasks
-            (binary) where known, else ``pred_0, pred_1, ...``; ``prob_0, prob_1, ...`` for the
-            classes of a classification run.
-        values: ``FloatTensor [num_inputs, len(columns)]`` on the CPU: the predicted values
-            (regression), the class probabilities (classification, softmax of the outputs) or the
-            probability that each task is 1 (binary, sigmoid); ``NaN`` rows for invalid inputs.
-        status: ``"ok"`` or, for an input that could not be predicted, the reason.
-        classes: ``LongTensor [num_inputs]``, the predicted class (classification; ``-1`` for
-            invalid inputs), else ``None``.
-        inputs: the SMILES strings, when the inputs were SMILES (``None`` for a graph input).
-    """
-
-    task: str
-    columns: tuple[str, ...]
-    values: Tensor
-    status: tuple[str, ...]
-    classes: Tensor | None = None
-    inputs: tuple[str | None, ...] | None = None
-
-    def __len__(self) -> int:
-        return len(self.status)
-
-    @property
-    def ok(self) -> Tensor:
-        """``BoolTensor [num_inputs]``: which inputs were predicted."""
-        return torch.tensor([s == OK for s in self.status], dtype=torch.bool)
-
-    @property
-    def num_invalid(self) -> int:
-        return sum(s != OK for s in self.status)
-
-    def rows(self, keep: dict[str, Sequence[Any]] | None = None) -> list[dict[str, Any]]:
-        """One dict per input: ``index``, the input's own columns ``keep`` (e.g. an ID column of
-        the input CSV, :func:`read_csv_columns`; one value per input, named ``input_<name>``
-        where the name is also an output column), ``smiles`` (SMILES inputs only), ``status``,
-        ``class`` (classification only) and one key per column (``None`` for an invalid input).
-
-        Raises:
-            ValueError: a ``keep`` column whose length is not the number of inputs.
-        """
-        keep = dict(keep or {})
-        taken = {*_FIXED, *self.columns}
-        for name, values in keep.items():
-            if len(values) != len(self):
-                raise ValueError(f"column {name!r} has {len(values)} values for {len(self)} "
-                                 "inputs")
-        keep = {(f"input_{k}" if k in taken else k): v for k, v in keep.items()}
-        out = []
-        values = self.values.tolist()
-        for i, status in enumerate(self.status):
-            row: dict[str, Any] = {"index": i}
-            row.update((k, v[i]) for k, v in keep.items())
-            if self.inputs is not None:
-                row["smiles"] = self.inputs[i]
-            row["status"] = status
-            ok = status == OK
-            if self.classes is not None:
-                row["class"] = int(self.classes[i]) if ok else None
-            row.update((c, v if ok else None) for c, v in zip(self.columns, values[i]))
-            out.append(row)
-        return out
-
-    def to_csv(self, path: str | Path, keep: dict[str, Sequence[Any]] | None = None) -> Path:
-        """Writes :meth:`rows` (with the input columns ``keep``) to a CSV file atomically (a crash
-        never leaves half a file), lines ending in ``\n``; an invalid input's prediction cells
-        are empty. Values are written with float32 precision.
-
-        Raises:
-            OSError: the file cannot be written (nothing is left behind).
-            ValueError: see :meth:`rows`.
-        """
-        path = Path(path)
-        rows = self.rows(keep)
-        header = list(rows[0]) if rows else ["index", "status", *self.columns]
-        with atomic_writer(path, "w", encoding="utf-8", newline="") as f:
-            w = csv.writer(f, lineterminator="\n")  # csv's default is \r\n (issue 25)
-            w.writerow(header)
-            for row in rows:
-                w.writerow(["" if v is None else _cell(v) for v in row.values()])
-        return path
-
-
-@dataclass(frozen=True, eq=False)
-class NodePredictions:
-    """What a run on one graph predicts for every node of that graph, in node order
-    (:meth:`TrainedRun.predict_nodes`).
-
-    Attributes:
-        task: the run's task: ``"classification"``, ``"regression"`` or ``"binary"``.
-        node_ids: the user's node ids (a node table's id column), else ``"0" … "N-1"``.
-        split: per node, the split it was in: ``"train"``, ``"val"``, ``"test"`` or ``"none"``.
-        columns: names of the columns of ``values``: ``p_<class>`` per class (classification),
-            ``prediction`` (one regression target; ``prediction_<target>`` for several) or
-            ``p_<task>`` per binary task.
-        values: ``FloatTensor [N, len(columns)]`` on the CPU: class probabilities (softmax; each
-            row sums to 1), predicted values, or the probability that each task is 1.
-        classes: ``LongTensor [N]``, the predicted class id (classification), else ``None``.
-        class_names: the name of each class id (a node table's labels; else ``"0" … "C-1"``),
-            classification only.
-    """
-
-    task: str
-    node_ids: tuple[str, ...]
-    split: tuple[str, ...]
-    columns: tuple[str, ...]
-    values: Tensor
-    classes: Tensor | None = None
-    class_names: tuple[str, ...] | None = None
-
-    def __len__(self) -> int:
-        return len(self.node_ids)
-
-    def rows(self) -> list[dict[str, Any]]:
-        """One dict per node: ``node_id``, ``prediction`` (the class name, classification only;
-        a regression run's ``prediction`` is its value column), one key per column, ``split``."""
-        values = self.values.tolist()
-        out = []
-        for i, node in enumerate(self.node_ids):
-            row: dict[str, Any] = {"node_id": node}
-            if self.classes is not None:
-                k = int(self.classes[i])
-                row["prediction"] = self.class_names[k] if self.class_names else k
-            row.update(zip(self.columns, values[i]))
-            row["split"] = self.split[i]
-            out.append(row)
-        return out
-
-    def to_csv(self, path: str | Path) -> Path:
-        """Writes :meth:`rows` to a CSV file atomically, lines ending in ``\n``, values with
-        float32 precision.
-
-        Raises:
-            OSError: the file cannot be written (nothing is left behind).
-        """
-        path = Path(path)
-        head = ["node_id"] + (["prediction"] if self.classes is not None else []) + \
-            list(self.columns) + ["split"]
-        with atomic_writer(path, "w", encoding="utf-8", newline="") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(head)
-            for row in self.rows():
-                w.writerow([_cell(v) for v in row.values()])
-        return path
-
-
-def _cell(value: Any) -> Any:
-    """A float with 9 significant digits (float32 round-trips), anything else unchanged."""
-    return f"{value:.9g}" if isinstance(value, float) else value
 
 
 class TrainedRun:
@@ -241,7 +53,7 @@ class TrainedRun:
         self.pre_transform = build_pre_transform(config.encodings)
         #: the in-memory graphs of a ``graph_list`` run (:func:`load_run`'s ``dataset``)
         self._dataset: Any = None
-        from .training.runner import resolve_edge_features
+        from ..training.build import resolve_edge_features
         # ``auto`` resolved as the model was built (``bool("auto")`` would be true)
         self._edge_features = resolve_edge_features(config.model, spec)
 
@@ -361,7 +173,7 @@ class TrainedRun:
         items = _as_list(inputs)
         if any(isinstance(x, str) for x in items):
             self._require_featurizer()
-            from ._optional import require
+            from .._optional import require
             require("rdkit", "predicting from SMILES")  # once, not as every row's status
         bs = batch_size if batch_size is not None else \
             (self.config.data.eval_batch_size or self.config.data.batch_size)
@@ -420,8 +232,8 @@ class TrainedRun:
             raise ValueError(f"predict_nodes takes node-level runs; {self._source()} is a "
                              f"{self.spec.level}-level task on {self.spec.name!r} (use "
                              "predict(inputs) for graph-level runs)")
-        from .training.module import split_output
-        from .training.runner import resolve_data
+        from ..training.module import split_output
+        from ..training.splits import resolve_data
         _, splits = resolve_data(self.config, dataset if dataset is not None else self._dataset)
         first = next(iter(splits.values()))
         if len(first) != 1:
@@ -455,8 +267,8 @@ class TrainedRun:
 
     def _node_split(self, splits: dict[str, Any], ids: Sequence[str]) -> list[str]:
         """Each node's split as the run trained on it (see :meth:`predict_nodes`)."""
-        from .errors import RunError
-        from .training.binding import check_same_data, data_fingerprint, read_node_split
+        from ..errors import RunError
+        from ..training.binding import check_same_data, data_fingerprint, read_node_split
         source = f"checkpoint {self.checkpoint}.ckpt of {self.run_dir}"
         changed = check_same_data(self.binding.get("data"), data_fingerprint(splits), source,
                                   self.allow_data_change)
@@ -504,7 +316,7 @@ class TrainedRun:
         return outs
 
     def _outputs(self, graphs: list[Data]) -> Tensor:
-        from .training.module import split_output
+        from ..training.module import split_output
         device = next((p.device for p in self.model.parameters()), torch.device("cpu"))
         batch = Batch.from_data_list(graphs).to(device)
         out = split_output(self.model(batch))[0]
@@ -533,12 +345,6 @@ class TrainedRun:
         if any(isinstance(x, str) for x in items):
             inputs = tuple(x if isinstance(x, str) else None for x in items)
         return Predictions(self.spec.task, self.columns, values, tuple(status), classes, inputs)
-
-
-def _reason(err: BaseException) -> str:
-    """One line for the ``status`` column."""
-    text = " ".join(str(err).split())
-    return text or type(err).__name__
 
 
 def _as_list(inputs: Any) -> list:
@@ -580,125 +386,9 @@ def load_run(run_dir: str | Path, checkpoint: str = "best", data_dir: str | None
         >>> run.predict(["CCO"]).rows()  # doctest: +SKIP
         [{'index': 0, 'smiles': 'CCO', 'status': 'ok', 'logSolubility': ...}]
     """
-    from .training.runner import load_bound_model
+    from ..training.trained import load_bound_model
     config, spec, model, binding = load_bound_model(run_dir, data_dir, checkpoint, dataset)
     run = TrainedRun(config, spec, model, run_dir=run_dir, checkpoint=checkpoint)
     run._dataset = dataset
     run.binding, run.allow_data_change = binding, allow_data_change
     return run
-
-
-# ------------------------------------------------------------------------------------ input files
-def read_inputs(path: str | Path, smiles_column: str = "smiles") -> list[str] | list[Data]:
-    """The inputs in a file: the SMILES column of a CSV (``.csv`` or ``.csv.gz``,
-    :func:`read_smiles_csv`) or the graphs of a ``.pt`` file (:func:`load_graphs`).
-
-    Raises:
-        FileNotFoundError: no such file.
-        DataError: an unknown file type (one that is not text is named: a pickle, a zip
-            archive, ...), or a file that cannot be read (see the two readers).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"input file not found: {path}")
-    name = path.name.lower()
-    if name.endswith((".csv", ".csv.gz")):
-        return read_smiles_csv(path, smiles_column)
-    if name.endswith((".pt", ".pth")):
-        return load_graphs(path)
-    check_text_head(path, read_head(path))  # a pickle or an archive: say so
-    raise DataError(f"{path}: unknown input type; expected a SMILES CSV (.csv, .csv.gz) or a "
-                    ".pt file of torch_geometric graphs")
-
-
-def _inputs(records: Iterable[tuple[int, list[str]]]) -> Iterable[list[str]]:
-    """The records below the header of an input CSV that are inputs: every line but an empty
-    one (no characters at all). A line holding ``""`` or only spaces is an input, an empty one
-    (its status :data:`EMPTY`): output rows line up with input rows one to one."""
-    return (rec for _, rec in records if rec)
-
-
-def _input_header(path: Path, records: Iterable[tuple[int, list[str]]]) -> list[str]:
-    """The stripped header of an input CSV: the first of its ``records``
-    (:func:`~graph_transformers.data.textfiles.csv_records`).
-
-    Raises:
-        DataError: an empty file.
-    """
-    header = [h.strip() for h in next(iter(records), (0, []))[1]]
-    if not header:
-        raise DataError(f"{path}: empty file (expected a CSV header line)")
-    return header
-
-
-def read_smiles_csv(path: str | Path, smiles_column: str = "smiles") -> list[str]:
-    """The SMILES column of a CSV file with a header line (``.csv``, or ``.csv.gz``), one entry
-    per data row in file order: empty lines are skipped, as in training, but a row holding
-    ``""`` or only spaces stays, as an empty input (status :data:`EMPTY`), and so does a blank
-    cell.
-
-    Raises:
-        DataError: an empty file, no ``smiles_column`` in the header (the message lists the
-            columns), the header naming ``smiles_column`` twice, no data rows, a quoted cell over
-            several lines (a ``"`` left open), or a file that is not CSV text (a pickle, a zip
-            archive, not UTF-8: named as such).
-    """
-    from .datasets.molecules.moleculenet import _open_text
-    path = Path(path)
-    check_text_head(path, read_head(path, gzip_ok=True), gzip_ok=True)
-    try:
-        with _open_text(path) as f:
-            records = csv_records(path, f)
-            header = _input_header(path, records)
-            if smiles_column not in header:
-                raise DataError(f"{path}: SMILES column {smiles_column!r} not in the header; "
-                                f"columns: {header} (choose one with --smiles-column)")
-            check_header(path, header, used=[smiles_column])
-            j = header.index(smiles_column)
-            smiles = [(rec[j] if j < len(rec) else "").strip() for rec in _inputs(records)]
-    except (UnicodeDecodeError, gzip.BadGzipFile, csv.Error, EOFError) as err:
-        raise DataError(f"{path}: not a readable CSV file ({_reason(err)})") from None
-    if not smiles:
-        raise DataError(f"{path}: no data rows below the header")
-    return smiles
-
-
-def read_csv_columns(path: str | Path, columns: Sequence[str] | None = None,
-                     exclude: Sequence[str] = ()) -> dict[str, list[str]]:
-    """Columns of a CSV with a header line, one value per data row in file order, the rows
-    aligned with :func:`read_smiles_csv` (empty lines skipped): what ``predict`` carries from
-    its input into its output (ID columns, names).
-
-    Args:
-        path: a ``.csv`` or ``.csv.gz`` file.
-        columns: the columns to read (``None``: all of them but ``exclude``).
-        exclude: columns left out when ``columns`` is ``None`` (the SMILES column).
-
-    Raises:
-        DataError: a named column not in the header (the message lists the columns), a column
-            read whose name the header gives twice, or a file that is not CSV text (as
-            :func:`read_smiles_csv`).
-    """
-    from .datasets.molecules.moleculenet import _open_text
-    path = Path(path)
-    check_text_head(path, read_head(path, gzip_ok=True), gzip_ok=True)
-    try:
-        with _open_text(path) as f:
-            records = csv_records(path, f)
-            header = _input_header(path, records)
-            names = [h for h in header if h not in exclude and h] if columns is None \
-                else list(columns)
-            missing = [c for c in names if c not in header]
-            if missing:
-                raise DataError(f"{path}: column(s) {missing} not in the header; columns: "
-                                f"{header}")
-            check_header(path, header, used=names)
-            where = [header.index(c) for c in names]
-            records = list(_inputs(records))
-    except (UnicodeDecodeError, gzip.BadGzipFile, csv.Error, EOFError) as err:
-        raise DataError(f"{path}: not a readable CSV file ({_reason(err)})") from None
-    return {c: [(rec[j] if j < len(rec) else "") for rec in records]
-            for c, j in zip(names, where)}
-
-
-load_graphs = load_graph_file  # one reader for graph files: data.graph_list

@@ -3,14 +3,13 @@
 #   make test   installs the project into .venv and runs the test suite (which also builds the
 #               API reference with `mkdocs build --strict`: tests/test_docs.py)
 #   make test-fast  the suite without the tests marked slow (a quick check while editing)
-#   make lint   ruff's linter and formatter check (CI runs it before the tests)
-#   make format rewrites the code as ruff's formatter and import sorter want it
+#   make lint   ruff's linter (configured in pyproject.toml; CI runs it before the tests)
 #   make docs   builds the API reference and the guides into site/ (warnings are errors)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install demo test test-fast lint format docs
+.PHONY: install demo test test-fast lint docs
 install: $(VENV)/.installed
 
 # torch first, from the pinned CPU build; everything else constrained to it so nothing pulls
@@ -33,11 +32,6 @@ test-fast: install
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
-
-format: install
-	$(BIN)/ruff check --select I --fix src tests benchmarks
-	$(BIN)/ruff format src tests benchmarks
 
 docs: install
 	$(BIN)/mkdocs build --strict --site-dir site

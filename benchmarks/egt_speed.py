@@ -34,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -108,7 +109,7 @@ def zinc_part(args) -> dict:
         med = statistics.median(times[v])
         graphs = statistics.fmean(b.num_graphs for b in data)
         pad, real = map(sum, zip(*(padded_pairs(b) for b in data)))
-        mem = peak_step_memory_mib(lambda: step(models[v], opts[v], data[0]))
+        mem = peak_step_memory_mib(partial(step, models[v], opts[v], data[0]))
         rows.append({"variant": v, "ms_per_step": med * 1e3, "graphs_per_s": graphs / med,
                      "peak_mib": mem, "padding": pad / real,
                      "vs_official": graphs / med / REFERENCE_GRAPHS_PER_S})

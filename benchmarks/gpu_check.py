@@ -1,5 +1,7 @@
 """The one-command device check (issue 15, part 4); the same as ``graph-transformers
-check-device``. On a GPU machine, from the repository root:
+check-device``.
+
+On a GPU machine, from the repository root:
 
     python benchmarks/gpu_check.py --data-dir /path/to/data          # ~10 min on one GPU
     python benchmarks/gpu_check.py --device cpu --synthetic --tiny --no-epoch --out /tmp/gc

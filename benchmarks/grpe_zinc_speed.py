@@ -13,8 +13,8 @@ Variants (all GRPE-Small, 476,801 parameters, the same weights at the start):
 Steps alternate between variants so that machine noise hits all of them alike; dropouts and input
 noise are those of ``configs/zinc/grpe_small.yaml`` unless ``--no-dropout``. Step times are the
 process's CPU time (``time.process_time``), which equals wall time for one thread on an idle
-machine and is robust to other jobs sharing the cores (the table states the load). Peak memory is the
-memory allocated during one training step above what was live before it (see
+machine and is robust to other jobs sharing the cores (the table states the load). Peak memory is
+the memory allocated during one training step above what was live before it (see
 ``graph_transformers.benchmarking.peak_step_memory_mib``).
 
 Usage:
@@ -28,6 +28,7 @@ import os
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -38,7 +39,7 @@ from speed import train_step  # noqa: E402
 
 from graph_transformers.benchmarking import peak_step_memory_mib  # noqa: E402
 
-import graph_transformers.nn.grpe as grpe_nn  # noqa: E402
+import graph_transformers.nn.grpe_gather as grpe_gather  # noqa: E402
 from graph_transformers.datasets.molecules.zinc import ZINCSubset  # noqa: E402
 from graph_transformers.encodings import AddShortestPaths  # noqa: E402
 from graph_transformers.models import GRPE, count_parameters  # noqa: E402
@@ -65,12 +66,12 @@ def build(name: str, dropout: bool) -> GRPE:
 
 def run(name, fn):
     """Runs ``fn`` with the fusion setting of variant ``name``."""
-    saved = grpe_nn.FUSE_LIMIT
-    grpe_nn.FUSE_LIMIT = saved if VARIANTS[name][2] else 0
+    saved = grpe_gather.FUSE_LIMIT
+    grpe_gather.FUSE_LIMIT = saved if VARIANTS[name][2] else 0
     try:
         return fn()
     finally:
-        grpe_nn.FUSE_LIMIT = saved
+        grpe_gather.FUSE_LIMIT = saved
 
 
 def main() -> None:
@@ -96,7 +97,7 @@ def main() -> None:
     for i, b in enumerate(data):
         for n in models:
             t = time.process_time()  # CPU time: robust to other jobs sharing the cores
-            run(n, lambda: train_step(models[n], opts[n], b, "fp32"))
+            run(n, partial(train_step, models[n], opts[n], b, "fp32"))
             if i >= args.warmup:
                 times[n].append(time.process_time() - t)
     load = os.getloadavg()[0]
@@ -110,8 +111,8 @@ def main() -> None:
     graphs = statistics.fmean(b.num_graphs for b in data[args.warmup:])
     rate = {n: graphs / statistics.median(times[n]) for n in models}
     for n, m in models.items():
-        mem = "-" if args.no_memory else \
-            f"{run(n, lambda: peak_step_memory_mib(lambda: step(m, opts[n], data[0]))):.0f}"
+        measure = partial(peak_step_memory_mib, partial(train_step, m, opts[n], data[0], "fp32"))
+        mem = "-" if args.no_memory else f"{run(n, measure):.0f}"
         ref = rate.get("grpe-materialized")
         lines.append(f"| {n} | {count_parameters(m):,} | {statistics.median(times[n]) * 1e3:.0f} "
                      f"| {rate[n]:.0f} | {mem} | "

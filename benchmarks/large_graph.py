@@ -103,7 +103,7 @@ def build(method: str):
     else:
         raise ValueError(f"unknown method {method!r}; choose from {METHODS}")
 
-    def logits(batch: "torch_geometric.data.Data") -> torch.Tensor:  # noqa: F821
+    def logits(batch: torch_geometric.data.Data) -> torch.Tensor:  # noqa: F821
         return model(batch.x, batch.edge_index, batch.batch)
     return model, logits, True
 
@@ -174,7 +174,7 @@ def run_point(method: str, n: int, args) -> dict:
                 seen += int(mask.sum())
             acc[split] = right / max(seen, 1)
     eval_s = time.perf_counter() - t0
-    if any(l != l for l in losses):
+    if any(value != value for value in losses):  # NaN
         return {"status": "error", "error": f"non-finite training loss {losses}"}
     return {"status": "ok", "epoch_s": statistics.median(epoch_s), "epoch_times_s": epoch_s,
             "eval_s": eval_s, "train_loss": losses, "val_acc": acc["val"],

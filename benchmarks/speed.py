@@ -342,7 +342,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"{c['machine']}; torch {c['torch']}; {c['threads']} threads; ZINC training batches of "
         f"{c['batch_size']}; {c['steps']} interleaved steps per side after {c['warmup']} warm-up "
         "steps" + (" and one untimed pass over the timed batches (steady state)"
-                   if c.get("warm_pass") else "") + "; allocator: " + c["allocator"] + ". FLOPs: `FlopCounterMode` (matmul-type "
+                   if c.get("warm_pass") else "") + "; allocator: " + c["allocator"] + ". FLOPs: "
+        "`FlopCounterMode` (matmul-type "
         "kernels of forward + backward), so GFLOP/s is a lower bound of the work rate; peak = "
         "best `2048²` matmul rate in the row's precision, measured in the same process.", "",
         "| model | batching | precision | ours g/s | reference | ref g/s | ratio | ours MiB | "

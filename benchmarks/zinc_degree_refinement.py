@@ -1,4 +1,4 @@
-"""Does mean aggregation hide atom degrees on ZINC? (issue 10: why our GCN beats the benchmark's.)
+"""Does mean aggregation hide atom degrees on ZINC (issue 10: why our GCN beats the benchmark's)?
 
 benchmarking-gnns' GCN layer, as its published ZINC rows were trained, averages the neighbours'
 features (no self-loop, no degree weighting); PyG's ``GCNConv`` weights them by degree. This

@@ -83,7 +83,8 @@ def test_seeds_report_mean_and_std(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["seeds"] == [0, 1]
     assert set(summary["test"]["accuracy"]) == {"mean", "std"}
-    assert (out / "seed_0" / "metrics.json").is_file() and (out / "seed_1" / "metrics.json").is_file()
+    assert (out / "seed_0" / "metrics.json").is_file()
+    assert (out / "seed_1" / "metrics.json").is_file()
 
 
 def test_default_run_compares_pe_and_no_pe(tmp_path, capsys):

@@ -156,7 +156,8 @@ def test_every_lightning_trainer_argument_is_accepted_and_typos_are_named():
         if value is not None:
             assert cfg.trainer.trainer_kwargs()[name] == value
     with pytest.raises(ConfigError, match="trainer.num_sanity_val_step is not an argument of "
-                                          "lightning.Trainer \\(did you mean 'num_sanity_val_steps'"):
+                                          "lightning.Trainer \\(did you mean "
+                                          "'num_sanity_val_steps'"):
         build_config({"model": {"name": "gt", "pe": None},
                       "trainer": {"num_sanity_val_step": 0}})
     for name in RESERVED_TRAINER_ARGS:

@@ -172,9 +172,9 @@ def test_registry_cache_folders_unchanged(tmp_path, data_dir):
     from graph_transformers.training.model_sections import EncodingsConfig
     from graph_transformers.training.sections import DataConfig
 
-    lap = EncodingsConfig(lap_pe={"k": 3})
+    lap, plain = EncodingsConfig(lap_pe={"k": 3}), EncodingsConfig()
 
-    def folder(name, encodings=EncodingsConfig(), **data):
+    def folder(name, encodings=plain, **data):
         cache = tmp_path / name
         splits = load_splits(DataConfig(name=name, cache_dir=str(cache), **data), encodings)
         folders = {os.path.relpath(ds.processed_dir, cache) for ds in splits.values()}

@@ -198,7 +198,10 @@ def naive_exphormer(layer: ExphormerAttention, x, edge_index, edge_attr, batch, 
     nt = xa.size(0)
     W, bq = layer.qkv.weight, layer.qkv.bias
     q, k, v = (xa @ W[i * d:(i + 1) * d].T + bq[i * d:(i + 1) * d] for i in range(3))
-    proj = lambda e: e @ layer.edge_proj.weight.T + layer.edge_proj.bias
+
+    def proj(e):
+        return e @ layer.edge_proj.weight.T + layer.edge_proj.bias
+
     # gate[t][i, j]: the projected feature of the edge j → i of type t (dense, zero elsewhere)
     mask = torch.zeros(3, nt, nt, dtype=torch.bool)
     gate = torch.zeros(3, nt, nt, d, dtype=x.dtype)
@@ -325,8 +328,10 @@ def test_gradients_flow_and_gradcheck():
     b = Batch.from_data_list(_graphs((4, 3)))
     x = b.x.clone().requires_grad_(True)
     ea = b.edge_attr.clone().requires_grad_(True)
-    f = lambda x, ea: layer(x, b.edge_index, ea, b.batch, expander_index=b.expander_index,
-                            num_graphs=2)
+
+    def f(x, ea):
+        return layer(x, b.edge_index, ea, b.batch, expander_index=b.expander_index, num_graphs=2)
+
     assert torch.autograd.gradcheck(f, (x, ea))
     layer.train()
     f(x, ea).square().sum().backward()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -355,7 +356,7 @@ def test_a_config_with_any_values_validates_or_fails_loudly(values):
     | st.text(max_size=12)), min_size=1, max_size=3))
 def test_overrides_parse_or_fail_loudly(overrides):
     for text in overrides:
-        parsed, err = _loud(lambda: parse_override(text))
+        parsed, err = _loud(partial(parse_override, text))
         if parsed is not None:
             parts, _ = parsed
             assert parts and all(parts) and ".".join(parts) == text.split("=", 1)[0].strip()

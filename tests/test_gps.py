@@ -160,8 +160,11 @@ def test_favor_features_estimate_the_softmax_kernel_without_bias():
     x = 0.25 * torch.randn(1, 1, 5, 4, generator=g, dtype=torch.float64)
     y = 0.25 * torch.randn(1, 1, 5, 4, generator=g, dtype=torch.float64)
     w = torch.randn(200000, 4, generator=g, dtype=torch.float64)
+
     # without stabilization (plain φ): compute directly from the definition
-    phi = lambda z: torch.exp(z @ w.T - 0.5 * (z * z).sum(-1, keepdim=True)) / math.sqrt(w.size(0))
+    def phi(z):
+        return torch.exp(z @ w.T - 0.5 * (z * z).sum(-1, keepdim=True)) / math.sqrt(w.size(0))
+
     est = phi(x) @ phi(y).transpose(-1, -2)
     torch.testing.assert_close(est, torch.exp(x @ y.transpose(-1, -2)), rtol=0.03, atol=0.0)
     # the stabilized features differ only by a per-query row factor and one key-wide factor
@@ -370,7 +373,8 @@ def test_gt_attention_maps_scatter_sparse_weights():
     for m in range(ei.size(1)):
         j, i = int(ei[0, m]), int(ei[1, m])
         gi = int(batch.batch[i])
-        assert maps[0][gi, i - ptr[gi], j - ptr[gi]] == pytest.approx(float(w[m].detach()), abs=1e-6)
+        assert maps[0][gi, i - ptr[gi], j - ptr[gi]] == pytest.approx(float(w[m].detach()),
+                                                                      abs=1e-6)
     # each node of a path graph has incoming edges: rows of real nodes sum to 1
     torch.testing.assert_close(maps[1][0, :5].sum(-1), torch.ones(5))
     assert torch.all(maps[1][0, 5:] == 0)

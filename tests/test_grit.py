@@ -88,7 +88,8 @@ def naive_grit_layer(layer: GRITLayer, x, pairs, e, degree):
     for i in range(n):
         for h in range(layer.num_heads):
             sl = slice(h * dk, (h + 1) * dk)
-            w_sl, b_sl = slice(2 * h * dk, 2 * h * dk + dk), slice(2 * h * dk + dk, 2 * (h + 1) * dk)
+            w_sl = slice(2 * h * dk, 2 * h * dk + dk)
+            b_sl = slice(2 * h * dk + dk, 2 * (h + 1) * dk)
             scores, values = [], []
             for j, row in keys[i]:
                 qk = (Wq[sl] @ x[i] + bq[sl]) + (Wk[sl] @ x[j])
@@ -184,7 +185,8 @@ def test_model_inputs_rrwp_and_edge_embeddings():
         row = ((index[0] == j) & (index[1] == i)).nonzero().view(-1)
         expect[row] += model.edge_encoder(batch.edge_attr[k:k + 1])
     torch.testing.assert_close(e, expect)
-    torch.testing.assert_close(h, model.node_encoder(batch.x) + model.rrwp_node(batch.rrwp.double()))
+    torch.testing.assert_close(h, model.node_encoder(batch.x)
+                               + model.rrwp_node(batch.rrwp.double()))
     assert torch.equal(degree, torch.bincount(batch.edge_index[0], minlength=batch.num_nodes)
                        .double())
 

@@ -40,9 +40,11 @@ def naive_grpe_attention(att: GRPEAttention, x, topo, edge, enc, mask, topology=
             s = slice(h * dk, (h + 1) * dk)
             a = q[:, s] @ k[:, s].T
             if topology:
-                a = a + (q[:, None, s] * Pq[:, :, s]).sum(-1) + (k[None, :, s] * Pk[:, :, s]).sum(-1)
+                a = a + (q[:, None, s] * Pq[:, :, s]).sum(-1) \
+                    + (k[None, :, s] * Pk[:, :, s]).sum(-1)
             if edge_att:
-                a = a + (q[:, None, s] * Eq[:, :, s]).sum(-1) + (k[None, :, s] * Ek[:, :, s]).sum(-1)
+                a = a + (q[:, None, s] * Eq[:, :, s]).sum(-1) \
+                    + (k[None, :, s] * Ek[:, :, s]).sum(-1)
             a = a / math.sqrt(dk)
             a = a.masked_fill(~mask[g][None, :], float("-inf")).softmax(-1)
             vals = v[None, :, s].expand(N, N, dk)
@@ -348,7 +350,7 @@ def test_zinc_training_smoke(data_dir, tmp_path):
     batch = next(iter(DataLoader(val, batch_size=64)))
     opt = torch.optim.Adam(model.parameters(), lr=2e-3)
     losses = []
-    for step in range(25):
+    for _ in range(25):
         b = batch
         loss = (model(b).squeeze(-1) - b.y).abs().mean()
         opt.zero_grad()

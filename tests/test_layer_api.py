@@ -153,9 +153,9 @@ def _graphormer_model_path(model: Graphormer, batch: Batch, drop_token: bool) ->
 
 def test_graphormer_layer_on_a_batch_matches_the_graphormer_model_path():
     batch = _batch()
-    model = Graphormer(D, num_layers=2, num_heads=H, out_dim=3, level="node", num_node_features=FEATS,
-                       num_edge_types=TYPES, max_distance=L, dropout=0.0, attn_dropout=0.0,
-                       memory_budget_gb=None, size_groups=1).double()
+    model = Graphormer(D, num_layers=2, num_heads=H, out_dim=3, level="node",
+                       num_node_features=FEATS, num_edge_types=TYPES, max_distance=L, dropout=0.0,
+                       attn_dropout=0.0, memory_budget_gb=None, size_groups=1).double()
     _randomize(model, 3)  # the biases start at zero: make them matter
     model.eval()
     with torch.no_grad():

@@ -1,7 +1,7 @@
 """The one layer convention (issue 27, item 4; ``docs/layers.md``): every layer exported from
 ``graph_transformers.nn`` is called with the same keyword arguments on a PyG ``Batch``
-(``x=``, ``edge_index=``, ``edge_attr=``, ``batch=``) and returns ``x``, or ``(x, edge_attr)`` when it
-updates edge features; ``return_attention_weights=True`` adds PyG's ``(index, weights)``. The
+(``x=``, ``edge_index=``, ``edge_attr=``, ``batch=``) and returns ``x``, or ``(x, edge_attr)`` when
+it updates edge features; ``return_attention_weights=True`` adds PyG's ``(index, weights)``. The
 constructors take sizes positionally and every option by keyword. The 0.1 orders the convention
 replaced were removed in 0.2.0: each is a clear error (a ``TypeError``, or the ``ValueError`` that
 names the new form), none runs on swapped arguments; every model and the README's PyG example
@@ -159,8 +159,9 @@ def test_every_layer_takes_the_same_keywords_on_a_batch(name, case):
 
 
 def test_pair_index_is_row_major_per_graph_dst_major():
-    """Dense layers' ``(pair_index, weights)``: every pair ``j → i`` of each graph, ``k = i · n + j``
-    (the layout of AddShortestPaths' ``spd``): ``pair_index[1]`` (query) is the row."""
+    """Dense layers' ``(pair_index, weights)``: every pair ``j → i`` of each graph,
+    ``k = i · n + j`` (the layout of AddShortestPaths' ``spd``): ``pair_index[1]`` (query) is the
+    row."""
     batch = _batch((2, 3))
     layer = gnn.GraphormerLayer(D, H, edge_dim=D).eval()
     _, (index, _) = layer(batch.x, batch.edge_index, batch.edge_attr, batch.batch,

@@ -59,7 +59,10 @@ def naive_linear(layer: LinearGlobalAttention, x: Tensor) -> Tensor:
     d, dk = layer.hidden_dim, layer.head_dim
     W, b = layer.qkv.weight, layer.qkv.bias
     q, k, v = (x @ W[i * d:(i + 1) * d].T + b[i * d:(i + 1) * d] for i in range(3))
-    phi = lambda t: torch.where(t > 0, t + 1, torch.exp(t))  # elu(t) + 1
+
+    def phi(t):
+        return torch.where(t > 0, t + 1, torch.exp(t))  # elu(t) + 1
+
     heads = []
     for h in range(layer.num_heads):
         c = slice(h * dk, (h + 1) * dk)

@@ -316,7 +316,7 @@ def test_graphml_and_gml_through_networkx(tmp_path):
     assert b.data.num_nodes == 9 and b.classes == ("x", "y") and b.feature_names == ("z",)
     assert torch.equal(b.data.edge_index, a.data.edge_index)
     # GML: NetworkX writes the node names as GML labels, so the classes go in another attribute
-    for node, attrs in g.nodes(data=True):
+    for _, attrs in g.nodes(data=True):
         attrs["cls"] = attrs.pop("label")
     nx.write_gml(g, tmp_path / "g.gml")
     c = read_node_table(tmp_path / "g.gml", split="random:0.34,0.33,0.33", label_column="cls",

@@ -68,7 +68,8 @@ def test_missing_extra_messages(monkeypatch):
     for module, extra in (("matplotlib", "analysis"), ("elkai", "tsp"), ("skimage", "superpixels"),
                           ("ogb", "ogb")):
         monkeypatch.setitem(sys.modules, module, None)
-        with pytest.raises(MissingDependencyError, match=rf"pip install 'graph-transformers\[{extra}\]'"):
+        with pytest.raises(MissingDependencyError,
+                           match=rf"pip install 'graph-transformers\[{extra}\]'"):
             require(module, "this feature")
     with pytest.raises(ValueError, match="not an optional dependency"):
         require("numpy", "x")

@@ -442,7 +442,7 @@ def test_grit_dependency_stand_ins_compute_what_the_packages_compute():
     node = adapters._CfgNode(attn=adapters._CfgNode(clamp=5.0))
     assert node.attn.get("clamp") == 5.0 and node.get("rezero", False) is False
     with pytest.raises(AttributeError):
-        node.missing
+        _ = node.missing
 
 
 def copy_grit_weights(ours: GRIT, official: torch.nn.Module) -> None:

@@ -117,7 +117,8 @@ def test_invalid_smiles_keep_their_row_in_input_order(csv_run):
     assert preds.status[2] == "empty input"
     assert preds.status[4].startswith("invalid SMILES 'C1CC'")
     assert preds.ok.tolist() == [True, False, False, True, False, True]
-    assert torch.isnan(preds.values[~preds.ok]).all() and not torch.isnan(preds.values[preds.ok]).any()
+    assert torch.isnan(preds.values[~preds.ok]).all()
+    assert not torch.isnan(preds.values[preds.ok]).any()
     # row i is the prediction of input i, whatever the batching
     alone = [run.predict([s]).values[0] for s in ("CCO", "c1ccccc1")]
     torch.testing.assert_close(preds.values[0], alone[0])

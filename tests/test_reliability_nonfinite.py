@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,11 +78,9 @@ _LIMITED = ("import resource, signal, sys\n"
             "sys.exit(main(sys.argv[1:]))\n")
 
 
-def _limited(args: list[str], limit: int, cache: Path) -> "subprocess.CompletedProcess":
+def _limited(args: list[str], limit: int, cache: Path) -> subprocess.CompletedProcess:
     """The CLI in a process whose files cannot grow past ``limit`` bytes (RLIMIT_FSIZE: the
     write fails as on a full disk)."""
-    import subprocess
-    import sys
     from test_reliability import _env
     env = dict(_env(), GRAPH_TRANSFORMERS_CACHE=str(cache))
     return subprocess.run([sys.executable, "-c", _LIMITED.format(limit=limit), *args], env=env,

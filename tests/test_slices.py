@@ -146,7 +146,8 @@ def test_slices_on_two_machines_record_each_epochs_device(tmp_path, monkeypatch)
     metrics = json.loads((state / "metrics.json").read_text())
     assert metrics["epochs"] == 2 and metrics["devices"] == {a: 1, b: 1}
     assert metrics["device"] == b  # the machine that finished it
-    assert all("device" not in row and row["epoch"] > 0 for row in read_epochs(state / "epochs.csv"))
+    assert all("device" not in row and row["epoch"] > 0
+               for row in read_epochs(state / "epochs.csv"))
     summary = summarize([metrics, {**metrics, "seed": 1, "devices": {b: 2}}])
     assert summary["devices"] == {a: 1, b: 3}
     table = markdown_table([table_row("csl-gt", summary),

@@ -1,5 +1,5 @@
-"""Every dataset config trains GT (and EGT) for one (short) epoch through the CLI on real or generated
-data."""
+"""Every dataset config trains GT (and EGT) for one (short) epoch through the CLI on real or
+generated data."""
 from __future__ import annotations
 
 import json
@@ -11,13 +11,13 @@ import pytest
 from graph_transformers.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-SHORT = ["trainer.max_epochs=1", "trainer.limit_train_batches=2", "trainer.enable_progress_bar=false",
-         "model.num_layers=1", "param_budget=null"]
+SHORT = ["trainer.max_epochs=1", "trainer.limit_train_batches=2",
+         "trainer.enable_progress_bar=false", "model.num_layers=1", "param_budget=null"]
 
 # config, extra overrides, needs the shared data directory
 CASES = [
-    ("configs/pattern/gt.yaml", ["data.options={num_graphs_per_pattern: [2, 1, 1], num_patterns: 3}"],
-     False),
+    ("configs/pattern/gt.yaml",
+     ["data.options={num_graphs_per_pattern: [2, 1, 1], num_patterns: 3}"], False),
     ("configs/cluster/gt.yaml", ["data.options={num_graphs: [8, 4, 4]}"], False),
     ("configs/tu/gt_mutag.yaml", [], True),
     ("configs/tu/gt_enzymes.yaml", [], True),
@@ -74,8 +74,8 @@ def test_gt_trains_on_mnist_superpixels(data_dir):
     spec = get_spec("mnist")
     ds = MNISTSuperpixels(split="test", data_dir=data_dir, max_images=64,
                           pre_transform=AddLaplacianPE(4))
-    model = GraphTransformer(32, 2, 4, 10, num_node_types=None, num_node_features=3, num_edge_features=1,
-                             use_edge_features=True, pe="lap", pe_dim=4)
+    model = GraphTransformer(32, 2, 4, 10, num_node_types=None, num_node_features=3,
+                             num_edge_features=1, use_edge_features=True, pe="lap", pe_dim=4)
     module = GraphTaskModule(model, spec, OptimConfig(lr=1e-3, scheduler=None))
     L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
               enable_model_summary=False).fit(module, DataLoader(ds[:48], batch_size=16))

@@ -136,7 +136,7 @@ def test_graphs_of_50_test_images(graphs_50):
     images, labels, graphs = graphs_50
     assert len(graphs) == N_IMAGES
     sizes = []
-    for img, label, g in zip(images, labels, graphs):
+    for _img, label, g in zip(images, labels, graphs):
         n = g.num_nodes
         sizes.append(n)
         assert 40 <= n <= S.MNIST_NUM_SUPERPIXELS  # benchmark test set: 42..75 nodes
@@ -448,8 +448,8 @@ def test_gt_trains_one_epoch_on_cifar_superpixels(tmp_path):
                               pre_transform=AddLaplacianPE(4))
     spec = get_spec("cifar10")
     torch.manual_seed(0)
-    model = GraphTransformer(16, 1, 2, 10, num_node_features=5, num_edge_features=1, use_edge_features=True,
-                             pe="lap", pe_dim=4)
+    model = GraphTransformer(16, 1, 2, 10, num_node_features=5, num_edge_features=1,
+                             use_edge_features=True, pe="lap", pe_dim=4)
     module = GraphTaskModule(model, spec, OptimConfig(lr=1e-3, scheduler=None))
     L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
               enable_model_summary=False).fit(module, DataLoader(ds[:8], batch_size=4))

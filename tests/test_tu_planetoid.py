@@ -116,7 +116,7 @@ def test_tu_loads(shared, tu_root, name):
     ids = [i for d in parts.values() for i in d.indices_in_full]
     assert sorted(ids) == list(range(stats["num_graphs"]))
     labels = _raw_labels(shared, name)
-    for s, d in parts.items():
+    for d in parts.values():
         assert d.num_graphs_full == stats["num_graphs"]
         assert d.num_classes == stats["num_classes"]
         assert d.num_features == stats["num_features"]

@@ -411,7 +411,8 @@ def test_exact_splits_from_benchmark_pickles(tmp_path, caplog):
     with open(data / "molecules" / "val.pickle", "wb") as f:
         pickle.dump(mols, f)
     shutil.copy(ZDIR / "val.index", data / "val.index")
-    ds = Z.ZINCSubset(root=tmp_path / "cache", split="val", data_dir=tmp_path / "data", download=False)
+    ds = Z.ZINCSubset(root=tmp_path / "cache", split="val", data_dir=tmp_path / "data",
+                      download=False)
     assert ds.provenance == {"val": "exact"}
     for i in (0, 500, 999):
         for key in ("x", "edge_index", "edge_attr", "y"):

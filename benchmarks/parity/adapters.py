@@ -162,8 +162,7 @@ def build_official_egt(path: Path, *, hidden_dim: int, edge_hidden_dim: int, num
                        node_ffn_multiplier: float = 2.0, edge_ffn_multiplier: float = 2.0,
                        attn_dropout: float = 0.0, dropout: float = 0.0, clamp: float = 5.0,
                        mlp_layers: int = 2) -> nn.Module:
-    """The official ``EGT`` (``lib/models/egt.py``) with the ZINC blocks of the module docstring.
-    """
+    """The official ``EGT`` (``lib/models/egt.py``) with the ZINC blocks of the module docstring."""
     egt = import_official("_parity_official_egt", path / "lib" / "models", "egt")
 
     class OfficialEGTZinc(egt.EGT):

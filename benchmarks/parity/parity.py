@@ -59,7 +59,8 @@ import time
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import torch
 
@@ -210,8 +211,8 @@ class Recorder(L.Callback):
     :func:`evaluate`), training seconds, the device that trained it (:func:`device_name`: a
     training resumed on another machine mixes epoch times); per step (after ``warmup_steps``
     steps): wall seconds and CPU seconds of the process (all threads; on a CPU shared with other
-    jobs the CPU seconds are the better measure of the cost of a step). The curves and the wall time so far are part
-    of each checkpoint, so a resumed training reports the whole of them."""
+    jobs the CPU seconds are the better measure of the cost of a step). The curves and the wall
+    time so far are part of each checkpoint, so a resumed training reports the whole of them."""
 
     def __init__(self, spec, test_loader, metric: str, warmup_steps: int = 1) -> None:
         self.spec, self.test_loader, self.metric = spec, test_loader, metric

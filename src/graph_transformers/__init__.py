@@ -6,7 +6,7 @@ both are imported on first use, so ``import graph_transformers`` stays cheap.
 """
 from ._lazy import lazy_exports
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["train", "load_run", "TrainedRun", "Predictions", "NodePredictions"]
 

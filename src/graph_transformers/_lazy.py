@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 
 def lazy_exports(package: str, names: dict[str, str]

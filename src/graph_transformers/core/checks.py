@@ -98,8 +98,10 @@ def check_batch(data: Data, need_edge_attr: bool = False,
     (when needed) has one row per edge and the input has at least one node. When
     :func:`checks_enabled` (CPU tensors, or debug mode) it also checks that ``x``, ``edge_attr``,
     ``pos`` and the float node encodings named in ``encodings`` (the models pass the registry's,
-    :func:`graph_transformers.encodings.registry.float_encodings`) are finite and at most :data:`MAX_INPUT_MAGNITUDE` in magnitude, that no graph of a batch is empty (an empty graph has no defined output: its readout
-    would divide by zero and dense models would attend over nothing), and that the ids of
+    :func:`graph_transformers.encodings.registry.float_encodings`) are finite and at most
+    :data:`MAX_INPUT_MAGNITUDE` in magnitude, that no graph of a batch is empty (an empty graph
+    has no defined output: its readout would divide by zero and dense models would attend over
+    nothing), and that the ids of
     ``edge_index`` lie in ``[0, num_nodes)``. These value checks read tensors back to the host,
     so on an accelerator they run once per dataset (:func:`validate_dataset`) instead.
 
@@ -159,8 +161,8 @@ def check_batch(data: Data, need_edge_attr: bool = False,
 def validate_dataset(dataset, name: str = "dataset", encodings: Sequence[str] = ()) -> None:
     """Validates every graph of a dataset once, on the host (the data-pipeline counterpart of
     the per-batch value checks, which are off for accelerator tensors): features and encodings
-    finite and within :data:`MAX_INPUT_MAGNITUDE`, ``edge_index`` ids inside each graph. Reads the collated storage of an
-    ``InMemoryDataset`` in one pass when it can (fast), else graph by graph.
+    finite and within :data:`MAX_INPUT_MAGNITUDE`, ``edge_index`` ids inside each graph. Reads the
+    collated storage of an ``InMemoryDataset`` in one pass when it can (fast), else graph by graph.
 
     Args:
         dataset: a sequence of graphs (an ``InMemoryDataset`` is read from its collated

@@ -244,7 +244,7 @@ class DenseBatch:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_batch(cls, data, max_num_nodes: int | None = None) -> "DenseBatch":
+    def from_batch(cls, data, max_num_nodes: int | None = None) -> DenseBatch:
         """Builds the view of a PyG ``Batch`` (or a single ``Data``).
 
         No device-to-host synchronization: the padded size ``N`` comes from the batch's host-side
@@ -298,7 +298,7 @@ class DenseBatch:
     @classmethod
     def from_edge_index(cls, edge_index: Tensor, batch: Tensor | None = None,
                         num_nodes: int | None = None, num_graphs: int | None = None,
-                        max_num_nodes: int | None = None) -> "DenseBatch":
+                        max_num_nodes: int | None = None) -> DenseBatch:
         """The view of PyG-native tensors (what a layer's ``forward`` receives), as
         :meth:`from_batch`.
 

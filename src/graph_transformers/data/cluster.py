@@ -159,7 +159,10 @@ def cached_metis_partition(edge_index: Tensor, num_nodes: int, num_parts: int, s
     valid ``[num_nodes]`` assignment is recomputed.
 
     Args:
-        edge_index, num_nodes, num_parts, seed: as :func:`metis_partition`.
+        edge_index: ``[2, num_edges]``, as :func:`metis_partition`.
+        num_nodes: ``N``, as :func:`metis_partition`.
+        num_parts: number of clusters, as :func:`metis_partition`.
+        seed: METIS' random seed, as :func:`metis_partition` (also part of the file name).
         cache_dir: where the file lives; ``None``: not cached.
 
     Returns:
@@ -392,7 +395,8 @@ def cluster_loader(data: Data, num_parts: int, clusters_per_batch: int,
         shuffle: random groups per epoch (training).
         seed: seeds METIS (with the ``pymetis`` backend) and the groups.
         cache_dir: where the partition is cached (``None``: not cached).
-        num_replicas, rank: the DDP world (``None``: from the process group).
+        num_replicas: the number of DDP ranks (``None``: from the process group).
+        rank: this process's DDP rank (``None``: from the process group).
         remainder: how batches left over by the ranks are handled (``"pad"``, ``"drop"``,
             ``"uneven"``; ``None``: ``"pad"`` with ``shuffle``, else ``"uneven"``).
         **kwargs: to the ``DataLoader``, e.g. ``num_workers``.

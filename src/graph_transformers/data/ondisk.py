@@ -197,7 +197,7 @@ def pack_graphs(graphs: Sequence[Data], ids: Sequence[int],
         sizes.append(row)
         num_nodes.append(int(graph.num_nodes))
     arrays = {}
-    for key, spec in keys.items():
+    for key in keys:
         flat = torch.cat(parts[key]) if parts[key] else torch.empty(0)
         target = compact.get(key)
         if target is not None:

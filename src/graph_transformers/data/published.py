@@ -25,7 +25,8 @@ copied or modified):
   ``DATA_DIR/<NAME>/raw/`` or ``DATA_DIR/<NAME>/``; or the archive ``<NAME>_v2.zip`` there; or
   PyG's processed ``DATA_DIR/<NAME>/processed/{train,val,test}_data.pt``;
 * CSL: ``graphs_Kary_Deterministic_Graphs.pkl`` + ``y_Kary_Deterministic_Graphs.pt`` in
-  ``DATA_DIR/CSL/raw/`` or ``DATA_DIR/CSL/``; or benchmarking-gnns' ``CSL.zip`` there; or PyG's ``DATA_DIR/CSL/processed/data.pt``;
+  ``DATA_DIR/CSL/raw/`` or ``DATA_DIR/CSL/``; or benchmarking-gnns' ``CSL.zip`` there; or PyG's
+  ``DATA_DIR/CSL/processed/data.pt``;
 * ZINC: ``{train,val,test}.pickle`` + ``{train,val,test}.index`` in ``DATA_DIR/ZINC/raw/`` or
   ``DATA_DIR/ZINC/``, the pickles also in ``DATA_DIR/ZINC/molecules/`` (the benchmark's
   ``molecules.zip`` extracted); or PyG's ``DATA_DIR/ZINC/subset/processed/{train,val,test}.pt``;
@@ -401,10 +402,26 @@ def published_or_generated(
     The arguments every such loader shares (``load_pattern``, ``load_csl``, ``load_zinc``, ...):
 
     Args:
-        root: the cache directory.
-        split, transform, pre_transform, force_reload: as in PyG.
+        name: the dataset's name (in messages; the default ``folder``).
         source: ``"canonical"`` (the published files) or ``"generated"`` (this library's).
+        root: the cache directory.
+        split: the split, as in PyG.
+        transform: as in PyG.
+        pre_transform: as in PyG.
+        force_reload: as in PyG.
         data_dir: where the published files are looked for (``data.data_dir``).
+        generated: the generated form, called as ``generated(root=root/folder, split=...,
+            transform=..., pre_transform=..., force_reload=..., **options)``.
+        published: the published form, called with ``canonical_root(root)``, ``split``,
+            ``data_dir``, the transforms, ``force_reload`` and (with ``indices``) ``indices``.
+        folder: the directory of the generated form under ``root`` (default: ``name``).
+        indices: ``split`` → the indices of its graphs in the published files (CSL's folds);
+            ``None``: ``published`` selects the split itself.
+        requires: ``(module, feature)`` of an optional module the generated form needs
+            (:func:`~graph_transformers._optional.require`); ``None``: none.
+        shared_data_dir: also pass ``data_dir=data_dir`` to ``generated`` (a generated form read
+            from raw files).
+        **options: further keyword arguments of ``generated``.
 
     Raises:
         ValueError: an unknown ``source`` (:func:`check_source`) or ``split``.

@@ -165,8 +165,8 @@ class SizeBucketBatchSampler(Sampler[list[int]]):
         for start in range(0, n, span):
             idx = order[start:start + span]
             # sort by size; random keys in [0, 1) break ties without biasing sizes
-            key = self.sizes[idx].double() + (torch.rand(idx.numel(), generator=g, dtype=torch.double)
-                                              if self.shuffle else 0.0)
+            key = self.sizes[idx].double() + (
+                torch.rand(idx.numel(), generator=g, dtype=torch.double) if self.shuffle else 0.0)
             idx = idx[torch.argsort(key)]
             for b in range(0, idx.numel(), self.batch_size):
                 chunk = idx[b:b + self.batch_size]

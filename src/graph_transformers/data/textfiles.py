@@ -2,7 +2,7 @@
 shares (a molecule CSV, ``data.path``; a node table and an edge list, ``data.nodes`` /
 ``data.edges``; the split files of ``data.split_files``; the inputs of ``predict``), so that a
 wrong file is one :class:`~graph_transformers.errors.DataError` naming it, never a traceback
-from deep inside or a silent wrong result:
+from deep inside or a silent wrong result.
 
 * :func:`check_text_head` / :func:`decode_text`: a file that is not text — a Python pickle, a zip
   archive (a torch ``.pt`` file, an Excel workbook), gzip where the reader takes no ``.gz``,

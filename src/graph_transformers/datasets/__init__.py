@@ -1,7 +1,7 @@
 """The datasets, one package or module per family; each declares its registry entry
 (:class:`~graph_transformers.data.registry.DatasetSpec`, ``<NAME>_SPEC``) next to its loader
 (``load_<name>(root, [name], split, transform, pre_transform, force_reload, *, ...)``), and
-:data:`graph_transformers.data.registry.DATASETS` names where (``docs/adding_a_dataset.md``):
+:data:`graph_transformers.data.registry.DATASETS` names where (``docs/adding_a_dataset.md``).
 
 * :mod:`.molecules`: ZINC-12k (:mod:`.molecules.zinc`, its chemistry
   :mod:`.molecules.zinc_chemistry` and raw files :mod:`.molecules.zinc_files`), the MoleculeNet

@@ -30,7 +30,8 @@ Splits (``TU(..., split=, fold=)``; each fold's train/val/test are disjoint):
   same number of lines, ids integers in range, no id twice in a line, train/val/test of a line
   disjoint) and their sha256 is recorded; ``data.fold`` must then be below the number of lines.
 * **otherwise** (MUTAG and NCI1 in the shared data): 10 folds generated with a fixed seed by
-  :func:`~graph_transformers.data.generated.stratified_kfold` (numpy; scikit-learn is not a dependency of this package): the graphs
+  :func:`~graph_transformers.data.generated.stratified_kfold` (numpy; scikit-learn is not a
+  dependency of this package): the graphs
   are cut into 10 stratified folds; fold ``k`` uses fold ``k`` as test, fold ``(k + 1) % 10`` as
   val and the other 8 folds as train (about 80 / 10 / 10 %). The benchmark's recipe takes val as
   a stratified 11.1 % (≈ 1/9) of the non-test part, so the proportions agree; the graph ids are
@@ -54,7 +55,8 @@ Features (PyG conventions, kept as PyG builds them):
 * ``y``: ``LongTensor [1]``, class id ``0..C-1`` (the raw labels mapped in sorted order, e.g.
   MUTAG ``-1 → 0``, ``1 → 1``; ENZYMES ``1..6 → 0..5``).
 
-Node features of the runs (``data.node_features``, :func:`~graph_transformers.datasets.tu_features.node_feature_transform`; ``constant``
+Node features of the runs (``data.node_features``,
+:func:`~graph_transformers.datasets.tu_features.node_feature_transform`; ``constant``
 and ``degree`` are applied as a pre-transform, so each has its own processed cache):
 
 * ``auto`` (default): the set's own ``x``; a set with neither node labels nor attributes (the
@@ -181,7 +183,8 @@ def extract_tu_zip(zip_path: str | os.PathLike, raw_dir: str | os.PathLike, name
     inside the zip is dropped, so ``MUTAG/MUTAG_A.txt`` becomes ``raw_dir/MUTAG_A.txt``, the
     layout TUDataset expects). Each file is written to a temporary name and renamed, the
     ``_A.txt`` / ``_graph_indicator.txt`` files that TUDataset checks for last, so an interrupted
-    extraction is redone. The sha256 of a zip named like a benchmark's (MUTAG, ENZYMES, NCI1) is checked first.
+    extraction is redone. The sha256 of a zip named like a benchmark's (MUTAG, ENZYMES, NCI1) is
+    checked first.
 
     Raises:
         ValueError: a sha256 mismatch, a bad zip, or a zip without ``<name>_A.txt`` /
@@ -295,9 +298,9 @@ class TU(TUDataset):
         TypeError: a ``name`` that is not a string (a call in the removed order
             ``TU(name, root, ...)``).
         ValueError: no ``name``, unknown ``split``, ``fold`` outside ``0..9`` (or outside the
-            index files' lines), a raw file or split file whose sha256 is not the pinned one, a malformed
-            split file (:func:`~graph_transformers.datasets.tu_folds.check_index_folds`), or one or two of a name's three index files
-            without the others.
+            index files' lines), a raw file or split file whose sha256 is not the pinned one, a
+            malformed split file (:func:`~graph_transformers.datasets.tu_folds.check_index_folds`),
+            or one or two of a name's three index files without the others.
         DataNotFoundError: the raw files (or the ENZYMES split files) are neither local nor
             downloadable; the message lists where it looked and how to get them.
     """
@@ -512,7 +515,8 @@ def load_tu(
 ) -> TU:
     """One split of one fold of the TU set ``name`` (``data.name: mutag`` / ``tu:<NAME>``),
     cached under ``root/TU/``, with the node features of ``data.node_features``
-    (:func:`~graph_transformers.datasets.tu_features.node_feature_transform`, capped at ``max_degree``, ``data.options.max_degree``)
+    (:func:`~graph_transformers.datasets.tu_features.node_feature_transform`, capped at
+    ``max_degree``, ``data.options.max_degree``)
     applied as a pre-transform before ``pre_transform`` (their own cache). ``featureless``: the
     set has no node features of its own; with ``auto`` each graph then gets the constant as it
     is read (a transform, as before ``data.node_features`` existed, so earlier caches still

@@ -6,15 +6,15 @@ Dwivedi & Bresson, "A Generalization of Transformer Networks to Graphs" (2020), 
     \\Delta = I - D^{-1/2} A D^{-1/2} = U^\\top \\Lambda U,
 
 and each node's PE is its row of the ``k`` eigenvectors with the smallest non-trivial eigenvalues.
-"Trivial" eigenvectors are those of the null space (eigenvalue 0: one per connected component with at
-least one edge); they are skipped, so a disconnected graph gets its informative eigenvectors too.
-Isolated nodes have degree 0; their ``D^{-1/2}`` entry is taken as 1 (their Laplacian row is the unit
-vector), so they carry eigenvalue 1 and never produce NaNs. Graphs with fewer than ``k`` non-trivial
-eigenvectors are zero-padded on the right.
+"Trivial" eigenvectors are those of the null space (eigenvalue 0: one per connected component with
+at least one edge); they are skipped, so a disconnected graph gets its informative eigenvectors too.
+Isolated nodes have degree 0; their ``D^{-1/2}`` entry is taken as 1 (their Laplacian row is the
+unit vector), so they carry eigenvalue 1 and never produce NaNs. Graphs with fewer than ``k``
+non-trivial eigenvectors are zero-padded on the right.
 
-Eigenvectors have an arbitrary sign (and, within repeated eigenvalues, an arbitrary basis); the paper
-flips signs at random during training. :func:`random_sign_flip` does that per batch, at run time, so
-the stored encoding stays deterministic.
+Eigenvectors have an arbitrary sign (and, within repeated eigenvalues, an arbitrary basis); the
+paper flips signs at random during training. :func:`random_sign_flip` does that per batch, at run
+time, so the stored encoding stays deterministic.
 """
 from __future__ import annotations
 
@@ -50,11 +50,13 @@ def normalized_laplacian(edge_index: Tensor, num_nodes: int) -> sp.csr_matrix:
         ValueError: if ``edge_index`` has the wrong shape or indices outside ``[0, n)``.
     """
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
-        raise ValueError(f"edge_index must have shape [2, num_edges], got {tuple(edge_index.shape)}")
+        raise ValueError("edge_index must have shape [2, num_edges], "
+                         f"got {tuple(edge_index.shape)}")
     ei = edge_index.cpu().numpy()
     if ei.size and (ei.min() < 0 or ei.max() >= num_nodes):
         raise ValueError(
-            f"edge_index has node ids in [{ei.min()}, {ei.max()}] but the graph has {num_nodes} nodes")
+            f"edge_index has node ids in [{ei.min()}, {ei.max()}] but the graph has "
+            f"{num_nodes} nodes")
     keep = ei[0] != ei[1]
     row, col = ei[0][keep], ei[1][keep]
     adj = sp.coo_matrix((np.ones(row.size), (row, col)), shape=(num_nodes, num_nodes)).tocsr()

@@ -7,7 +7,8 @@ An :class:`Encoding` names, for one encoding:
   node encoding, the ``Data`` attribute its transform writes (``data.lap_pe``);
 * ``config``: the pydantic model of its section (its options and their defaults);
 * ``transform``: the section → the PyG pre-transform that computes it once per graph (its
-  ``repr`` names the dataset's processed cache, :func:`~graph_transformers.data.cache.pre_transform_key`);
+  ``repr`` names the dataset's processed cache,
+  :func:`~graph_transformers.data.cache.pre_transform_key`);
 * for a node encoding a model can take as ``model.pe``: ``pe`` (that value, e.g. ``"lap"``),
   ``dim`` (the section → the width the model's ``pe_dim`` gets), ``sign_flip`` (the random
   augmentation applied in training, or ``None``), ``categorical`` (integer ids embedded with
@@ -23,7 +24,8 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 

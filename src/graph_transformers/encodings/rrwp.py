@@ -63,7 +63,8 @@ def _check_graph(edge_index: Tensor, num_nodes: int, walk_length: int) -> None:
         raise ValueError(f"RRWP walk_length must be >= 1 (K = 1 keeps the identity only), got "
                          f"{walk_length}")
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
-        raise ValueError(f"edge_index must have shape [2, num_edges], got {tuple(edge_index.shape)}")
+        raise ValueError("edge_index must have shape [2, num_edges], "
+                         f"got {tuple(edge_index.shape)}")
     if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
         raise ValueError(f"edge_index has node ids in [{int(edge_index.min())}, "
                          f"{int(edge_index.max())}] but the graph has {num_nodes} nodes")
@@ -187,7 +188,7 @@ def batch_rrwp(edge_index: Tensor, batch: Tensor, host_sizes: Tensor, walk_lengt
 
 
 class AddRRWP(BaseTransform):
-    """PyG transform storing GRIT's RRWP (:func:`relative_random_walk_probabilities`):
+    """PyG transform storing GRIT's RRWP (:func:`relative_random_walk_probabilities`).
 
     * ``data.rrwp``: ``[n, K]`` float32, the node encoding ``P_ii`` (the diagonal);
     * ``data.rrwp_pair``: ``[n², K]`` float32, every pair ``P_ij`` flattened row-major

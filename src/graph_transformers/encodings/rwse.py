@@ -48,7 +48,8 @@ def random_walk_se(edge_index: Tensor, num_nodes: int, walk_length: int) -> Tens
     if walk_length < 1:
         raise ValueError(f"RWSE walk_length must be >= 1, got {walk_length}")
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
-        raise ValueError(f"edge_index must have shape [2, num_edges], got {tuple(edge_index.shape)}")
+        raise ValueError("edge_index must have shape [2, num_edges], "
+                         f"got {tuple(edge_index.shape)}")
     if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
         raise ValueError(f"edge_index has node ids in [{int(edge_index.min())}, "
                          f"{int(edge_index.max())}] but the graph has {num_nodes} nodes")

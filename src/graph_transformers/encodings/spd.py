@@ -3,7 +3,8 @@
 Park et al., "GRPE: Relative Positional Encoding for Graph Transformer" (2022), §"Implementation
 details": the topological relation ``ψ(i, j)`` is the shortest-path distance, capped at ``L`` with
 a special *far* id for longer paths, an *unreachable* id for pairs in different components and a
-*virtual node* id for pairs with the virtual node (added inside the model); the edge relation ``e_ij`` is the bond type where an edge
+*virtual node* id for pairs with the virtual node (added inside the model); the edge relation
+``e_ij`` is the bond type where an edge
 exists, with special *no edge*, *self* and *virtual node* types. Graphormer (Ying et al. 2021,
 eq. 6) biases attention with the same distances.
 
@@ -53,7 +54,8 @@ def num_spd_ids(max_distance: int) -> int:
 
 def _check_graph(edge_index: Tensor, num_nodes: int) -> None:
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
-        raise ValueError(f"edge_index must have shape [2, num_edges], got {tuple(edge_index.shape)}")
+        raise ValueError("edge_index must have shape [2, num_edges], "
+                         f"got {tuple(edge_index.shape)}")
     if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
         raise ValueError(f"edge_index has node ids in [{int(edge_index.min())}, "
                          f"{int(edge_index.max())}] but the graph has {num_nodes} nodes")
@@ -144,7 +146,7 @@ def pair_edge_types(edge_index: Tensor, num_nodes: int, edge_attr: Tensor | None
 
 
 class AddShortestPaths(BaseTransform):
-    """PyG transform storing, flattened row-major so that batching concatenates them:
+    """PyG transform storing the following, flattened row-major so that batching concatenates them.
 
     * ``data.spd``: ``[n²]`` uint8, :func:`spd_ids` with ``max_distance``;
     * ``data.pair_edge``: ``[n², C]`` int16, :func:`pair_edge_types` (``edge_attr`` used when it

@@ -2,7 +2,8 @@
 attribute, with a ``repr`` that names the dataset's processed cache."""
 from __future__ import annotations
 
-from typing import Callable, ClassVar
+from typing import ClassVar
+from collections.abc import Callable
 
 from torch import Tensor
 from torch_geometric.data import Data

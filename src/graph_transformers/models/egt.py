@@ -202,7 +202,8 @@ class EGT(nn.Module):
         self.distance_objective, self.distance_hops = distance_objective, distance_hops
         self.distance_weight, self.distance_labels = distance_weight, distance_labels
         self.use_edge_features = use_edge_features
-        self.num_layers, self.num_heads, self.edge_hidden_dim = num_layers, num_heads, edge_hidden_dim
+        self.num_layers, self.num_heads = num_layers, num_heads
+        self.edge_hidden_dim = edge_hidden_dim
         self.edge_ffn_multiplier = edge_ffn_multiplier
         self.memory_budget_gb = memory_budget_gb
 
@@ -374,8 +375,8 @@ class EGT(nn.Module):
         """Unweighted distance-prediction loss (§3.3), reduced as the official code does: the
         cross-entropy is summed over the node pairs ``(i, j)`` of each graph with
         ``SPD(i, j) ≤ ν`` and averaged over the graphs of the batch, i.e.
-        ``(1 / B) Σ_b Σ_{(i, j) ∈ b} CE``. (A mean over pairs would make the regularizer about
-        as many times weaker as a graph has such pairs: ≈200× on ZINC.)"""
+        ``(1 / B) Σ_b Σ_{(i, j) ∈ b} CE``. A mean over pairs would make the regularizer about as
+        many times weaker as a graph has such pairs: ≈200× on ZINC."""
         q = self.num_virtual_nodes
         target = distance_labels(dense.distances_within(self.distance_hops), self.distance_hops,
                                  self.distance_labels)

@@ -16,8 +16,8 @@ class FeatureEncoder(nn.Module):
     """Embeds node or edge features into ``hidden_dim`` (GT eq. 2).
 
     Categorical features (``num_types``) use ``nn.Embedding``: an int gives one table for a single
-    column (``x: [num_items]`` or ``[num_items, 1]``), a sequence gives one table per column and sums
-    them (``x: [num_items, num_columns]``, as OGB's atom/bond encoders). Continuous features
+    column (``x: [num_items]`` or ``[num_items, 1]``), a sequence gives one table per column and
+    sums them (``x: [num_items, num_columns]``, as OGB's atom/bond encoders). Continuous features
     (``in_dim``) use ``nn.Linear`` (``x: [num_items, in_dim]``).
 
     Raises:
@@ -233,8 +233,8 @@ class PEEmbedding(nn.Embedding):
 def make_pe_encoder(pe: str, pe_dim: int, out_dim: int, sign_flip: str = "batch") -> nn.Module:
     """The input encoder of the node encoding ``model.pe = pe``, as the registry describes it:
     a :class:`PEEmbedding` for a categorical encoding, else a :class:`LinearPEEncoder` (with the
-    encoding's sign flips, or GraphGPS's BatchNorm of the raw values for RWSE). Every one is called as
-    ``encoder(values, batch, num_graphs)`` → ``[num_nodes, out_dim]``.
+    encoding's sign flips, or GraphGPS's BatchNorm of the raw values for RWSE). Every one is called
+    as ``encoder(values, batch, num_graphs)`` → ``[num_nodes, out_dim]``.
 
     Raises:
         ValueError: for an unknown ``pe`` or ``sign_flip``.

@@ -20,7 +20,7 @@ from .registry import (NonNegativeInt, PositiveFloat, PositiveInt, Probability, 
 @model_config(defaults={"hidden_dim": 80, "num_layers": 12, "num_heads": 8},
               encoding_args={"max_distance": "spd.max_distance"})
 class Graphormer(TokenPairModel):
-    """Graphormer with the same dense path as :class:`~graph_transformers.models.GRPE`:
+    """Graphormer with the same dense path as :class:`~graph_transformers.models.GRPE`.
 
     * centrality encoding (eq. 5): a learned embedding of each node's degree (clipped at
       ``max_degree``) added to its input embedding (graphs are undirected: in = out degree);

@@ -1,5 +1,5 @@
 """MPNN baselines of the papers' tables: GCN, GAT, GatedGCN, GIN, GINE and PNA networks with the
-conventions of Dwivedi et al., "Benchmarking Graph Neural Networks" (JMLR 2023), §C:
+conventions of Dwivedi et al., "Benchmarking Graph Neural Networks" (JMLR 2023), §C.
 
 - input embedding of node (and edge) features to ``hidden_dim`` (an optional positional or
   structural encoding is projected and added, as GT does with LapPE), input dropout;

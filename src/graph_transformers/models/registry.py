@@ -248,8 +248,10 @@ def argument_docs(cls: type) -> dict[str, str]:
         indent, names, text = None, [], []
 
         def flush() -> None:
-            for name in names:
-                docs.setdefault(name, " ".join(text).strip())
+            # reads `names` / `text` late on purpose (the entry the loop below is collecting);
+            # flush() is only called within this iteration of the loop over the docstrings
+            for name in names:  # noqa: B023 - late binding wanted (comment above)
+                docs.setdefault(name, " ".join(text).strip())  # noqa: B023 - as above
 
         for line in lines[start + 1:]:
             if not line.strip():

@@ -75,7 +75,9 @@ def sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, scale:
     eqs. 5 and 12), ``w_ij = softmax_j(clamp(s_ij))`` and ``out_i = sum_j w_ij v_j`` (eqs. 4, 9).
 
     Args:
-        q, k, v: ``[num_nodes, num_heads, head_dim]``.
+        q: queries ``[num_nodes, num_heads, head_dim]``.
+        k: keys ``[num_nodes, num_heads, head_dim]``.
+        v: values ``[num_nodes, num_heads, head_dim]``.
         edge_index: ``[2, num_edges]``; messages flow ``edge_index[0] -> edge_index[1]``.
         scale: score scale (``1/sqrt(head_dim)``).
         edge_gate: optional ``[num_edges, num_heads, head_dim]`` per-dimension multiplier.
@@ -275,9 +277,9 @@ class QKVAttention(nn.Module):
     def reset_parameters(self) -> None:
         """As ``nn.MultiheadAttention``, draw for draw: the output projection keeps
         ``nn.Linear``'s default (Kaiming-uniform, bound ``1/√d``), the fused Q/K/V weight
-        ``[3d, d]`` is Xavier-uniform (bound ``√(6 / 4d)``), all biases zero. (Before 2026-11-26
+        ``[3d, d]`` is Xavier-uniform (bound ``√(6 / 4d)``), all biases zero. Before 2026-11-26
         the output weight was Xavier too, ``√3×`` wider than GraphGPS's; see
-        ``docs/reproduction.md``.)"""
+        ``docs/reproduction.md``."""
         self.out.reset_parameters()
         nn.init.xavier_uniform_(self.qkv.weight)
         for lin in (self.qkv, self.out):
@@ -329,7 +331,7 @@ class FullAttention(QKVAttention):
     r"""Multi-head softmax self-attention over all nodes of each graph (Vaswani et al. 2017,
     eq. 1; the "Transformer" global attention of GraphGPS, Rampášek et al. 2022, eq. 2 / survey
     eq. 40), computed with ``torch.nn.functional.scaled_dot_product_attention`` on the padded
-    dense batch with a key-padding mask:
+    dense batch with a key-padding mask.
 
     .. math::
         \mathrm{Attn}(X) = \big\Vert_k \operatorname{softmax}\Big(\frac{Q^k (K^k)^\top}{\sqrt{d_k}}

@@ -83,7 +83,8 @@ class EGTLayer(nn.Module):
     r"""One EGT layer: global self-attention over node channels, biased and gated by edge channels
     that are themselves updated (EGT eqs. 1-7), and its ablated variants (appendix C-D).
 
-    Per head :math:`k` (pre-LayerNorm: :math:`\hat h = \mathrm{LN}(h)`, :math:`\hat e = \mathrm{LN}(e)`):
+    Per head :math:`k` (pre-LayerNorm: :math:`\hat h = \mathrm{LN}(h)`,
+    :math:`\hat e = \mathrm{LN}(e)`):
 
     .. math::
         \hat A^k = \frac{Q^k \hat h (K^k \hat h)^\top}{\sqrt{d_k}}, \quad
@@ -145,7 +146,8 @@ class EGTLayer(nn.Module):
       :class:`EGTOutput` returns). ``edge_attr=None`` and ``pair_attr=None``: zero edge channels
       on the edges, ``non_edge`` elsewhere; refused with a scalar ``non_edge`` (unless
       ``constrained``), where every pair would get the same input. Note that a constant edge
-      vector is as blind: the pre-norm maps every constant vector to the same bias. ``constrained=True`` is EGT-Constrained: attention over ``N(i) ∪ {i}`` of
+      vector is as blind: the pre-norm maps every constant vector to the same bias.
+      ``constrained=True`` is EGT-Constrained: attention over ``N(i) ∪ {i}`` of
       ``edge_index``. Densified internally by :class:`~graph_transformers.nn.DenseBatch` (one
       host sync for the graph sizes); virtual nodes are a model feature (dense path).
     * ``forward_dense(h, e, mask, attn_mask=None, return_attention_weights=False, num_virtual=0)`` →

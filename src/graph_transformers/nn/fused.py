@@ -176,8 +176,10 @@ def fused_sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, 
     :func:`~graph_transformers.nn.attention.sparse_attention`, without the attention weights).
 
     Args:
-        q, k, v: ``[num_nodes, num_heads, head_dim]`` float32 / float64 CPU tensors (rows may be
-            strided, as the views of a fused QKV projection).
+        q: queries ``[num_nodes, num_heads, head_dim]``, a float32 / float64 CPU tensor (rows
+            may be strided, as the views of a fused QKV projection).
+        k: keys, as ``q``.
+        v: values, as ``q``.
         edge_index: ``[2, num_edges]``, messages ``edge_index[0] → edge_index[1]``.
         scale: score scale (``1/sqrt(head_dim)``).
         edge_gate: optional ``[num_edges, num_heads, head_dim]`` multiplier of the scores.
@@ -192,16 +194,16 @@ def fused_sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, 
             for mismatched shapes, dtypes or node ids outside ``[0, num_nodes)``.
     """
     if load_kernels() is None:
-        raise FusedKernelError(f"the fused kernels are unavailable ({ENV}="
-                               f"{kernel_mode()}): use graph_transformers.nn.attention.sparse_attention")
+        raise FusedKernelError(f"the fused kernels are unavailable ({ENV}={kernel_mode()}): "
+                               "use graph_transformers.nn.attention.sparse_attention")
     out, per_dim = _SparseAttention.apply(q, k, v, edge_gate, edge_index, float(scale),
                                           float(clamp), return_scores)
     return out, (per_dim if return_scores else None)
 
 
 def use_fused_sparse_attention(q: Tensor, return_weights: bool) -> bool:
-    """Whether :func:`~graph_transformers.nn.attention.sparse_attention` takes the fused path for these
-    inputs: CPU, float32 / float64, no attention weights asked for, kernels available."""
+    """Whether :func:`~graph_transformers.nn.attention.sparse_attention` takes the fused path for
+    these inputs: CPU, float32 / float64, no attention weights asked for, kernels available."""
     if return_weights or q.device.type != "cpu" or q.dtype not in (torch.float32, torch.float64):
         return False
     return load_kernels() is not None

@@ -33,7 +33,8 @@ class GraphTransformerLayer(nn.Module):
 
     .. math::
         \hat w^k_{ij} = \frac{Q^k h_i \cdot K^k h_j}{\sqrt{d_k}} \;[\odot\, E^k e_{ij}]
-        \qquad w^k_{ij} = \operatorname{softmax}_{j \in \mathcal N(i)}(\mathrm{clamp}(\hat w^k_{ij}))
+        \qquad w^k_{ij} =
+        \operatorname{softmax}_{j \in \mathcal N(i)}(\mathrm{clamp}(\hat w^k_{ij}))
 
         \hat h_i = O_h \big\Vert_k \sum_j w^k_{ij} V^k h_j,\quad
         h'_i = \mathrm{Norm}(h_i + \hat h_i),\quad
@@ -41,8 +42,8 @@ class GraphTransformerLayer(nn.Module):
 
     With ``edge_dim`` set, the product :math:`Q h_i \odot K h_j \odot E e_{ij} / \sqrt{d_k}` is kept
     per dimension (summed over each head's dimensions for the score, eq. 12) and also forms the edge
-    update :math:`\hat e_{ij} = O_e \Vert_k \hat w^k_{ij}` (eq. 10), followed by the edge stream's own
-    residual, Norm, FFN, residual, Norm (eqs. 16-18).
+    update :math:`\hat e_{ij} = O_e \Vert_k \hat w^k_{ij}` (eq. 10), followed by the edge stream's
+    own residual, Norm, FFN, residual, Norm (eqs. 16-18).
 
     Args:
         hidden_dim: ``d``, node (and edge) channels; must be divisible by ``num_heads``.

@@ -88,9 +88,13 @@ def kernel_sums(fq: Tensor, fk: Tensor, v: Tensor, batch: Tensor | None = None,
     :math:`\mathrm{den}_i = f^q_i{}^\top \sum_{j \in g} f^k_j`.
 
     Args:
-        fq, fk: ``[num_nodes, heads, m]`` query and key features.
+        fq: ``[num_nodes, heads, m]`` query features.
+        fk: ``[num_nodes, heads, m]`` key features.
         v: ``[num_nodes, heads, d_v]``.
-        batch, num_graphs: as :func:`segment_sum`.
+        batch: ``[num_nodes]`` graph id of each node (any order); ``None`` = one graph (as
+            :func:`segment_sum`).
+        num_graphs: the number of graphs, as :func:`segment_sum` (``None``: sized by
+            ``num_nodes``).
 
     Returns:
         ``(num [num_nodes, heads, d_v], den [num_nodes, heads])``.
@@ -124,8 +128,13 @@ def kernelized_attention(q: Tensor, k: Tensor, v: Tensor, batch: Tensor | None =
     :math:`\phi = \mathrm{elu} + 1` (module docstring), per graph and head.
 
     Args:
-        q, k: ``[num_nodes, heads, d_k]``; v: ``[num_nodes, heads, d_v]``.
-        batch, num_graphs: as :func:`segment_sum`.
+        q: queries ``[num_nodes, heads, d_k]``.
+        k: keys ``[num_nodes, heads, d_k]``.
+        v: values ``[num_nodes, heads, d_v]``.
+        batch: ``[num_nodes]`` graph id of each node (any order); ``None`` = one graph (as
+            :func:`segment_sum`).
+        num_graphs: the number of graphs, as :func:`segment_sum` (``None``: sized by
+            ``num_nodes``).
         eps: added to the normalizer (the reference implementation's ``1e-6``).
 
     Returns:
@@ -153,8 +162,13 @@ def sgformer_attention(q: Tensor, k: Tensor, v: Tensor, batch: Tensor | None = N
     (n_g + \tilde q_i^\top \sum_{j\in g} \tilde k_j)`, ``n_g`` = nodes of ``i``'s graph.
 
     Args:
-        q, k: ``[num_nodes, heads, c]``; v: ``[num_nodes, heads, d_v]``.
-        batch, num_graphs: as :func:`segment_sum`.
+        q: queries ``[num_nodes, heads, c]``.
+        k: keys ``[num_nodes, heads, c]``.
+        v: values ``[num_nodes, heads, d_v]``.
+        batch: ``[num_nodes]`` graph id of each node (any order); ``None`` = one graph (as
+            :func:`segment_sum`).
+        num_graphs: the number of graphs, as :func:`segment_sum` (``None``: sized by
+            ``num_nodes``).
         qk_norm: ``"frobenius"`` (the paper and the authors' code: ``Q`` divided by the
             Frobenius norm of the graph's whole ``[n_g, heads, c]`` query tensor, ``K`` alike)
             or ``"row"`` (PyG's ``SGFormerAttention``: each node's per-head ``q_i``, ``k_j``

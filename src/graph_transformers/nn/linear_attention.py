@@ -92,8 +92,10 @@ def linear_attention(q: Tensor, k: Tensor, v: Tensor, projection: Tensor,
     """FAVOR+ attention ``D^{-1} φ(Q)(φ(K)^T V)`` (module docstring).
 
     Args:
-        q, k, v: ``[batch, heads, N, head_dim]`` (unscaled; the ``1/sqrt(head_dim)`` of softmax
-            attention is applied here).
+        q: queries ``[batch, heads, N, head_dim]`` (unscaled; the ``1/sqrt(head_dim)`` of
+            softmax attention is applied here).
+        k: keys ``[batch, heads, N, head_dim]`` (unscaled, as ``q``).
+        v: values ``[batch, heads, N, head_dim]``.
         projection: ``[m, head_dim]``.
         mask: ``[batch, N]`` bool, True = real node; padded keys are ignored.
 

@@ -33,7 +33,7 @@ GCN_NORMS = ("sym", "sym_no_self_loops", "mean")
 
 class MeanGraphConv(MessagePassing):
     r"""The GCN layer of benchmarking-gnns as its ZINC numbers were produced: a linear map of the
-    mean of the neighbours' features, without a self-loop and without degree normalization,
+    mean of the neighbours' features, without a self-loop and without degree normalization.
 
     .. math::
         h'_i = W \frac{1}{|\mathcal N(i)|} \sum_{j \in \mathcal N(i)} h_j + b.
@@ -79,10 +79,11 @@ class MeanGraphConv(MessagePassing):
 class GatedGCNConv(MessagePassing):
     r"""Residual gated graph convolution with an edge stream: Bresson & Laurent, "Residual Gated
     Graph ConvNets" (2017), eqs. 11-12, in the form with edge features of Dwivedi et al.
-    "Benchmarking GNNs" (JMLR 2023), eqs. 22-24. For an edge ``j → i``:
+    "Benchmarking GNNs" (JMLR 2023), eqs. 22-24. For an edge ``j → i``.
 
     .. math::
-        \hat e_{ij} = C e_{ij} + D h_i + E h_j, \qquad \sigma_{ij} = \operatorname{sigmoid}(\hat e_{ij}),
+        \hat e_{ij} = C e_{ij} + D h_i + E h_j,
+        \qquad \sigma_{ij} = \operatorname{sigmoid}(\hat e_{ij}),
 
         \hat h_i = A h_i + \frac{\sum_{j \in \mathcal N(i)} \sigma_{ij} \odot B h_j}
                                {\sum_{j \in \mathcal N(i)} \sigma_{ij} + \varepsilon}.
@@ -278,7 +279,7 @@ class LocalMPNN(nn.Module):
         return f"kind={self.kind!r}, edges={self.use_edge_features}"
 
 
-def _refresh_degree_known(module: "LocalMPNN", incompatible_keys) -> None:
+def _refresh_degree_known(module: LocalMPNN, incompatible_keys) -> None:
     """Load-state-dict post hook of a PNA :class:`LocalMPNN`: the host copy of its
     ``degree_known`` buffer (read once per load, not per forward)."""
     module._degree_known = bool(module.degree_known)

@@ -26,7 +26,8 @@ from ..core.dense import DenseBatch
 
 class LayerOutput(NamedTuple):
     """Output of ``forward_dense`` of :class:`~graph_transformers.nn.GRPELayer`,
-    :class:`~graph_transformers.nn.GRPEAttention` and :class:`~graph_transformers.nn.GraphormerLayer`
+    :class:`~graph_transformers.nn.GRPEAttention` and
+    :class:`~graph_transformers.nn.GraphormerLayer`
     (their PyG-native ``forward`` returns ``x``, see :mod:`graph_transformers.nn.convention`).
 
     Attributes:

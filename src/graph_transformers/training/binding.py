@@ -68,7 +68,7 @@ def write_run_id(run_dir: str | Path, run_id: str) -> None:
     atomic_write_text(Path(run_dir) / RUN_FILE, json.dumps({"run_id": run_id}) + "\n")
 
 
-def _update(h: "hashlib._Hash", name: str, t: torch.Tensor) -> None:
+def _update(h: hashlib._Hash, name: str, t: torch.Tensor) -> None:
     t = t.detach().cpu().contiguous()
     h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
     h.update(t.numpy().tobytes() if t.dtype != torch.bfloat16 else t.float().numpy().tobytes())

@@ -217,8 +217,8 @@ class RunState(L.Callback):
     (CPU, CUDA), numpy and Python RNG states, the state of every stateful batch sampler given
     (e.g. :class:`~graph_transformers.data.sampler.SizeBucketBatchSampler`'s epoch), the
     resolved config, and what binds the checkpoint to its run (:mod:`~.binding`): the run id and
-    the data fingerprint. Restored (``load_state_dict``, at ``--resume``): the RNG and sampler states,
-    so the next epoch shuffles, drops out and flips signs as the uninterrupted run did.
+    the data fingerprint. Restored (``load_state_dict``, at ``--resume``): the RNG and sampler
+    states, so the next epoch shuffles, drops out and flips signs as the uninterrupted run did.
 
     Args:
         config: the resolved config (``Config.to_dict()``), stored as ``config``.

@@ -37,8 +37,8 @@ def read_epochs(path: str | Path) -> list[dict[str, float]]:
 
 
 def _pyplot():
-    matplotlib = require("matplotlib", "plotting training curves")
-    import matplotlib.figure  # noqa: F401  (object-oriented API: no global backend switch)
+    require("matplotlib", "plotting training curves")
+    import matplotlib.figure  # object-oriented API: no global backend switch
     return matplotlib
 
 
@@ -111,7 +111,7 @@ def compare_runs(run_dirs: list[str | Path], labels: list[str] | None = None
             metric = seeds[0]["metric"]
             scale = 100.0 if metric in PERCENT_METRICS else 1.0
 
-            def stat(split: str) -> dict[str, float]:
+            def stat(split: str, seeds=seeds, metric=metric, scale=scale) -> dict[str, float]:
                 mean, std = mean_std([float(m[split][metric]) * scale for m in seeds])
                 return {"mean": mean, "std": std}
 

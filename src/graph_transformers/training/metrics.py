@@ -152,7 +152,8 @@ class BatchMeanWeightedAccuracy(torchmetrics.Metric):
     def __init__(self, num_classes: int, **kwargs) -> None:
         super().__init__(**kwargs)
         self.num_classes = num_classes
-        self.add_state("total", default=torch.tensor(0.0, dtype=torch.float64), dist_reduce_fx="sum")
+        self.add_state("total", default=torch.tensor(0.0, dtype=torch.float64),
+                       dist_reduce_fx="sum")
         self.add_state("batches", default=torch.tensor(0, dtype=torch.long), dist_reduce_fx="sum")
 
     def update(self, preds: Tensor, target: Tensor) -> None:
@@ -240,8 +241,8 @@ class OGBEvaluatorROCAUC(_OGBEvaluated, MultitaskROCAUC):
     """:class:`MultitaskROCAUC` computed by OGB's own ``ogb.graphproppred.Evaluator(name)``
     (scikit-learn's ``roc_auc_score`` per task, the same rules), for a dataset read from OGB's
     published files (:class:`graph_transformers.datasets.molecules.ogb.OGBGraphPropPred`), so
-    the reported number is the one OGB's leaderboard computes. Where no task has both classes it returns NaN
-    and warns, as :class:`MultitaskROCAUC` (OGB's evaluator would raise).
+    the reported number is the one OGB's leaderboard computes. Where no task has both classes it
+    returns NaN and warns, as :class:`MultitaskROCAUC` (OGB's evaluator would raise).
 
     Raises:
         MissingDependencyError: ``ogb`` is not installed (the ``[ogb]`` extra).
@@ -388,7 +389,7 @@ def mae(y_true: Any, y_pred: Any) -> float:
     return _regression_metric(y_true, y_pred, "mae", MeanAbsoluteError)
 
 
-# ------------------------------------------------------------------ average precision (ogbg-molpcba)
+# ----------------------------------------------------------------- average precision (ogbg-molpcba)
 def average_precision_per_task(y_true: Any, y_score: Any) -> list[float]:
     r"""Average precision (AP) of every task, ``NaN`` for a task that does not qualify: OGB's
     ``Evaluator._eval_ap`` rules (``ogbg-molpcba``), computed with torchmetrics'

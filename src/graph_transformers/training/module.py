@@ -27,8 +27,8 @@ class GraphTaskModule(L.LightningModule):
 
     Logs ``train/loss`` and ``val/loss`` plus ``{train,val}/<metric>`` each epoch; the learning
     rate as ``lr``. Under DDP the logged values are reduced over the ranks (``sync_dist``,
-    torchmetrics states) and validation runs with rank 0's buffers on every rank. ``task`` overrides the default :class:`Task` of ``spec`` (global class
-    weights, split-level weighted accuracy).
+    torchmetrics states) and validation runs with rank 0's buffers on every rank. ``task`` overrides
+    the default :class:`Task` of ``spec`` (global class weights, split-level weighted accuracy).
     """
 
     def __init__(self, model: nn.Module, spec: DatasetSpec, optim: OptimConfig,

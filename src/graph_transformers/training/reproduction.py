@@ -41,7 +41,8 @@ from .config import ConfigError, build_config, load_config
 from .stats import RULES, mean_std, parity_verdict, within_paper
 from .tables import PERCENT_METRICS
 
-README_START = "<!-- reproduction table: written by `graph-transformers table results/`; do not edit -->"
+README_START = ("<!-- reproduction table: written by `graph-transformers table results/`; "
+                "do not edit -->")
 README_END = "<!-- end of reproduction table -->"
 COMPLETE = ("min_lr", "max_epochs")
 #: ``stopped_by`` of a run stopped before its schedule's end that ``--resume`` continues: its
@@ -53,7 +54,8 @@ def find_runs(root: str | Path) -> dict[Path, list[dict[str, Any]]]:
     """Runs under ``root``: ``{run directory: [metrics.json of each seed]}``, seeds ordered.
 
     Directories named ``seed_<s>`` and ``fold_<k>`` (cross-validation) belong to the run above
-    them; any other directory holding a ``metrics.json`` is a run of its own. Each metrics dict gets ``"_dir"``, its directory."""
+    them; any other directory holding a ``metrics.json`` is a run of its own. Each metrics dict gets
+    ``"_dir"``, its directory."""
     groups: dict[Path, list[dict[str, Any]]] = {}
     for path in sorted(Path(root).rglob("metrics.json")):
         run_dir = group = path.parent

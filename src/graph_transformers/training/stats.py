@@ -28,8 +28,8 @@ RULES = (
     "Verdict rules: s.d. is the sample s.d. (n − 1) over seeds (and folds). A reproduction row is "
     "\"within 2σ\" when |ours − paper| ≤ 2·√(σ_paper² + σ_ours²) after the paper's schedule ran "
     "to its end, else \"outside\" (better or worse); with one seed σ_ours is unknown, the test "
-    "uses σ_paper alone and the row says \"1 seed\". A parity row says \"better\" or \"worse\" only "
-    "where Welch's t-test on the per-seed test values at the last epoch gives p < 0.05, else "
+    "uses σ_paper alone and the row says \"1 seed\". A parity row says \"better\" or \"worse\" "
+    "only where Welch's t-test on the per-seed test values at the last epoch gives p < 0.05, else "
     "\"parity\".")
 
 

@@ -1,5 +1,6 @@
 r"""The raw files of the superpixel benchmarks
-(:mod:`graph_transformers.datasets.images.superpixels`): readers for MNIST's IDX files and CIFAR-10's python batches, and their md5-checked downloads.
+(:mod:`graph_transformers.datasets.images.superpixels`): readers for MNIST's IDX files and
+CIFAR-10's python batches, and their md5-checked downloads.
 
 Raw files:
 

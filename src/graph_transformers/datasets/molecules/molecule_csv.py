@@ -200,7 +200,7 @@ class MoleculeCSV(FileBackedDataset):
                     continue  # blank line
                 if self.max_rows is not None and row >= self.max_rows:
                     break
-                cell = lambda j: record[j] if j < len(record) else ""  # noqa: E731
+                cell = lambda j, record=record: record[j] if j < len(record) else ""  # noqa: E731
                 labels = [
                     parse_label(cell(j), self.task, self.path, line, self.task_names[k])
                     for k, j in enumerate(t_cols)

@@ -129,8 +129,8 @@ class MoleculeNetCSV(MoleculeCSV):
     ``freesolv``, ``lipo`` (RMSE regression), ``tox21``, ``clintox``, ``sider`` (multi-task
     ROC-AUC), read from ``resolve_data_dir(data_dir) / "MoleculeNet" / <file>`` and split by
     scaffold 80 / 10 / 10 (:func:`scaffold_split`). See :class:`MoleculeCSV` for the graphs,
-    skipped rows and caching. (Named after what it reads, the MoleculeNet CSV files, so that it
-    does not shadow PyG's :class:`torch_geometric.datasets.MoleculeNet`.)
+    skipped rows and caching. It is named after what it reads, the MoleculeNet CSV files, so that
+    it does not shadow PyG's :class:`torch_geometric.datasets.MoleculeNet`.
 
     For ``hiv`` this is the ogbg-molhiv setting (same molecules in the same order, label
     ``HIV_active``, OGB featurization, scaffold split, ROC-AUC) but not necessarily its exact

@@ -6,13 +6,15 @@ bond as two directed edges) and gives the official split (``get_idx_split()``, O
 split), and OGB's ``Evaluator`` scores it
 (:class:`graph_transformers.training.metrics.OGBEvaluatorROCAUC`). Where the files are looked
 for: :func:`graph_transformers.datasets.molecules.ogb_files.locate_ogb`. Without them,
-``data.source: auto`` falls back to :class:`graph_transformers.datasets.molecules.moleculenet.MoleculeNetCSV`
+``data.source: auto`` falls back to
+:class:`graph_transformers.datasets.molecules.moleculenet.MoleculeNetCSV`
 (``hiv``: the same molecules and label, featurized by this library, with a re-derived scaffold
 split); both come from one loader,
 :func:`graph_transformers.datasets.molecules.moleculenet.load_moleculenet`.
 
 OGB's node and edge features are the columns of
-:mod:`graph_transformers.datasets.molecules.featurization` (``ATOM_FEATURE_DIMS`` ``[119, 5, 12, 12, 10, 6, 6, 2, 2]`` = OGB's ``get_atom_feature_dims()``,
+:mod:`graph_transformers.datasets.molecules.featurization` (``ATOM_FEATURE_DIMS``
+``[119, 5, 12, 12, 10, 6, 6, 2, 2]`` = OGB's ``get_atom_feature_dims()``,
 ``BOND_FEATURE_DIMS`` ``[5, 6, 2]`` = ``get_bond_feature_dims()``; ``tests/test_canonical.py``
 checks this, and that OGB's ``smiles2graph`` and
 :func:`~graph_transformers.datasets.molecules.featurization.smiles_to_graph` give the same

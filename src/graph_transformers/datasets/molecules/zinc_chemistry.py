@@ -324,7 +324,7 @@ def penalized_logp_of_mol(mol, largest_ring: int | None = None) -> float:
 
 
 def penalized_logp_target(smiles: str) -> float:
-    r"""The ZINC target: normalized penalized logP (JT-VAE's definition),
+    r"""The ZINC target: normalized penalized logP (JT-VAE's definition).
 
     .. math::
         y = \frac{\log P - \mu_{\log P}}{\sigma_{\log P}}

@@ -256,7 +256,8 @@ def load_csl(
     """
     return published_or_generated(
         "CSL", source, root, split, transform, pre_transform, force_reload, data_dir=data_dir,
-        generated=CSL, published=partial(GNNBenchmark, name="CSL"), indices=lambda s: csl_split_indices(fold)[s], fold=fold, seed=seed)
+        generated=CSL, published=partial(GNNBenchmark, name="CSL"),
+        indices=lambda s: csl_split_indices(fold)[s], fold=fold, seed=seed)
 
 
 #: ``data.name: csl``

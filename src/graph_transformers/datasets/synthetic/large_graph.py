@@ -59,7 +59,9 @@ def check_generation_memory(num_nodes: int, avg_degree: float = 10.0,
     generate in the memory this process may use.
 
     Args:
-        num_nodes, avg_degree, feature_dim: as :func:`make_sbm_graph`.
+        num_nodes: the number of nodes, as :func:`make_sbm_graph`.
+        avg_degree: the average degree, as :func:`make_sbm_graph`.
+        feature_dim: the width of ``x``, as :func:`make_sbm_graph`.
         limit: bytes available (default: :func:`~graph_transformers.core.memory.memory_limit`).
         source: where ``limit`` comes from, for the message.
 
@@ -85,8 +87,9 @@ def make_sbm_graph(num_nodes: int, num_classes: int = NUM_CLASSES, avg_degree: f
     """One SBM graph (module docstring).
 
     Returns:
-        ``Data`` with ``x [n, feature_dim]`` float, ``y [n]`` long, ``edge_index [2, ~n·avg_degree]``
-        (both directions), and bool ``train_mask`` / ``val_mask`` / ``test_mask`` ``[n]``.
+        ``Data`` with ``x [n, feature_dim]`` float, ``y [n]`` long,
+        ``edge_index [2, ~n·avg_degree]`` (both directions), and bool ``train_mask`` /
+        ``val_mask`` / ``test_mask`` ``[n]``.
 
     Raises:
         ValueError: for ``num_nodes < num_classes``, ``avg_degree <= 0``, ``p_intra`` outside

@@ -46,7 +46,8 @@ for PATTERN's pattern instances), so a split's graphs do not depend on how many 
 splits have. As in the notebook, PATTERN's graphs are ordered by pattern instance: graph ``i`` of
 a split with ``c`` graphs per instance belongs to instance ``i // c``.
 
-Metric: the benchmark's class-balanced ("weighted") accuracy, :func:`graph_transformers.training.metrics.weighted_accuracy`.
+Metric: the benchmark's class-balanced ("weighted") accuracy,
+:func:`graph_transformers.training.metrics.weighted_accuracy`.
 
 **Provenance** (``dataset.provenance`` / ``provenance_info``, carried into ``metrics.json`` and the
 reproduction table): every split is ``"generated"``. Measured against the published statistics
@@ -383,7 +384,8 @@ class PATTERN(_SBMDataset, name="PATTERN", num_classes=PATTERN_NUM_CLASSES,
     instantiation generates and saves all three splits, later ones load them.
 
     Graphs have ``x`` LongTensor ``[n, 1]`` (3 node types), ``edge_index`` (both directions) and
-    ``y`` LongTensor ``[n]`` (binary node labels). Metric: :func:`graph_transformers.training.metrics.weighted_accuracy`.
+    ``y`` LongTensor ``[n]`` (binary node labels). Metric:
+    :func:`graph_transformers.training.metrics.weighted_accuracy`.
 
     Args:
         root (str or PathLike, optional): cache directory (default

@@ -41,7 +41,8 @@ def sbm_prob(num_blocks: int, p: float, q: float) -> np.ndarray:
     return prob
 
 
-def undirected_edges(src: np.ndarray, dst: np.ndarray, n: int, perm: np.ndarray | None = None) -> Tensor:
+def undirected_edges(src: np.ndarray, dst: np.ndarray, n: int,
+                     perm: np.ndarray | None = None) -> Tensor:
     """Both directions of the edges ``src[k] - dst[k]`` (``src != dst``, no duplicate pairs),
     nodes relabelled ``i -> perm[i]`` when ``perm`` is given, sorted by ``(row, col)``."""
     if perm is not None:

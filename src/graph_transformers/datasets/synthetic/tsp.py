@@ -30,7 +30,8 @@ Each generated graph is a :class:`~torch_geometric.data.Data` with
 
 **Solver.** The original used Concorde, which has no wheel on PyPI. Tours here come from one
 deterministic LKH-3 run per instance
-(:func:`~graph_transformers.datasets.synthetic.tsp_solver.solve_tour`, through ``elkai``); ``docs/datasets.md`` ("TSP: the solver") records the measured optimality gap,
+(:func:`~graph_transformers.datasets.synthetic.tsp_solver.solve_tour`, through ``elkai``);
+``docs/datasets.md`` ("TSP: the solver") records the measured optimality gap,
 the run time (about 4.3 CPU-hours for the 12,000 instances) and the comparison with the other
 solvers and with the original's tours.
 

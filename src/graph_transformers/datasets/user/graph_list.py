@@ -452,7 +452,8 @@ def graph_list_spec(info: GraphListInfo, name: str = "graph_file", load=load_gra
     Args:
         info: what the graphs ask of a model.
         name: the spec's name (``graph_file``, ``graph_list``, ``node_table``).
-        load: the loader; ``params``: the arguments it accepts
+        load: the loader.
+        params: the arguments the loader accepts
             (:attr:`~graph_transformers.data.registry.DatasetSpec.params`).
 
     Returns:

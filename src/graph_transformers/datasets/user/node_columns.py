@@ -105,17 +105,17 @@ def _feature_column(table: Table, name: str) -> np.ndarray:
             if not p:
                 raise DataError(f"{table.source} {table.where[i]}: no value in feature column "
                                 f"{name!r}; fill it in, or leave the column out with "
-                                "data.feature_columns")
+                                "data.feature_columns") from None
             if len(p) != width:
                 raise DataError(f"{table.source} {table.where[i]}: the feature vector in column "
                                 f"{name!r} has {len(p)} values, the first row's has {width}; "
-                                "every node needs a vector of the same length")
+                                "every node needs a vector of the same length") from None
             for t in p:
                 if not _is_number(t) and t.lower() not in ("nan", "inf", "-inf", "+inf"):
                     raise DataError(
                         f"{table.source} {table.where[i]}: feature column {name!r} holds "
                         f"{t!r}, not a number (or a comma-separated vector of numbers); list "
-                        "the feature columns in data.feature_columns")
+                        "the feature columns in data.feature_columns") from None
         col = np.array(parts, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(col).all(1))
     if bad.size:

@@ -237,7 +237,8 @@ def edges_by_row(path: Path, num_nodes: int, id_base: int | None, nodes: str
     """``[2, E]`` 0-based node indices of a delimited edge list of row numbers (a node table
     without an id column), and the id base used (0 or 1)."""
     rows, lines = read_rows(path, "edge list", comments=True)
-    if rows and len(rows[0]) >= 2 and not (INT_CELL.match(rows[0][0]) and INT_CELL.match(rows[0][1])):
+    if rows and len(rows[0]) >= 2 and not (INT_CELL.match(rows[0][0])
+                                           and INT_CELL.match(rows[0][1])):
         check_header(path, rows[0][:2])  # the source and target columns
         rows, lines = rows[1:], lines[1:]  # a header line
     pairs = np.empty((2, len(rows)), dtype=np.int64)

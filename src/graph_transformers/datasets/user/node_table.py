@@ -44,8 +44,8 @@ How they are read:
   else ``random:0.6,0.2,0.2``.
 
 The result is one PyG ``Data`` (:func:`~.node_table_parser.read_node_table`, the parser; the
-files are read by :mod:`.node_files`, the columns by :mod:`.node_columns`) that the single-graph machinery of
-:mod:`~graph_transformers.datasets.user.graph_list` trains on (:class:`NodeTable`, a
+files are read by :mod:`.node_files`, the columns by :mod:`.node_columns`) that the single-graph
+machinery of :mod:`~graph_transformers.datasets.user.graph_list` trains on (:class:`NodeTable`, a
 :class:`~graph_transformers.datasets.user.graph_list.GraphFile`): each split is the whole graph
 with a ``node_mask`` selecting its nodes. The graph is written once to
 ``<cache>/NodeTable/graphs/<key>.pt``, the key the sha256 of the graph's tensors (so of the

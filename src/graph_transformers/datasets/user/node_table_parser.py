@@ -109,8 +109,10 @@ def read_node_table(edges: str | os.PathLike, nodes: str | os.PathLike | None = 
             ``.gml`` or ``.edgelist`` file.
         nodes: the node table (CSV / TSV with a header); optional for a graph file whose nodes
             carry the attributes.
-        id_column, label_column: column names in the node table (attribute names in a graph
+        id_column: the name of the id column in the node table (the attribute name in a graph
             file).
+        label_column: the name of the label column in the node table (the attribute name in a
+            graph file).
         feature_columns: the feature columns (default: every other column but the masks).
         undirected: add the reverse of every edge.
         task: ``"classification"`` or ``"regression"`` (default: read off the labels).

@@ -1,7 +1,7 @@
 # The entry points do all the set-up on a fresh machine (see README):
 #   make demo   installs the project into .venv and trains GT on the embedded CSL default
 #   make test   installs the project into .venv and runs the test suite (which also builds the
-#               API reference with `mkdocs build --strict`: tests/test_docs.py)
+#               API reference with `mkdocs build --strict`: tests/project/test_docs.py)
 #   make test-fast  the suite without the tests marked slow (a quick check while editing)
 #   make lint   ruff's linter (configured in pyproject.toml; CI runs it before the tests)
 #   make docs   builds the API reference and the guides into site/ (warnings are errors)

@@ -170,7 +170,7 @@ class EGT(nn.Module):
                  memory_budget_gb: PositiveFloat | None = 8.0) -> None:
         """See the class docstring. Long (≈70 lines) on purpose for now: the order in which
         the sub-modules are created is the random-number stream that initialised the committed
-        results (``tests/test_init_fingerprint.py``); a split must keep that order."""
+        results (``tests/models/test_init_fingerprint.py``); a split must keep that order."""
         super().__init__()
         if level not in ("graph", "node", "edge"):
             raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")

@@ -5,7 +5,7 @@ The C++ sources live in ``nn/csrc/``. They are compiled on first use with
 'graph-transformers[kernels]'`` brings ``ninja``; the build takes
 about a minute once and is cached under ``$TORCH_EXTENSIONS_DIR``, default
 ``~/.cache/torch_extensions``). Where they cannot be built the plain PyTorch path runs instead,
-with one warning; the two paths agree to float rounding (``tests/test_fused.py`` holds them to
+with one warning; the two paths agree to float rounding (``tests/nn/test_fused.py`` holds them to
 1e-10 in float64, forward and gradients).
 
 The environment variable ``GRAPH_TRANSFORMERS_KERNELS`` chooses:

@@ -5,7 +5,7 @@ Layers reset each direct child with PyG's :func:`torch_geometric.nn.inits.reset`
 drawn once. Models reset *every* descendant that has ``reset_parameters``, in ``modules()``
 order, so a layer's sub-modules are drawn again after the layer reset them: wasteful, but it is
 the random-number stream the committed results were initialised with (models stay
-bit-identical per seed, tests/test_init_fingerprint.py), so it stays.
+bit-identical per seed, tests/models/test_init_fingerprint.py), so it stays.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ them with the configs (:func:`~.reproduction.config_references`) and the committ
 (:func:`~.reproduction.build_rows`), and :func:`coverage_markdown` writes the table that
 ``graph-transformers table results/ --coverage docs/reproduction.md`` puts between
 :data:`COVERAGE_START` and :data:`COVERAGE_END` (:func:`update_coverage`). Nothing in it is typed
-by hand; ``tests/test_coverage.py`` fails when the committed table and a fresh one differ.
+by hand; ``tests/training/test_coverage.py`` fails when the committed table and a fresh one differ.
 """
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ split); both come from one loader,
 OGB's node and edge features are the columns of
 :mod:`graph_transformers.datasets.molecules.featurization` (``ATOM_FEATURE_DIMS``
 ``[119, 5, 12, 12, 10, 6, 6, 2, 2]`` = OGB's ``get_atom_feature_dims()``,
-``BOND_FEATURE_DIMS`` ``[5, 6, 2]`` = ``get_bond_feature_dims()``; ``tests/test_canonical.py``
+``BOND_FEATURE_DIMS`` ``[5, 6, 2]`` = ``get_bond_feature_dims()``;
+``tests/datasets/test_canonical.py``
 checks this, and that OGB's ``smiles2graph`` and
 :func:`~graph_transformers.datasets.molecules.featurization.smiles_to_graph` give the same
 tensors), so the same model config runs on either source.

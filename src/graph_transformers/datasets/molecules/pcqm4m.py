@@ -26,7 +26,8 @@ The official test splits have no labels: such a split is **predict-only**
 **Graphs** (OGB's ``smiles2graph`` featurization: RDKit's ``MolFromSmiles``, 9 atom and 3 bond
 feature columns, every bond as two directed edges;
 :func:`~graph_transformers.datasets.molecules.featurization.mol_to_graph` computes exactly OGB's
-columns, ``tests/test_canonical.py`` and ``tests/test_lsc_molpcba.py`` check it against
+columns, ``tests/datasets/test_canonical.py`` and ``tests/datasets/test_lsc_molpcba.py`` check
+it against
 ``ogb.utils.smiles2graph``): ``x`` ``LongTensor [N, 9]``, ``edge_index`` ``LongTensor [2, E]``,
 ``edge_attr`` ``LongTensor [E, 3]``, ``y`` ``FloatTensor [1, 1]`` (the gap in eV, NaN where
 missing). A SMILES RDKit rejects is left out of its split, with a WARNING and its row in the

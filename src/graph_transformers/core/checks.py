@@ -202,3 +202,22 @@ def validate_dataset(dataset, name: str = "dataset", encodings: Sequence[str] = 
                 n_per_edge = torch.repeat_interleave(sizes, counts)
                 if bool((ei < 0).any()) or bool((ei >= n_per_edge).any()):
                     raise ValueError(f"{where}: edge_index has ids outside their graph")
+
+
+def check_edge_index(edge_index: Tensor, num_nodes: int) -> None:
+    """Checks one graph's ``edge_index`` before an encoding is computed from it.
+
+    Args:
+        edge_index: ``[2, num_edges]`` node ids.
+        num_nodes: the graph's number of nodes.
+
+    Raises:
+        ValueError: ``edge_index`` is not ``[2, num_edges]``, or holds a node id outside
+            ``[0, num_nodes)`` (the message gives the range found).
+    """
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
+        raise ValueError("edge_index must have shape [2, num_edges], "
+                         f"got {tuple(edge_index.shape)}")
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
+        raise ValueError(f"edge_index has node ids in [{int(edge_index.min())}, "
+                         f"{int(edge_index.max())}] but the graph has {num_nodes} nodes")

@@ -31,12 +31,11 @@ Splits (``TU(..., split=, fold=)``; each fold's train/val/test are disjoint):
   disjoint) and their sha256 is recorded; ``data.fold`` must then be below the number of lines.
 * **otherwise** (MUTAG and NCI1 in the shared data): 10 folds generated with a fixed seed by
   :func:`~graph_transformers.data.generated.stratified_kfold` (numpy; scikit-learn is not a
-  dependency of this package): the graphs
-  are cut into 10 stratified folds; fold ``k`` uses fold ``k`` as test, fold ``(k + 1) % 10`` as
-  val and the other 8 folds as train (about 80 / 10 / 10 %). The benchmark's recipe takes val as
-  a stratified 11.1 % (≈ 1/9) of the non-test part, so the proportions agree; the graph ids are
-  not the benchmark's (its MUTAG/NCI1 split files were not available), so fold-level numbers are
-  not directly comparable, only the mean over folds is.
+  dependency of this package): the graphs are cut into 10 stratified folds; fold ``k`` uses fold
+  ``k`` as test, fold ``(k + 1) % 10`` as val and the other 8 folds as train (about 80 / 10 / 10 %).
+  The benchmark's recipe takes val as a stratified 11.1 % (≈ 1/9) of the non-test part, so the
+  proportions agree; the graph ids are not the benchmark's (its MUTAG/NCI1 split files were not
+  available), so fold-level numbers are not directly comparable, only the mean over folds is.
 
 Each split carries :attr:`TU.split_rule`, the record of the rule used (``metrics.json``
 ``split``): ``{"rule": "index_files", "files": [...], "sha256": {...}, "num_folds": L,
@@ -56,8 +55,8 @@ Features (PyG conventions, kept as PyG builds them):
   MUTAG ``-1 → 0``, ``1 → 1``; ENZYMES ``1..6 → 0..5``).
 
 Node features of the runs (``data.node_features``,
-:func:`~graph_transformers.datasets.tu_features.node_feature_transform`; ``constant``
-and ``degree`` are applied as a pre-transform, so each has its own processed cache):
+:func:`~graph_transformers.datasets.tu_features.node_feature_transform`; ``constant`` and ``degree``
+are applied as a pre-transform, so each has its own processed cache):
 
 * ``auto`` (default): the set's own ``x``; a set with neither node labels nor attributes (the
   social sets: IMDB-BINARY, REDDIT-BINARY, COLLAB, ...) gets one constant feature ``1`` per node
@@ -100,20 +99,8 @@ from .tu_folds import (TU_NUM_FOLDS, TU_SPLIT_SEED, check_fold, check_index_fold
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "BENCHMARK_INDEX_URL",
-    "ENZYMES_SPEC",
-    "MUTAG_SPEC",
-    "NCI1_SPEC",
-    "TU",
-    "TU_NAMES",
-    "TU_PARAMS",
-    "TU_STATS",
-    "adapt_tu_spec",
-    "extract_tu_zip",
-    "load_tu",
-    "tu_spec",
-]
+__all__ = ["BENCHMARK_INDEX_URL", "ENZYMES_SPEC", "MUTAG_SPEC", "NCI1_SPEC", "TU", "TU_NAMES",
+           "TU_PARAMS", "TU_STATS", "adapt_tu_spec", "extract_tu_zip", "load_tu", "tu_spec"]
 
 #: The TU datasets this module knows (case as in the TU file names).
 TU_NAMES: tuple[str, ...] = ("MUTAG", "ENZYMES", "NCI1")
@@ -180,11 +167,10 @@ def extract_tu_zip(zip_path: str | os.PathLike, raw_dir: str | os.PathLike, name
     """Extract the TU text files of ``name`` from ``zip_path`` flat into ``raw_dir``.
 
     Only members whose base name is ``<name>_*.txt`` or ``README.txt`` are taken (their folder
-    inside the zip is dropped, so ``MUTAG/MUTAG_A.txt`` becomes ``raw_dir/MUTAG_A.txt``, the
-    layout TUDataset expects). Each file is written to a temporary name and renamed, the
-    ``_A.txt`` / ``_graph_indicator.txt`` files that TUDataset checks for last, so an interrupted
-    extraction is redone. The sha256 of a zip named like a benchmark's (MUTAG, ENZYMES, NCI1) is
-    checked first.
+    inside the zip is dropped, so ``MUTAG/MUTAG_A.txt`` becomes ``raw_dir/MUTAG_A.txt``, the layout
+    TUDataset expects). Each file is written to a temporary name and renamed, the ``_A.txt`` /
+    ``_graph_indicator.txt`` files that TUDataset checks for last, so an interrupted extraction is
+    redone. The sha256 of a zip named like a benchmark's (MUTAG, ENZYMES, NCI1) is checked first.
 
     Raises:
         ValueError: a sha256 mismatch, a bad zip, or a zip without ``<name>_A.txt`` /
@@ -513,14 +499,14 @@ def load_tu(
     data_dir: PathLike | None = None, node_features: str = "auto",
     max_degree: int | None = None, featureless: bool = False,
 ) -> TU:
-    """One split of one fold of the TU set ``name`` (``data.name: mutag`` / ``tu:<NAME>``),
-    cached under ``root/TU/``, with the node features of ``data.node_features``
+    """One split of one fold of the TU set ``name`` (``data.name: mutag`` / ``tu:<NAME>``), cached
+    under ``root/TU/``, with the node features of ``data.node_features``
     (:func:`~graph_transformers.datasets.tu_features.node_feature_transform`, capped at
-    ``max_degree``, ``data.options.max_degree``)
-    applied as a pre-transform before ``pre_transform`` (their own cache). ``featureless``: the
-    set has no node features of its own; with ``auto`` each graph then gets the constant as it
-    is read (a transform, as before ``data.node_features`` existed, so earlier caches still
-    hold). The benchmark split is fixed: no data seed reshuffles the folds."""
+    ``max_degree``, ``data.options.max_degree``) applied as a pre-transform before ``pre_transform``
+    (their own cache). ``featureless``: the set has no node features of its own; with ``auto`` each
+    graph then gets the constant as it is read (a transform, as before ``data.node_features``
+    existed, so earlier caches still hold). The benchmark split is fixed: no data seed reshuffles
+    the folds."""
     cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
     auto_constant = node_features == "auto" and featureless
     features = None if auto_constant else node_feature_transform(node_features, featureless,

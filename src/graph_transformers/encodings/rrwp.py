@@ -48,6 +48,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
+from ..core.checks import check_edge_index
 from ..core.dense import (PAIR_BUDGET_BYTES, GraphSizeLimit, check_pair_budget,
                           count_per_graph)
 
@@ -62,12 +63,7 @@ def _check_graph(edge_index: Tensor, num_nodes: int, walk_length: int) -> None:
     if walk_length < 1:
         raise ValueError(f"RRWP walk_length must be >= 1 (K = 1 keeps the identity only), got "
                          f"{walk_length}")
-    if edge_index.dim() != 2 or edge_index.size(0) != 2:
-        raise ValueError("edge_index must have shape [2, num_edges], "
-                         f"got {tuple(edge_index.shape)}")
-    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
-        raise ValueError(f"edge_index has node ids in [{int(edge_index.min())}, "
-                         f"{int(edge_index.max())}] but the graph has {num_nodes} nodes")
+    check_edge_index(edge_index, num_nodes)
 
 
 def rrwp_bytes(num_nodes: int, walk_length: int) -> int:

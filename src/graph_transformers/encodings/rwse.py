@@ -21,6 +21,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import AddRandomWalkPE
 
+from ..core.checks import check_edge_index
 from .transform import NodeEncodingTransform
 
 #: PyG's dense path (matrix powers as dense n x n) is used up to this many nodes
@@ -47,12 +48,7 @@ def random_walk_se(edge_index: Tensor, num_nodes: int, walk_length: int) -> Tens
     """
     if walk_length < 1:
         raise ValueError(f"RWSE walk_length must be >= 1, got {walk_length}")
-    if edge_index.dim() != 2 or edge_index.size(0) != 2:
-        raise ValueError("edge_index must have shape [2, num_edges], "
-                         f"got {tuple(edge_index.shape)}")
-    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
-        raise ValueError(f"edge_index has node ids in [{int(edge_index.min())}, "
-                         f"{int(edge_index.max())}] but the graph has {num_nodes} nodes")
+    check_edge_index(edge_index, num_nodes)
     if num_nodes == 0:
         return torch.zeros(0, walk_length)
     if num_nodes > DENSE_MAX_NODES:

@@ -33,6 +33,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
+from ..core.checks import check_edge_index
 from ..core.dense import PAIR_BUDGET_BYTES, GraphSizeLimit, check_pair_budget
 
 #: ``pair_edge`` value of a pair without an edge
@@ -52,15 +53,6 @@ def num_spd_ids(max_distance: int) -> int:
     return max_distance + 3
 
 
-def _check_graph(edge_index: Tensor, num_nodes: int) -> None:
-    if edge_index.dim() != 2 or edge_index.size(0) != 2:
-        raise ValueError("edge_index must have shape [2, num_edges], "
-                         f"got {tuple(edge_index.shape)}")
-    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
-        raise ValueError(f"edge_index has node ids in [{int(edge_index.min())}, "
-                         f"{int(edge_index.max())}] but the graph has {num_nodes} nodes")
-
-
 def shortest_path_distances(edge_index: Tensor, num_nodes: int) -> np.ndarray:
     """All-pairs hop distances of one graph with SciPy's ``csgraph.shortest_path`` (a BFS per
     source on the unweighted graph, in C).
@@ -76,7 +68,7 @@ def shortest_path_distances(edge_index: Tensor, num_nodes: int) -> np.ndarray:
     Raises:
         ValueError: for a malformed ``edge_index``.
     """
-    _check_graph(edge_index, num_nodes)
+    check_edge_index(edge_index, num_nodes)
     if num_nodes == 0:
         return np.zeros((0, 0))
     ei = edge_index.cpu().numpy()
@@ -126,7 +118,7 @@ def pair_edge_types(edge_index: Tensor, num_nodes: int, edge_attr: Tensor | None
         ValueError: for a malformed ``edge_index``, ``edge_attr`` rows that do not match the edges,
             or negative / too large (``> 32767``) edge types.
     """
-    _check_graph(edge_index, num_nodes)
+    check_edge_index(edge_index, num_nodes)
     if edge_attr is None or edge_attr.is_floating_point():
         types = torch.zeros(edge_index.size(1), 1, dtype=torch.long)
     else:

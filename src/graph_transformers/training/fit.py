@@ -23,15 +23,8 @@ from ..errors import RunError, RunInterrupted, RunTerminated
 from ..models import count_parameters
 from . import targets
 from .allocator import configure_for_training
-from .binding import (
-    check_same_data,
-    data_fingerprint,
-    new_run_id,
-    read_run_id,
-    stored_binding,
-    write_node_split,
-    write_run_id,
-)
+from .binding import (check_same_data, data_fingerprint, new_run_id, read_run_id, stored_binding,
+                      write_node_split, write_run_id)
 from .build import check_param_budget, make_model, make_task
 from .callbacks import EpochLog, EpochSummary, RunCheckpoint, RunState, SliceDeadline, StopAtMinLR
 from .checkpoint import AtomicCheckpointIO, load_checkpoint

@@ -203,6 +203,7 @@ def test_every_subcommand_help_shows_an_example(command, capsys):
     assert "Example" in out and f"graph-transformers {command}" in out
 
 
+@pytest.mark.slow
 def test_output_to_a_file_gets_one_line_per_epoch_not_a_progress_bar(tmp_path):
     """Logged to a file (not a TTY), a run writes one readable line per epoch and no
     carriage-return fragments of a progress bar."""

@@ -342,6 +342,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_moleculenet_loads_and_caches(name, data_dir, mn_root, monkeypatch):
     _mn(data_dir)

@@ -133,6 +133,7 @@ def test_transforms_store_attributes():
     assert "k=3" in repr(AddLaplacianPE(3))
 
 
+@pytest.mark.slow
 def test_lappe_sparse_solver_gives_the_same_bits_in_every_process(tmp_path):
     """Regression: without a start vector ARPACK drew its own, so a graph above
     ``DENSE_EIGEN_MAX_NODES`` got encodings differing in their last bits from one process to

@@ -500,6 +500,7 @@ def test_config_validation():
 
 
 # ----------------------------------------------------------------------------- real data
+@pytest.mark.slow
 def test_egt_trains_on_zinc(data_dir):
     """A small EGT-SPE + DO on 512 real ZINC graphs with size-bucketed batches: the training loss
     falls well below its start."""

@@ -11,6 +11,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_api_reference_builds_strict(tmp_path):
     pytest.importorskip("mkdocstrings_handlers.python",
                         reason="the docs extra is not installed (pip install -e '.[docs]')")

@@ -44,6 +44,7 @@ def test_dependencies_are_ranges_and_extras_exist():
     assert "torch==" in pins and "torch_geometric==" in pins.replace("-", "_")
 
 
+@pytest.mark.slow
 def test_core_imports_without_optional_dependencies_and_names_the_extra():
     proc = _run_blocked("""
 import graph_transformers.nn, graph_transformers.encodings, graph_transformers.models

@@ -261,6 +261,7 @@ def _cli(args: list[str], kill_at: str | None = None) -> subprocess.CompletedPro
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bucketing", [False, True], ids=["shuffle", "bucket_by_size"])
 def test_sigterm_exits_143_and_resume_equals_uninterrupted(tmp_path, bucketing):
     """SIGTERM in the middle of epoch 3 (batch 2 of 3): exit 143 with a line saying how to
@@ -286,6 +287,7 @@ def test_sigterm_exits_143_and_resume_equals_uninterrupted(tmp_path, bucketing):
     assert (ma["train"], ma["val"], ma["test"]) == (mb["train"], mb["val"], mb["test"])
 
 
+@pytest.mark.slow
 def test_sigterm_in_a_set_of_runs_says_to_rerun_the_sets_command(tmp_path):
     """SIGTERM during the first of two seeds: exit 143 naming that seed's directory and telling
     to rerun the same command with --resume (the single run's advice, ``--out <seed dir>``, would
@@ -320,6 +322,7 @@ def test_rng_state_round_trips_through_a_weights_only_checkpoint(tmp_path):
 
 
 # ----------------------------------------------------------------------------- 4. run lock
+@pytest.mark.slow
 def test_second_run_on_a_locked_directory_is_refused(tmp_path, capsys):
     out = tmp_path / "run"
     holder = subprocess.Popen(

@@ -36,6 +36,7 @@ SIGTERM_IN_EVALUATION = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_sigterm_during_the_final_evaluation_says_what_to_do(tmp_path):
     """It used to exit 143 with no message and no metrics.json."""
     out = tmp_path / "run"

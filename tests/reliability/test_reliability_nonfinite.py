@@ -93,6 +93,7 @@ def _csl_args(out: Path) -> list[str]:
             "trainer.max_epochs=1"]
 
 
+@pytest.mark.slow
 def test_a_full_disk_ends_in_one_line_and_keeps_the_old_checkpoint(tmp_path):
     """Issue 26: a full disk during a cache or checkpoint write printed 70-85 lines (torch's
     "unexpected pos"). Here a file-size limit makes the write fail as a full disk does."""

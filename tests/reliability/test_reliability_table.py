@@ -336,6 +336,7 @@ def test_the_table_lists_every_probe():
     assert {name for name, _, _ in _table()} == PROBES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,status,message", _table(), ids=[r[0] for r in _table()])
 def test_bad_input_gives_the_documented_error(name, status, message, tmp_path, trained,
                                               monkeypatch, capsys):

@@ -13,6 +13,7 @@ from graph_transformers.training.config_yaml import parse_override
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_every_shipped_config_validates():
     paths = sorted((REPO / "configs").rglob("*.yaml")) + \
         sorted((REPO / "src/graph_transformers/configs").glob("*.yaml"))

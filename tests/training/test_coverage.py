@@ -71,6 +71,7 @@ def test_cell_entry(cell):
             assert target["printed"] in cell["note"] or "prints" in cell["note"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", [c for c in CELLS if "config" in c], ids=lambda c: c["id"])
 def test_config_reference_is_its_cell(cell):
     path = REPO / cell["config"]

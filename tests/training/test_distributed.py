@@ -231,6 +231,7 @@ def _load_csl_recording(cache: str, marker: str, start) -> None:
     assert sum(len(s) for s in splits.values()) == 150
 
 
+@pytest.mark.slow
 def test_cache_built_once_by_concurrent_processes(tmp_path):
     ctx = mp.get_context("spawn")
     start = ctx.Barrier(2)
@@ -255,6 +256,7 @@ def _csv_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_two_process_cpu_ddp_matches_single_process_evaluation(tmp_path):
     """Two-process CPU DDP (gloo, Lightning ``strategy=ddp``, its launcher starting rank 1 as a
     second ``python -m graph_transformers.cli``) on the embedded CSL config with size bucketing

@@ -76,6 +76,7 @@ def _error_lines(stderr: str) -> list[str]:
 
 
 # ------------------------------------------------------------- SIGTERM in the final evaluation
+@pytest.mark.slow
 def test_sigterm_while_the_final_evaluation_loads_its_checkpoint_exits_143(tmp_path):
     """It exited 2 calling the checkpoint "truncated or corrupt": the SIGTERM's exception was
     raised inside ``torch.load``, whose errors the loader reports as a damaged file."""
@@ -111,6 +112,7 @@ def test_a_sigterm_turned_into_another_error_on_its_way_out_stays_a_sigterm():
 
 
 # ------------------------------------------------------------------------------------ SIGINT
+@pytest.mark.slow
 @pytest.mark.parametrize("gap", [0.0, 0.005, 0.02, 0.1])
 def test_two_sigints_in_quick_succession_exit_130_with_one_line(tmp_path, gap):
     """Two SIGINTs ``gap`` seconds apart during epoch 2: it used to exit 1 (Lightning's
@@ -130,6 +132,7 @@ def test_two_sigints_in_quick_succession_exit_130_with_one_line(tmp_path, gap):
     assert torch.load(out / "checkpoints" / "last.ckpt", weights_only=True)["epoch"] == 0
 
 
+@pytest.mark.slow
 def test_sigint_before_training_exits_130(tmp_path):
     out = tmp_path / "run"
     proc = _child("sigint-before-training", out, "trainer.max_epochs=1")

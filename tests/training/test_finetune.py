@@ -124,6 +124,7 @@ def _first_epoch(run: Path) -> dict[str, float]:
 @pytest.mark.skipif(not (DATA / "ZINC" / "zinc12k_val_smiles.csv.gz").is_file() or
                     not (DATA / "MoleculeNet" / "esol.csv").is_file(),
                     reason="needs ../shared/data (ZINC SMILES and MoleculeNet ESOL)")
+@pytest.mark.slow
 def test_a_zinc_trained_gt_fine_tunes_from_a_lower_loss(tmp_path):
     pytest.importorskip("rdkit")
     # GT trained on 800 ZINC molecules and their target (penalized logP), from SMILES

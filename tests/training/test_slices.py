@@ -86,6 +86,7 @@ def test_slice_refuses_what_resume_refuses(tmp_path, capsys):
     assert "already holds a run" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_sliced_seeds_and_folds_resume_instead_of_counting_as_finished(tmp_path, capsys):
     """Regression: a set of runs (``benchmark --seeds 2``, ``--folds``) under
     ``trainer.slice_minutes`` used to read a seed stopped by its slice back as finished on
@@ -242,6 +243,7 @@ def _state(state: Path) -> dict[str, bytes]:
             if p.name not in (".lock", ".lock.holder.json")}
 
 
+@pytest.mark.slow
 def test_a_second_slice_of_a_state_in_use_is_refused(tmp_path, one_slice, capsys):
     """Two slices of one state both ran, and the last writer's files were kept; now the state
     folder is locked for the whole slice, as a run directory is (one mechanism, ``run_lock``)."""
@@ -315,6 +317,7 @@ def test_an_unreadable_last_checkpoint_of_a_state_is_one_line(tmp_path, one_slic
     assert _state(state) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["epoch", "final-evaluation"])
 def test_a_sigterm_in_a_slice_says_which_slice_command_continues(tmp_path, when):
     """A SIGTERMed slice advised ``--resume --out <its temporary work dir>``, a directory removed
@@ -373,6 +376,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_a_sigterm_while_the_state_is_written_back_waits_for_a_complete_state(tmp_path):
     """Killed between two files, the state held a ``last.ckpt`` of one epoch beside the
     ``best.ckpt`` of another (whose best score the next slice would then trust). Now the signal

@@ -70,3 +70,69 @@ def broadcast_buffers(module: nn.Module, src: int = 0) -> None:
             buf.data.copy_(tmp.bool())
         else:
             dist.broadcast(buf.data, src=src)
+
+
+#: Lightning's DDP strategy names that take a ``_find_unused_parameters_true`` variant
+DDP_STRATEGIES = ("ddp", "ddp_spawn", "ddp_fork", "ddp_notebook")
+
+
+def unused_parameters(module, dataset, batch_size: int) -> list[str]:
+    """Names of ``module``'s trainable parameters that get no gradient from one training loss,
+    found by one forward and backward pass of a copy of ``module`` on the first ``batch_size``
+    graphs of ``dataset`` (the module, its buffers and the global RNG streams are untouched).
+
+    Some models hold parameters that one step's loss never reaches by design (GT with edge
+    features: the last layer's edge-stream update, whose output nothing reads). DDP then waits
+    for their gradients forever; Lightning stops the run at the second step.
+
+    Args:
+        module: the task module (:class:`~.module.GraphTaskModule`: ``model`` and ``task``).
+        dataset: the training split (graphs); ``None`` or a single graph: nothing is probed.
+        batch_size: graphs of the probe batch.
+
+    Returns:
+        The parameter names, in ``named_parameters`` order (empty when all are used).
+    """
+    import copy
+
+    from torch_geometric.data import Batch
+    if dataset is None or len(dataset) < 2:  # one graph (node tasks): the sampled loaders' case
+        return []
+    probe = copy.deepcopy(module).train()
+    graphs = [dataset[i] for i in range(min(batch_size, len(dataset)))]
+    from .module import split_output
+    batch = Batch.from_data_list(graphs)
+    with torch.random.fork_rng(devices=[]):
+        out, aux = split_output(probe.model(batch))
+        loss = probe.task.loss(out, batch)
+        (loss if aux is None else loss + aux).backward()
+    return [n for n, p in probe.named_parameters() if p.requires_grad and p.grad is None]
+
+
+def ddp_strategy(strategy, module, dataset, batch_size: int):
+    """The strategy to give Lightning: ``strategy`` unchanged, except that a plain DDP strategy
+    name (:data:`DDP_STRATEGIES`) becomes its ``_find_unused_parameters_true`` variant when
+    :func:`unused_parameters` finds parameters that one step leaves without a gradient (logged
+    at INFO with how many), so that DDP reduces the gradients of the others and such a model
+    trains as in one process.
+
+    Args:
+        strategy: ``config.trainer.strategy``.
+        module: as :func:`unused_parameters`.
+        dataset: as :func:`unused_parameters`.
+        batch_size: as :func:`unused_parameters`.
+
+    Returns:
+        The strategy name.
+    """
+    if strategy not in DDP_STRATEGIES:
+        return strategy
+    unused = unused_parameters(module, dataset, batch_size)
+    if not unused:
+        return strategy
+    import logging
+    logging.getLogger(__name__).info(
+        "%d parameter tensor(s) get no gradient from a training step (%s%s): DDP runs with "
+        "find_unused_parameters=True", len(unused), ", ".join(unused[:3]),
+        ", ..." if len(unused) > 3 else "")
+    return f"{strategy}_find_unused_parameters_true"

@@ -30,7 +30,7 @@ from .callbacks import EpochLog, EpochSummary, RunCheckpoint, RunState, SliceDea
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
 from .config import Config, ConfigError, load_config, save_config
 from .device import compile_model, trains_on_cpu
-from .distributed import SeedPerRank, launch_is_rank_zero
+from .distributed import SeedPerRank, ddp_strategy, launch_is_rank_zero
 from .finish import finish_run, sigterm_raises
 from .loaders import make_loaders
 from .module import GraphTaskModule
@@ -368,6 +368,9 @@ def _fit(config: Config, module: GraphTaskModule, loaders: dict, callbacks: list
                         plugins=[AtomicCheckpointIO()], **tkw)
     start = time.perf_counter()
     try:
+    if "strategy" in tkw:  # DDP with parameters a step leaves without gradient (GT's edges)
+        tkw["strategy"] = ddp_strategy(tkw["strategy"], module, loaders["train"].dataset,
+                                       config.data.batch_size)
         trainer.fit(module, loaders["train"], loaders["val"],
                     ckpt_path=str(resume_from) if resume_from else None)
     except (SIGTERMException, SystemExit, KeyboardInterrupt) as err:

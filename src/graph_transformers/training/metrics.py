@@ -494,7 +494,8 @@ class OGBLSCEvaluatorMAE(torchmetrics.Metric):
         self.target.append(target.detach().reshape(-1).double())
 
     def compute(self) -> Tensor:
-        if not self.preds:  # nothing seen
+        # a list of batches in one process; under DDP the synced state is one tensor already
+        if isinstance(self.preds, list) and not self.preds:  # nothing seen
             return torch.tensor(float("nan"), dtype=torch.float64)
         preds = torchmetrics.utilities.dim_zero_cat(self.preds).cpu()
         target = torchmetrics.utilities.dim_zero_cat(self.target).cpu()

@@ -5,6 +5,9 @@
 both are imported on first use, so ``import graph_transformers`` stays cheap.
 """
 from ._lazy import lazy_exports
+from ._warnings import filter_library_warnings
+
+filter_library_warnings()  # third-party warnings that say nothing to a user (precise filters)
 
 __version__ = "0.2.0"
 

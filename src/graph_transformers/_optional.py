@@ -5,8 +5,10 @@ and the packages of ``pyproject.toml``'s ``dependencies``. Molecules need RDKit 
 superpixel graphs scikit-image (``[superpixels]``), TSP tours elkai (``[tsp]``), OGB's published
 files and evaluator ogb (``[ogb]``), plots matplotlib (``[analysis]``), METIS partitions for
 Cluster-GCN batches pymetis (``[large]``, unless PyG's own METIS backend is installed); the
-optional loggers their own extras (``[tensorboard]``, ``[wandb]``, ``[mlflow]``); ``[all]``
-installs the data, partitioning and plotting extras.
+optional loggers their own extras (``[tensorboard]``, ``[wandb]``, ``[mlflow]``: MLflow's client
+and the SQLAlchemy of its SQLite store), all three ``[loggers]``; hyperparameter sweeps Optuna
+and its Lightning pruning callback (``[sweep]``); ``[all]`` installs the data, partitioning,
+plotting and sweep extras and TensorBoard.
 """
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "tensorboard": ("tensorboard", "tensorboard"),
     "wandb": ("wandb", "wandb"),
     "mlflow": ("mlflow", "mlflow"),
+    "sqlalchemy": ("sqlalchemy", "mlflow"),  # MLflow's SQLite tracking store
+    "optuna": ("optuna", "sweep"),
+    "optuna_integration": ("optuna-integration", "sweep"),
 }
 
 

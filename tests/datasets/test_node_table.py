@@ -63,8 +63,9 @@ def test_csv_and_tsv_with_and_without_header_read_the_same_graph(tmp_path):
 
 
 def test_row_number_ids_are_zero_or_one_based(tmp_path):
+    # f: no id (a column holding every id of the edge list would be read as the ids)
     nodes = _write(tmp_path / "nodes.csv", "label,f\n" + "".join(
-        f"{i % 2},{i}\n" for i in range(6)))
+        f"{i % 2},{i / 10}\n" for i in range(6)))
     zero = _write(tmp_path / "e0.csv", "0 1\n1 2\n2 3\n3 4\n4 5\n")
     one = _write(tmp_path / "e1.csv", "# a comment line\n1 2\n2 3\n3 4\n4 5\n5 6\n")
     kw = dict(split="random:0.34,0.33,0.33")

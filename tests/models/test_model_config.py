@@ -26,8 +26,12 @@ BEFORE = json.loads((REPO / "tests/fixtures/model_sections_before.json").read_te
 ENCODINGS = {"spd": {}, "rrwp": {}, "lap_pe": {}, "rwse": {}, "svd_pe": {}, "wl_pe": {}}
 PROBES = [-1, 0.5, 1.5, "nope", None]
 #: keys added to a section after the snapshot, with their defaults (GPS's Exphormer attention,
-#: issue 27): the committed configs resolve them to these
-ADDED_SINCE = {"gps": {"num_virtual_nodes": 1}}
+#: issue 27; the MPNN baselines' GNN+ options, issue 57): the committed configs resolve them to
+#: these
+GNN_PLUS_KEYS = {"pe_embed_dim": None, "activation": None, "ffn": False, "ffn_multiplier": 2.0,
+                 "ffn_norm": None, "train_eps": True, "gin_mlp_norm": True}
+GNN_PLUS_MODELS = ("gat", "gatedgcn", "gcn", "gin", "gine", "pna")
+ADDED_SINCE = {"gps": {"num_virtual_nodes": 1}, **{m: GNN_PLUS_KEYS for m in GNN_PLUS_MODELS}}
 #: choices added to a key after the snapshot: (old wording, new wording) of its error message
 CHOICES_ADDED_SINCE = {"gps.attention": ("'sgformer' or 'none'",
                                          "'sgformer', 'exphormer' or 'none'"),
@@ -35,7 +39,13 @@ CHOICES_ADDED_SINCE = {"gps.attention": ("'sgformer' or 'none'",
                        # model with a sign-flipped positional encoding
                        **{f"{m}.sign_flip": ("'graph' or 'none'", "'graph', 'node' or 'none'")
                           for m in ("egt", "gat", "gatedgcn", "gcn", "gin", "gine", "gps", "gt",
-                                    "pna")}}
+                                    "pna")},
+                       # GNN+'s LRGB head and edge GCN (issue 57)
+                       **{f"{m}.head": ("'mlp' or 'layer_sum'", "'mlp', 'layer_sum' or 'mlp_graph'")
+                          for m in GNN_PLUS_MODELS},
+                       **{f"{m}.gcn_norm": ("'sym_no_self_loops' or 'mean'",
+                                            "'sym_no_self_loops', 'mean' or 'sum'")
+                          for m in GNN_PLUS_MODELS}}
 
 
 def _config_files() -> list[Path]:

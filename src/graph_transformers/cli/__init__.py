@@ -9,8 +9,11 @@ import logging
 import sys
 from collections.abc import Iterator
 
+from .._warnings import filter_cli_warnings
 from .parser import build_parser
+from .quiet import quiet_output
 from .run_commands import analyze, check_device, compare, evaluate, predict, table
+from .sweep_command import sweep
 from .training_commands import benchmark, params, slice_run, train
 
 log = logging.getLogger("graph_transformers")
@@ -18,7 +21,7 @@ log = logging.getLogger("graph_transformers")
 #: sub-command → its handler (each returns the exit status)
 _COMMANDS = {"train": train, "slice": slice_run, "evaluate": evaluate, "predict": predict,
              "benchmark": benchmark, "params": params, "table": table, "compare": compare,
-             "analyze": analyze, "check-device": check_device}
+             "analyze": analyze, "check-device": check_device, "sweep": sweep}
 
 
 class _NoAdverts(logging.Filter):
@@ -28,9 +31,9 @@ class _NoAdverts(logging.Filter):
         return "Tip:" not in record.getMessage()
 
 
-def _setup_logging(verbose: bool) -> None:
-    """Our messages go to stderr with a timestamp; Lightning keeps its own handler (no
-    duplicates through the root logger)."""
+def _setup_logging(verbose: bool, quiet: bool = False) -> None:
+    """Our messages go to stderr with a timestamp (WARNING and above only with ``quiet``);
+    Lightning keeps its own handler (no duplicates through the root logger)."""
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s",
                                            datefmt="%H:%M:%S"))
@@ -39,7 +42,7 @@ def _setup_logging(verbose: bool) -> None:
     for old in [h for h in ours.handlers if h.get_name() == "graph-transformers-cli"]:
         ours.removeHandler(old)  # one handler, bound to the current stderr
     ours.addHandler(handler)
-    ours.setLevel(logging.DEBUG if verbose else logging.INFO)
+    ours.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
     ours.propagate = False
     logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_NoAdverts())
 
@@ -55,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         failure, 130 for Ctrl-C, 143 for SIGTERM (``docs/reliability.md``).
     """
     args = build_parser().parse_args(argv)
-    _setup_logging(args.verbose)
+    quiet = bool(getattr(args, "quiet", False))  # train --quiet
+    _setup_logging(args.verbose, quiet)
+    filter_cli_warnings()
     from .._optional import MissingDependencyError
     from ..data.cache import DataNotFoundError
     from ..errors import RunError
@@ -66,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     input_errors = (ConfigError, DataNotFoundError, MissingDependencyError, ValueError,
                     TypeError, FileNotFoundError, PermissionError)
     try:
-        with _sigint_once():
+        with _sigint_once(), quiet_output(quiet):
             return _COMMANDS[args.command](args)
     except KeyboardInterrupt:  # Ctrl-C outside training (which says where it stopped)
         print("graph-transformers: error: interrupted by SIGINT (Ctrl-C)", file=sys.stderr)

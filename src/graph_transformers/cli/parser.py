@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .sweep_command import add_sweep
+
 _DATA_DIR_HELP = "raw data directory (else $GRAPH_TRANSFORMERS_DATA)"
 _RUN_DATA_DIR_HELP = "raw data directory (else the run's or the environment's)"
 
@@ -23,13 +25,15 @@ def build_parser() -> argparse.ArgumentParser:
                "  graph-transformers train --config configs/zinc/gt.yaml --data-dir DATA\n"
                "  graph-transformers train --config configs/zinc/gt.yaml --set optim.lr=1e-3\n"
                "  graph-transformers benchmark --config configs/zinc/gt.yaml --seeds 4\n"
+               "  graph-transformers sweep --config configs/zinc/gt.yaml --space space.yaml"
+               " --trials 30 --out runs/zinc-sweep\n"
                "  graph-transformers evaluate runs/zinc-gt\n"
                "  graph-transformers predict runs/esol-gt --data molecules.csv --out preds.csv\n"
                "  graph-transformers analyze runs/zinc-egt-spe-do",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_train, _add_slice, _add_benchmark, _add_params, _add_evaluate,
+    for add in (_add_train, _add_slice, _add_benchmark, add_sweep, _add_params, _add_evaluate,
                 _add_predict, _add_compare, _add_table, _add_analyze, _add_check_device):
         add(sub)
     return p
@@ -49,6 +53,7 @@ _TEXTS: dict[str, dict[str, str]] = {
                " ../shared/data\n"
                "  graph-transformers train --config configs/zinc/gt.yaml --seeds 2 --set seed=41\n"
                "  graph-transformers train --config configs/csl/gt.yaml --folds 5 --seeds 2\n"
+               "  graph-transformers train --config my.yaml --folds NCI1_splits.json\n"
                "  graph-transformers train --config configs/zinc/gt.yaml --out runs/zinc-gt"
                " --resume"),
     "slice": dict(
@@ -163,11 +168,24 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
                    help="fine-tune: start from a trained run's weights (every tensor of "
                         "matching name and shape; the task head is re-initialized when the task "
                         "differs); what was loaded is logged and kept in init_from.json")
+    t.add_argument("-q", "--quiet", action="store_true",
+                   help="print only warnings, errors and the final result line (no INFO lines, "
+                        "no progress bars)")
     t.add_argument("--seeds", type=int, default=1,
                    help="number of seeds; reports mean ± std over them (default 1)")
-    t.add_argument("--folds", type=int, default=None,
-                   help="cross-validation: train folds 0..FOLDS-1 (data.fold) × --seeds into "
-                        "OUT/fold_<k>/ and report mean ± std over all of them (CSL: 5)")
+    t.add_argument("--folds", type=_folds, default=None, metavar="K|FILE",
+                   help="cross-validation: train folds 0..K-1 (data.fold) × --seeds into "
+                        "OUT/fold_<k>/ and report mean ± std over all of them (CSL: 5); or "
+                        "every fold of a folds FILE (the fair-comparison JSON, a folder of "
+                        "*_train/_val/_test.index files) as data.split=FILE")
+
+
+def _folds(text: str) -> int | str:
+    """``--folds``: a number of folds, or a folds file (anything that is not an integer)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 def _add_slice(sub: argparse._SubParsersAction) -> None:

@@ -51,7 +51,7 @@ def train(args: argparse.Namespace) -> int:
     else:
         result = train_seeds(config, out, args.seeds, resume=args.resume, allow_data_change=allow,
                              init_from=args.init_from)
-    _print_result(result, out)
+    _print_result(result, out, quiet=getattr(args, "quiet", False))
     return 0
 
 
@@ -109,7 +109,9 @@ def _train_default(args: argparse.Namespace, overrides: list[str]) -> int:
                                         "name=csl-gt-nope"])):
         config = build_config(raw, overrides + extra)
         out = base / ("gt-lappe" if not extra else "gt-nope")
-        print(f"\n== {label}: training on CSL (fold {config.data.fold}) into {out}", flush=True)
+        if not getattr(args, "quiet", False):
+            print(f"\n== {label}: training on CSL (fold {config.data.fold}) into {out}",
+                  flush=True)
         if args.folds is not None:
             result = train_folds(config, out, args.folds, args.seeds, resume=args.resume)
         else:
@@ -132,11 +134,17 @@ def _fmt(result: dict, split: str, metric: str, pct: bool = False) -> str:
     return f"{v * scale:.3f}" + ("%" if pct else "")
 
 
-def _print_result(result: dict, out: Path) -> None:
+def _print_result(result: dict, out: Path, quiet: bool = False) -> None:
+    """The result of ``train``: the metric on each split (``quiet``: on one line)."""
     if not result:
         return
     metric = result["metric"]
     pct = metric in ("accuracy", "weighted_accuracy")
+    if quiet:
+        print(f"{result['model']} on {result['dataset']} ({out}): " + ", ".join(
+            f"{split} {metric} {_fmt(result, split, metric, pct)}"
+            for split in ("train", "val", "test")))
+        return
     print(f"\n{result['model']} on {result['dataset']} ({out}):")
     for split in ("train", "val", "test"):
         print(f"  {split:<5} {metric}: {_fmt(result, split, metric, pct)}")

@@ -4,9 +4,9 @@
 processed-data cache (:mod:`.cache`), downloads (:mod:`.download`), the benchmarks' published
 files (:mod:`.published`: finding, unpacking and downloading them, their field conversion),
 split names and argument checks and the base class of generated datasets (:mod:`.generated`),
-parallel generation (:mod:`.parallel`) and the batch samplers (:mod:`.sampler`,
-:mod:`.sampling`, :mod:`.cluster`) and the checks every reader of a user's text table shares
-(:mod:`.textfiles`). The datasets themselves live in
+parallel generation (:mod:`.parallel`), progress bars (:mod:`.progress`) and the batch
+samplers (:mod:`.sampler`, :mod:`.sampling`, :mod:`.cluster`) and the checks every reader
+of a user's text table shares (:mod:`.textfiles`). The datasets themselves live in
 :mod:`graph_transformers.datasets`, by family (``docs/adding_a_dataset.md``).
 """
 from .._lazy import lazy_exports

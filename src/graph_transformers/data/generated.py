@@ -14,6 +14,7 @@ from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform, Compose
 
 from .cache import KeyedCacheDataset, pre_transform_key, resolve_cache_dir
+from .progress import progress
 
 #: A dataset root, data folder or file, as the loaders and datasets take it.
 PathLike = str | os.PathLike
@@ -236,7 +237,8 @@ class GeneratedDataset(KeyedCacheDataset):
     def process(self) -> None:
         for path, data_list in zip(self.processed_paths, self._generate()):
             if self.pre_transform is not None:
-                data_list = [self.pre_transform(d) for d in data_list]
+                data_list = [self.pre_transform(d) for d in progress(
+                    data_list, f"{type(self).__name__} {os.path.basename(path)}: encodings")]
             self.save(data_list, path)
             del data_list
 

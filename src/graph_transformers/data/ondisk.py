@@ -61,6 +61,7 @@ from ..errors import DataError
 from ..fileio import atomic_write_text
 from .cache import MANIFEST, cache_file_problem, record_cache_file, validate_graph_storage
 from .parallel import parallel_map
+from .progress import counter
 
 __all__ = ["STORE_FORMAT", "GraphStore", "PackedGraphs", "build_graph_store", "pack_graphs",
            "store_problem"]
@@ -338,12 +339,14 @@ def build_graph_store(
     func = functools.partial(_pack_job, make=make, pre_transform=pre_transform, compact=compact,
                              what=what)
     done, logged = 0, 0
+    bar = counter(what, total, unit="item")
     try:
         # spawned, not forked: the workers run torch ops (encodings, checks), and a forked
         # child of a process that already ran multi-threaded torch ops can hang in OpenMP
         for packed in parallel_map(func, jobs, num_workers, start_method="spawn"):
             writer.append(packed, what)
             done += packed.count + len(packed.skipped)
+            bar.update(packed.count + len(packed.skipped))
             if total and (100 * done // total >= logged + 5 or done == total):
                 logged = 100 * done // total
                 log.info("%s: %s of %s items processed (%d%%)", what, f"{done:,}",
@@ -353,6 +356,7 @@ def build_graph_store(
             shutil.rmtree(folder)
         tmp.rename(folder)
     finally:
+        bar.close()
         for f in writer.files.values():
             f.close()
         shutil.rmtree(tmp, ignore_errors=True)

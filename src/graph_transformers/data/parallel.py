@@ -10,6 +10,8 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
+from .progress import counter
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -82,7 +84,8 @@ def resumable_map(
     Chunks that ``read_chunk(start, stop)`` returns (not ``None``) are reused; the items of the
     others are handed to ``compute`` in one call (so its workers stay busy across chunks) and each
     chunk is passed to ``write_chunk(start, stop, results)`` once its last item is done. Progress
-    is logged at INFO level, naming ``what``.
+    is logged at INFO level, naming ``what``, once per chunk, and drawn as a bar of the items on
+    a terminal (:func:`~graph_transformers.data.progress.counter`).
 
     Returns:
         ``count`` results, in item order.
@@ -98,9 +101,16 @@ def resumable_map(
         log.info("%s: computing %d of %d chunks (%d items)", what, len(todo), len(ranges),
                  sum(b - a for a, b in todo))
     results = compute([i for a, b in todo for i in range(a, b)])
-    for a, b in todo:
-        items = [next(results) for _ in range(a, b)]
-        write_chunk(a, b, items)
-        done[a] = items
-        log.info("%s: items %d..%d done", what, a, b - 1)
+    bar = counter(what, sum(b - a for a, b in todo), unit="item")
+    try:
+        for a, b in todo:
+            items = []
+            for _ in range(a, b):
+                items.append(next(results))
+                bar.update()
+            write_chunk(a, b, items)
+            done[a] = items
+            log.info("%s: items %d..%d done", what, a, b - 1)
+    finally:
+        bar.close()
     return [r for a, _ in ranges for r in done[a]]

@@ -86,6 +86,7 @@ from ..fileio import atomic_writer
 from .cache import CheckedInMemoryDataset, DataNotFoundError, resolve_cache_dir
 from .download import OFFLINE_ENV, fetch_url, offline
 from .generated import PathLike, Transform, check_source, check_split
+from .progress import progress
 
 __all__ = [
     "BENCHMARK_FIELDS",
@@ -379,7 +380,8 @@ class PublishedFiles(CheckedInMemoryDataset):
             graphs = read_pyg_processed(self._found / src)
             if self.pre_filter is not None:
                 graphs = [d for d in graphs if self.pre_filter(d)]
-            self.save([self.pre_transform(d) for d in graphs], dst)
+            self.save([self.pre_transform(d) for d in progress(
+                graphs, f"{type(self).__name__} {Path(dst).stem}: encodings")], dst)
 
 
 

@@ -48,7 +48,9 @@ class DatasetSpec:
 
     Attributes:
         name: config name.
-        level: ``"graph"``, ``"node"`` or ``"edge"`` prediction.
+        level: ``"graph"``, ``"node"`` or ``"edge"`` prediction, or ``"pair"`` (link
+            prediction within each graph: labelled node pairs ``edge_label_index`` /
+            ``edge_label``, :mod:`graph_transformers.training.tasks`).
         task: ``"regression"``, ``"classification"`` (one label of ``out_dim`` classes) or
             ``"binary"`` (``out_dim`` binary tasks, NaN = missing label); see
             :mod:`graph_transformers.training.tasks`.
@@ -141,6 +143,11 @@ DATASETS: dict[str, Any] = {
     "pcqm4m": _D + "molecules.pcqm4m:PCQM4M_SPEC",
     "pcqm4mv2": _D + "molecules.pcqm4m:PCQM4MV2_SPEC",
     "ogbg-molpcba": _D + "molecules.molpcba:MOLPCBA_SPEC",
+    "peptides-func": _D + "lrgb.peptides:PEPTIDES_FUNC_SPEC",
+    "peptides-struct": _D + "lrgb.peptides:PEPTIDES_STRUCT_SPEC",
+    "pascalvoc-sp": _D + "lrgb.superpixels_sp:PASCALVOC_SP_SPEC",
+    "coco-sp": _D + "lrgb.superpixels_sp:COCO_SP_SPEC",
+    "pcqm-contact": _D + "lrgb.pcqm_contact:PCQM_CONTACT_SPEC",
 }
 
 
@@ -156,13 +163,14 @@ class SpecReader(NamedTuple):
 #: datasets whose spec is read off the data (``name`` is the TU name of ``tu:<NAME>``).
 #: ``graph_file`` / ``molecule_csv``: ``data.path`` set (:func:`is_graph_file` tells which).
 SPEC_READERS: dict[str, SpecReader] = {
-    "tu:": SpecReader(_D + "tu:tu_spec", ("data_dir", "cache_dir", "node_features", "max_degree")),
+    "tu:": SpecReader(_D + "tu:tu_spec", ("data_dir", "cache_dir", "node_features", "max_degree",
+                                          "index_prefix")),
     "node_table": SpecReader(_D + "user.node_table:node_table_spec", (
         "edges", "nodes", "id_column", "label_column", "feature_columns", "undirected", "task",
         "split_rule", "seed", "id_base", "standardize_features", "allow_no_edges")),
     "graph_file": SpecReader(_D + "user.graph_list:graph_file_spec", ("path", "level", "task")),
     "molecule_csv": SpecReader(_D + "molecules.molecule_csv:molecule_csv_spec",
-                               ("task", "target_columns")),
+                               ("task", "target_columns", "path")),
 }
 
 
@@ -202,7 +210,7 @@ def is_graph_file(path: Any) -> bool:
 #: where the dataset names none
 TASK_METRICS: dict[str, tuple[str, ...]] = {
     "regression": ("mae", "rmse"),
-    "classification": ("accuracy", "weighted_accuracy", "f1"),
+    "classification": ("accuracy", "weighted_accuracy", "f1", "f1_macro"),
     "binary": ("roc_auc", "ap"),
 }
 
@@ -231,7 +239,7 @@ def choose_metric(spec: DatasetSpec, metric: str | None) -> DatasetSpec:
 SECTION_KEYS: dict[str, Any] = {
     "data_dir": None, "cache_dir": None, "fold": 0, "seed": 0, "path": None, "level": None,
     "task": None, "split_files": None, "smiles_column": "smiles", "target_columns": None,
-    "edges": None, "nodes": None, "id_column": "id", "label_column": "label",
+    "edges": None, "nodes": None, "id_column": None, "label_column": "label",
     "feature_columns": None, "undirected": True, "node_features": "auto",
     "allow_no_edges": False,
 }
@@ -333,6 +341,10 @@ def _spec_for(name: str, args: dict[str, Any], options: dict[str, Any]) -> Datas
         spec = target
     if spec.adapt is not None:
         spec = call_with(resolve(spec.adapt), spec.adapt_params, args, options, spec=spec)
+    if args.get("split_rule") is not None and "split_rule" not in spec.params:
+        raise ValueError(f"data.split applies to a dataset whose split can be chosen (a molecule "
+                         f"CSV, a graph file, a node table, a TU set); {spec.name} has its own "
+                         "fixed split: leave data.split unset")
     return spec
 
 
@@ -421,6 +433,10 @@ def _log_split_rule(name: str, rule: dict | None) -> None:
         log.info("%s split: fold %s of %s seeded stratified folds (seed %s; recorded in "
                  "metrics.json, split)", name, rule.get("fold"), rule.get("num_folds"),
                  rule.get("seed"))
+    elif isinstance(rule.get("rule"), str):  # a user's data.split (data.split_rules)
+        sizes = "/".join(str(v) for v in (rule.get("sizes") or {}).values())
+        log.info("%s split: %s%s (recorded in metrics.json, split)", name, rule["rule"],
+                 f", train/val/test = {sizes}" if sizes else "")
     else:
         log.info("%s split: %s", name, rule)
 

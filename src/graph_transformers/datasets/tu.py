@@ -29,6 +29,9 @@ Splits (``TU(..., split=, fold=)``; each fold's train/val/test are disjoint):
   any other name no checksum is known: the files are validated instead (all three present, the
   same number of lines, ids integers in range, no id twice in a line, train/val/test of a line
   disjoint) and their sha256 is recorded; ``data.fold`` must then be below the number of lines.
+  Index files of another prefix (``PROTEINS_full_*.index`` beside ``PROTEINS.zip``) are read with
+  ``data.options.index_prefix: PROTEINS_full``; without it they are not used, with a WARNING
+  naming them (:func:`~graph_transformers.datasets.tu_folds.foreign_index_files`).
 * **otherwise** (MUTAG and NCI1 in the shared data): 10 folds generated with a fixed seed by
   :func:`~graph_transformers.data.generated.stratified_kfold` (numpy; scikit-learn is not a
   dependency of this package): the graphs are cut into 10 stratified folds; fold ``k`` uses fold
@@ -37,9 +40,13 @@ Splits (``TU(..., split=, fold=)``; each fold's train/val/test are disjoint):
   proportions agree; the graph ids are not the benchmark's (its MUTAG/NCI1 split files were not
   available), so fold-level numbers are not directly comparable, only the mean over folds is.
 
+* **a split or folds file** (``data.split``; the fair-comparison JSON of Errica et al. 2020):
+  fold ``data.fold`` of it (:func:`~graph_transformers.data.split_rules.file_split`).
+
 Each split carries :attr:`TU.split_rule`, the record of the rule used (``metrics.json``
 ``split``): ``{"rule": "index_files", "files": [...], "sha256": {...}, "num_folds": L,
-"fold": k}`` or ``{"rule": "stratified_folds", "seed": s, "num_folds": 10, "fold": k}``.
+"fold": k}``, ``{"rule": "stratified_folds", "seed": s, "num_folds": 10, "fold": k}`` or a
+split file's (``{"rule": "folds PATH fold k", "sha256": ...}``).
 
 Features (PyG conventions, kept as PyG builds them):
 
@@ -92,10 +99,12 @@ from ..data.cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transfo
 from ..data.download import OFFLINE_ENV, fetch_url, offline
 from ..data.generated import SPLITS, PathLike, Transform, chain, check_split
 from ..data.registry import DatasetSpec
-from .tu_features import (DEFAULT_MAX_DEGREE, CappedOneHotDegree, node_feature_dim,
-                          node_feature_transform)
-from .tu_folds import (TU_NUM_FOLDS, TU_SPLIT_SEED, check_fold, check_index_folds,
-                       read_benchmark_index, stratified_fold_split)
+from ..data.split_rules import file_split, parse_split_rule
+from ..fileio import check_name
+from .tu_features import (DEFAULT_MAX_DEGREE, CappedOneHotDegree, log_node_features,
+                          node_feature_dim, node_feature_transform)
+from .tu_folds import (TU_NUM_FOLDS, TU_SPLIT_SEED, check_fold, check_index_folds, index_files,
+                       read_benchmark_index, stratified_fold_split, warn_foreign_index_files)
 
 log = logging.getLogger(__name__)
 
@@ -269,6 +278,9 @@ class TU(TUDataset):
         download (bool): allow downloads (raw zip from TUDataset's URL, ENZYMES split files from
             benchmarking-gnns) when files are not local; also off with
             ``$GRAPH_TRANSFORMERS_OFFLINE=1``.
+        split_file (str, optional): a split or folds file of 0-based graph ids (``data.split``).
+        index_prefix (str, optional): read ``<PREFIX>_{train,val,test}.index`` in the data
+            directory's ``TU/`` instead of ``<NAME>_*.index`` (``data.options.index_prefix``).
 
     Attributes:
         metric (str): ``"accuracy"``. level (str): ``"graph"``.
@@ -300,6 +312,7 @@ class TU(TUDataset):
         transform: Transform = None, pre_transform: Transform = None, force_reload: bool = False,
         *, fold: int = 0, data_dir: PathLike | None = None, use_node_attr: bool | None = None,
         use_edge_attr: bool = False, split_seed: int = TU_SPLIT_SEED, download: bool = True,
+        split_file: str | None = None, index_prefix: str | None = None,
     ) -> None:
         if name is None:
             raise ValueError(f"TU: no dataset name; pass name= (one of {', '.join(TU_NAMES)}, "
@@ -320,11 +333,16 @@ class TU(TUDataset):
         keep_attr = True if use_node_attr is None else bool(use_node_attr)
         # Locate the split files before any extraction/processing, so a missing one fails fast.
         # Another name's own index files set the number of folds (checked once they are read).
-        if name in _INDEX_SPLIT_NAMES:
+        self._split_file = split_file  # its folds are checked when it is read
+        self.index_prefix = None if index_prefix is None else \
+            check_name(index_prefix, "data.options.index_prefix")
+        if split_file is not None:
+            self.fold, self._index_paths = int(fold), None
+        elif name in _INDEX_SPLIT_NAMES and index_prefix in (None, name):
             self.fold = check_fold(fold)
             self._index_paths = {s: self._index_file(name, s, root) for s in SPLITS}
         else:
-            self._index_paths = self._optional_index_files(name)
+            self._index_paths = self._optional_index_files(name, self.index_prefix)
             if self._index_paths is None:
                 self.fold = check_fold(fold)
             elif isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or fold < 0:
@@ -421,34 +439,38 @@ class TU(TUDataset):
             raise
         return path
 
-    def _optional_index_files(self, name: str) -> dict[str, Path] | None:
-        """``<NAME>_{train,val,test}.index`` in the data directory's ``TU/`` when all three are
-        there, ``None`` when none is (the generated folds are used).
+    def _optional_index_files(self, name: str, prefix: str | None) -> dict[str, Path] | None:
+        """``<PREFIX>_{train,val,test}.index`` (``prefix``, else ``name``) in the data
+        directory's ``TU/`` when all three are there, ``None`` when none is (the generated folds
+        are used); without ``prefix``, index files of another prefix there are warned about.
 
         Raises:
             ValueError: only one or two of the three files are there.
+            DataNotFoundError: ``prefix`` is given and none of its files is there.
         """
-        if self._tu_dir is None:
-            return None
-        found = {s: self._tu_dir / f"{name}_{s}.index" for s in SPLITS}
-        present = [s for s in SPLITS if found[s].is_file()]
-        if present and len(present) < len(SPLITS):
-            missing = [found[s].name for s in SPLITS if s not in present]
-            raise ValueError(
-                f"TU {name}: {self._tu_dir} holds {', '.join(found[s].name for s in present)} "
-                f"but not {', '.join(missing)}; put all three index files there (line k = fold "
-                "k) or remove them to use the seeded stratified folds")
-        return found if present else None
+        found = index_files(self._tu_dir, prefix or name, name) if self._tu_dir else None
+        if prefix is not None and found is None:
+            raise DataNotFoundError(
+                f"TU {name}: data.options.index_prefix is {prefix!r}, but "
+                f"{self._tu_dir or '(no data directory)'} holds no {prefix}_train.index, "
+                f"{prefix}_val.index and {prefix}_test.index")
+        if prefix is None and self._tu_dir is not None:
+            warn_foreign_index_files(self._tu_dir, name, own=found is not None)
+        return found
 
     def _split_indices(self, labels: torch.Tensor) -> dict[str, list[int]]:
         n = int(labels.numel())
+        if self._split_file is not None:
+            ids, self.split_rule = file_split(self._split_file, n, self.fold, "graphs")
+            self.split_source = self.split_rule["rule"]
+            return ids
         if self._index_paths is None:
             self.split_source = f"stratified_kfold(n_splits={TU_NUM_FOLDS}, seed={self.split_seed})"
             self.split_rule = {"rule": "stratified_folds", "seed": self.split_seed,
                                "num_folds": TU_NUM_FOLDS, "fold": self.fold}
             return stratified_fold_split(labels, self.fold, TU_NUM_FOLDS, self.split_seed)
         paths = self._index_paths
-        known = self.name in _INDEX_SPLIT_NAMES
+        known = self.name in _INDEX_SPLIT_NAMES and self.index_prefix in (None, self.name)
         self.split_source = "benchmark index files" if known else "index files"
         if known:
             for path in paths.values():
@@ -476,28 +498,12 @@ class TU(TUDataset):
 # --------------------------------------------------------------------------------------------
 # Loader and registry entries
 # --------------------------------------------------------------------------------------------
-def _log_features(name: str, featureless: bool, mode: str, cap: int) -> None:
-    """One INFO line on the node features a TU run uses (``data.node_features``)."""
-    if mode == "degree":
-        log.info("TU %s: node features = one-hot node degree, %d columns (degree >= %d in the "
-                 "last; data.options.max_degree)%s", name, cap + 1, cap,
-                 "" if featureless else ", appended after the set's own node features")
-    elif mode == "constant":
-        log.info("TU %s: node features = one constant 1 per node (data.node_features: "
-                 "constant)%s", name, "" if featureless else "; the set's own node features "
-                 "are not used")
-    elif featureless:
-        log.info("TU %s has no node labels or attributes: each node gets one constant feature 1 "
-                 "(data.node_features: auto); data.node_features=degree gives the one-hot node "
-                 "degree instead (capped at data.options.max_degree, default %d), the usual "
-                 "choice for such sets", name, cap)
-
-
 def load_tu(
     root: PathLike, name: str, split: str = "train", transform: Transform = None,
     pre_transform: Transform = None, force_reload: bool = False, *, fold: int = 0,
     data_dir: PathLike | None = None, node_features: str = "auto",
-    max_degree: int | None = None, featureless: bool = False,
+    max_degree: int | None = None, featureless: bool = False, split_rule: str | None = None,
+    index_prefix: str | None = None,
 ) -> TU:
     """One split of one fold of the TU set ``name`` (``data.name: mutag`` / ``tu:<NAME>``), cached
     under ``root/TU/``, with the node features of ``data.node_features``
@@ -506,36 +512,40 @@ def load_tu(
     (their own cache). ``featureless``: the set has no node features of its own; with ``auto`` each
     graph then gets the constant as it is read (a transform, as before ``data.node_features``
     existed, so earlier caches still hold). The benchmark split is fixed: no data seed reshuffles
-    the folds."""
+    the folds; ``split_rule`` (``data.split``) may give a split or folds file instead, and
+    ``index_prefix`` (``data.options.index_prefix``) index files named otherwise than the set."""
     cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
     auto_constant = node_features == "auto" and featureless
     features = None if auto_constant else node_feature_transform(node_features, featureless,
                                                                  cap)
     if split == "train":
-        _log_features(name, featureless, node_features, cap)
+        log_node_features(name, featureless, node_features, cap)
     if auto_constant:
         transform = chain(Constant(value=1.0), transform)
+    split_file = None if split_rule is None else parse_split_rule(split_rule, ("file",)).path
     return TU(str(Path(root) / "TU"), name, split=split, fold=fold, data_dir=data_dir,
               pre_transform=chain(features, pre_transform), transform=transform,
-              force_reload=force_reload)
+              force_reload=force_reload, split_file=split_file, index_prefix=index_prefix)
 
 
 #: what :func:`load_tu` takes from a config: ``data.fold``, ``data.data_dir``,
-#: ``data.node_features`` and ``data.options.max_degree``
-TU_PARAMS = ("fold", "data_dir", "node_features", "max_degree")
+#: ``data.node_features``, ``data.split`` (as ``split_rule``), ``data.options.max_degree`` and
+#: ``data.options.index_prefix``
+TU_PARAMS = ("fold", "data_dir", "node_features", "split_rule", "max_degree", "index_prefix")
 
 
 @functools.lru_cache(maxsize=32)
 def tu_spec(name: str, data_dir: Any = None, cache_dir: Any = None, node_features: str = "auto",
-            max_degree: int | None = None) -> DatasetSpec:
+            max_degree: int | None = None, index_prefix: str | None = None) -> DatasetSpec:
     """The spec of any TU dataset by its TU name (``data.name: tu:<NAME>``, e.g. ``tu:DD``),
     read once from the data: classes, node feature width (one-hot node labels, plus the node
     attributes where present; a constant 1 for sets with neither; changed by ``node_features``,
     see :func:`node_feature_dim`) and edge feature width (one-hot edge labels, or none).
     Raw files come from ``DATA_DIR/TU/<NAME>.zip`` or TUDataset's download; splits are the
     set's own index files in ``DATA_DIR/TU/`` where present, else the 10 stratified folds of
-    this module. The spec is read once per (name, data_dir, cache_dir, node_features,
-    max_degree) in a process (a run resolves it several times).
+    this module (``index_prefix``: another prefix's index files). The spec is read once per
+    (name, data_dir, cache_dir, node_features, max_degree, index_prefix) in a process (a run
+    resolves it several times).
 
     Raises:
         DataNotFoundError: when the raw files are neither local nor downloadable.
@@ -545,7 +555,7 @@ def tu_spec(name: str, data_dir: Any = None, cache_dir: Any = None, node_feature
     if max_degree is not None:
         CappedOneHotDegree(max_degree)  # ValueError naming the key
     full = TU(str(resolve_cache_dir(cache_dir) / "TU"), name, split="train", fold=0,
-              data_dir=data_dir)
+              data_dir=data_dir, index_prefix=index_prefix)
     own = int(full.num_features)
     cap = DEFAULT_MAX_DEGREE if max_degree is None else max_degree
     edge_dim = int(full.num_edge_features) or None

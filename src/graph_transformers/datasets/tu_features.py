@@ -1,9 +1,12 @@
 """The node features of a TU run (``data.node_features``: ``auto``, ``constant``, ``degree``;
 see :mod:`graph_transformers.datasets.tu`): the pre-transform of a mode
-(:func:`node_feature_transform`), its width (:func:`node_feature_dim`) and the capped one-hot
-degree (:class:`CappedOneHotDegree`).
+(:func:`node_feature_transform`), its width (:func:`node_feature_dim`), the capped one-hot
+degree (:class:`CappedOneHotDegree`) and the log line of the features used
+(:func:`log_node_features`).
 """
 from __future__ import annotations
+
+import logging
 
 import numpy as np
 import torch
@@ -11,8 +14,10 @@ from torch_geometric.transforms import BaseTransform, Constant
 from torch_geometric.utils import degree as node_degree
 from torch_geometric.utils import one_hot
 
-__all__ = ["DEFAULT_MAX_DEGREE", "NODE_FEATURES", "CappedOneHotDegree", "node_feature_dim",
-           "node_feature_transform"]
+__all__ = ["DEFAULT_MAX_DEGREE", "NODE_FEATURES", "CappedOneHotDegree", "log_node_features",
+           "node_feature_dim", "node_feature_transform"]
+
+log = logging.getLogger(__name__)
 
 #: values of ``data.node_features`` (see the module docstring)
 NODE_FEATURES: tuple[str, ...] = ("auto", "constant", "degree")
@@ -109,3 +114,20 @@ def node_feature_dim(mode: str, num_features: int, max_degree: int = DEFAULT_MAX
     if mode == "constant":
         return 1
     return int(num_features) or 1
+
+
+def log_node_features(name: str, featureless: bool, mode: str, cap: int) -> None:
+    """One INFO line on the node features a TU run uses (``data.node_features``)."""
+    if mode == "degree":
+        log.info("TU %s: node features = one-hot node degree, %d columns (degree >= %d in the "
+                 "last; data.options.max_degree)%s", name, cap + 1, cap,
+                 "" if featureless else ", appended after the set's own node features")
+    elif mode == "constant":
+        log.info("TU %s: node features = one constant 1 per node (data.node_features: "
+                 "constant)%s", name, "" if featureless else "; the set's own node features "
+                 "are not used")
+    elif featureless:
+        log.info("TU %s has no node labels or attributes: each node gets one constant feature 1 "
+                 "(data.node_features: auto); data.node_features=degree gives the one-hot node "
+                 "degree instead (capped at data.options.max_degree, default %d), the usual "
+                 "choice for such sets", name, cap)

@@ -1,10 +1,12 @@
 """The cross-validation splits of the TU benchmarks (:mod:`graph_transformers.datasets.tu`): the
 generated stratified folds (:func:`stratified_fold_split`) and the benchmark's index files
-(:func:`read_benchmark_index`, checked by :func:`check_index_folds`).
+(:func:`~graph_transformers.data.split_rules.read_benchmark_index`, shared with a user's
+``.index`` folds files; checked by :func:`check_index_folds`).
 """
 from __future__ import annotations
 
-import os
+import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,8 +14,12 @@ import numpy as np
 import torch
 
 from ..data.generated import SPLITS, stratified_kfold
+from ..data.split_rules import read_benchmark_index  # the reader of every .index file
+
+log = logging.getLogger(__name__)
 
 __all__ = ["TU_NUM_FOLDS", "TU_SPLIT_SEED", "check_fold", "check_index_folds",
+           "foreign_index_files", "index_files", "warn_foreign_index_files",
            "read_benchmark_index", "stratified_fold_split"]
 
 #: Number of cross-validation folds of the benchmark.
@@ -59,30 +65,6 @@ def check_fold(fold, n_splits: int = TU_NUM_FOLDS) -> int:
     return int(fold)
 
 
-def read_benchmark_index(path: str | os.PathLike) -> list[list[int]]:
-    """Parse a benchmarking-gnns ``<NAME>_<split>.index`` file: one line per fold, each a
-    comma-separated list of 0-based graph ids (blank lines are skipped).
-
-    Returns:
-        list (one per fold, in file order) of lists of graph ids.
-
-    Raises:
-        ValueError: a token that is not an integer (the message names the file and the line).
-    """
-    folds = []
-    for lineno, line in enumerate(Path(path).read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            folds.append([int(tok) for tok in line.split(",")])
-        except ValueError:
-            bad = next(t for t in line.split(",") if not t.strip().lstrip("-").isdigit())
-            raise ValueError(f"TU: {path} line {lineno} holds {bad.strip()!r}, not a graph id; "
-                             "each line must be a comma-separated list of 0-based graph ids"
-                             ) from None
-    return folds
-
-
 def check_index_folds(folds: dict[str, list[list[int]]], paths: dict[str, Path],
                       num_graphs: int) -> None:
     """Validates the folds of a set of index files (any TU name; no checksum is known for them).
@@ -123,3 +105,62 @@ def check_index_folds(folds: dict[str, list[list[int]]], paths: dict[str, Path],
                                      f"{paths[s].name} in fold {k} (line {k + 1}); the "
                                      "train/val/test ids of a fold must be disjoint")
                 seen[i] = s
+
+
+def index_files(folder: Path, prefix: str, name: str) -> dict[str, Path] | None:
+    """``<prefix>_{train,val,test}.index`` in ``folder`` when all three are there, ``None`` when
+    none is (``name``: the dataset, for the message).
+
+    Raises:
+        ValueError: only one or two of the three files are there.
+    """
+    found = {s: folder / f"{prefix}_{s}.index" for s in SPLITS}
+    present = [s for s in SPLITS if found[s].is_file()]
+    if present and len(present) < len(SPLITS):
+        missing = [found[s].name for s in SPLITS if s not in present]
+        raise ValueError(
+            f"TU {name}: {folder} holds {', '.join(found[s].name for s in present)} but not "
+            f"{', '.join(missing)}; put all three index files there (line k = fold k) or remove "
+            "them to use the seeded stratified folds")
+    return found if present else None
+
+
+_INDEX_FILE = re.compile(r"(.+)_(train|val|test)\.index")
+_warned: set[tuple[str, str, str]] = set()
+
+
+def foreign_index_files(folder: Path, name: str) -> dict[str, list[Path]]:
+    """Fold index files in ``folder`` (``<PREFIX>_{train,val,test}.index``) that the dataset
+    ``name`` does not read because their prefix is not its name, yet that seem meant for it:
+    no other dataset of the folder has that name (no ``<PREFIX>.zip``, no ``<PREFIX>/``), and the
+    prefix and ``name`` begin alike (``PROTEINS_full`` beside ``PROTEINS.zip``, any case) or
+    ``name``'s archive is the folder's only one. Returns ``{prefix: files}``."""
+    others = [z for z in folder.glob("*.zip") if z.stem != name]
+    found: dict[str, list[Path]] = {}
+    for path in sorted(folder.glob("*.index")):
+        m = _INDEX_FILE.fullmatch(path.name)
+        if m is None or m.group(1) == name:
+            continue
+        prefix = m.group(1)
+        if (folder / f"{prefix}.zip").is_file() or (folder / prefix).is_dir():
+            continue  # another dataset's own folds
+        a, b = prefix.lower(), name.lower()
+        if a.startswith(b) or b.startswith(a) or not others:
+            found.setdefault(prefix, []).append(path)
+    return found
+
+
+def warn_foreign_index_files(folder: Path, name: str, own: bool) -> None:
+    """One WARNING per prefix (once per process) for the files of :func:`foreign_index_files`:
+    they are not used, and ``data.options.index_prefix: PREFIX`` uses them (``own``: the dataset
+    reads its own ``<name>_*.index`` instead of the seeded folds)."""
+    for prefix, paths in foreign_index_files(folder, name).items():
+        key = (str(folder), name, prefix)
+        if key in _warned:
+            continue
+        _warned.add(key)
+        log.warning("TU %s: %s holds the fold index files %s, whose prefix %r is not the "
+                    "dataset's name, so they are not used (the split comes from %s); set "
+                    "data.options.index_prefix: %s to use them", name, folder,
+                    ", ".join(p.name for p in paths), prefix,
+                    f"{name}_*.index" if own else "the seeded stratified folds", prefix)

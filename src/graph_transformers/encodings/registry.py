@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,6 +43,10 @@ class LapPEConfig(EncodingSection):
     """Laplacian eigenvectors (GT eq. 1): the ``k`` of the smallest non-trivial eigenvalues."""
 
     k: PositiveInt = 8
+    #: within a repeated eigenvalue, ``solver``: the eigensolver's basis (LAPACK build- and
+    #: thread-dependent); ``canonical``: a basis fixed by the eigenspace and the node order
+    #: (``encodings.lappe.canonical_eigenbasis``; docs/encodings.md, "LapPE")
+    basis: Literal["solver", "canonical"] = "solver"
 
 
 class WLPEConfig(EncodingSection):
@@ -159,7 +163,7 @@ _PKG = __name__.rpartition(".")[0]
 #: datasets' cache keys: append new encodings, never reorder)
 ENCODINGS: dict[str, Encoding] = {e.name: e for e in (
     Encoding("lap_pe", LapPEConfig, f"{_PKG}.lappe:AddLaplacianPE", ("k",), pe="lap",
-             dim=lambda s: s.k, sign_flip=f"{_PKG}.lappe:random_sign_flip"),
+             dim=lambda s: s.k, sign_flip=f"{_PKG}.lappe:random_sign_flip", kwargs=("basis",)),
     Encoding("wl_pe", WLPEConfig, f"{_PKG}.wlpe:AddWLPE", ("iterations",), pe="wl",
              dim=lambda s: s.num_roles, categorical=True),
     Encoding("svd_pe", SVDPEConfig, f"{_PKG}.svd:AddSVDPE", ("r",), pe="svd",

@@ -78,6 +78,18 @@ def _ninja_on_path() -> None:
     os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
 
 
+def _is_cached(name: str, source: Path) -> bool:
+    """Whether ``torch.utils.cpp_extension`` finds the extension ``name`` built from ``source``
+    already (its library in the build folder, newer than the source), so that loading it builds
+    nothing; ``False`` when that cannot be told."""
+    try:
+        from torch.utils.cpp_extension import _get_build_directory
+        lib = Path(_get_build_directory(name, verbose=False)) / f"{name}.so"
+        return lib.is_file() and lib.stat().st_mtime >= source.stat().st_mtime
+    except Exception:  # noqa: BLE001 - a private helper of torch: any failure means "unknown"
+        return False
+
+
 def _build():
     from torch.utils.cpp_extension import load
 
@@ -85,10 +97,14 @@ def _build():
     capability = torch.backends.cpu.get_cpu_capability()
     isa = _ISA_FLAGS.get(capability, [])
     name = "graph_transformers_kernels" + (f"_{capability.lower()}" if isa else "")
-    log.info("building the fused CPU kernels (%s; once, cached by torch.utils.cpp_extension)",
-             capability)
+    source = CSRC / "sparse_attention.cpp"
+    if _is_cached(name, source):  # every run after the first: nothing to say
+        log.debug("loading the fused CPU kernels (%s) built before", capability)
+    else:
+        log.info("building the fused CPU kernels (%s; about a minute, once: cached by "
+                 "torch.utils.cpp_extension)", capability)
     # OpenMP through at::parallel_for: the library resolves to the libgomp torch has loaded
-    load(name=name, sources=[str(CSRC / "sparse_attention.cpp")],
+    load(name=name, sources=[str(source)],
          extra_cflags=["-O3", "-fopenmp", *isa], extra_ldflags=["-fopenmp"],
          is_python_module=False, verbose=False)
     return torch.ops.graph_transformers

@@ -2,7 +2,9 @@
 Dwivedi et al., "Benchmarking Graph Neural Networks", JMLR 2023), behind one interface.
 
 GCN, GAT, GIN, GINE and PNA are PyG's convolutions (``GCNConv``, ``GATConv``, ``GINConv``,
-``GINEConv``, ``PNAConv``). GatedGCN is written here as a ``MessagePassing``: PyG's
+``GINEConv``, ``PNAConv``); GCN with edge features (GNN+'s, :class:`EdgeGCNConv`) and GNN+'s
+feed-forward block (:class:`GNNPlusFFN`) are written here. GatedGCN is written here as a
+``MessagePassing``: PyG's
 ``ResGatedGraphConv`` gates messages with ``σ(W_3 x_i + W_4 x_j [+ W_5 e_ij])`` but neither
 normalizes the gates over the neighbourhood (``Σ_j σ_ij + ε``) nor returns the updated edge features
 ``ê_ij``, which Bresson & Laurent's edge-gated form with its edge stream (the benchmark's GatedGCN)
@@ -28,7 +30,20 @@ EDGE_CONVS = ("gatedgcn", "gine", "pna", "gat")
 PNA_AGGREGATORS = ("mean", "min", "max", "std")
 PNA_SCALERS = ("identity", "amplification", "attenuation")
 #: GCN neighbourhood normalizations (``gcn_norm``): see :class:`LocalMPNN`
-GCN_NORMS = ("sym", "sym_no_self_loops", "mean")
+GCN_NORMS = ("sym", "sym_no_self_loops", "mean", "sum")
+#: the blocks' activations (``activation``): see :class:`MPNNBlock`
+ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "elu": nn.ELU}
+
+
+def make_activation(name: str) -> nn.Module:
+    """``"relu"`` → ``ReLU``, ``"gelu"`` → ``GELU``, ``"elu"`` → ``ELU``.
+
+    Raises:
+        ValueError: for another name.
+    """
+    if name not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {name!r}; expected one of {sorted(ACTIVATIONS)}")
+    return ACTIVATIONS[name]()
 
 
 class MeanGraphConv(MessagePassing):
@@ -74,6 +89,101 @@ class MeanGraphConv(MessagePassing):
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}({self.lin.in_features}, {self.lin.out_features})"
+
+
+class EdgeGCNConv(MessagePassing):
+    r"""GCN with edge features as GNN+ runs it (Luo, Shi & Wu, "Can Classic GNNs Be Strong
+    Baselines for Graph-level Tasks?", ICML 2025): each message is the neighbour's projected
+    features plus the edge's, through a ReLU, summed without self-loops or degree weights.
+
+    .. math::
+        h'_i = b + \sum_{j \in \mathcal N(i)} \operatorname{ReLU}(W h_j + e_{ij}).
+
+    This is the official code's ``GCNConvWithEdges`` (github.com/LUOyk1999/GNNPlus,
+    ``GNNPlus/layer/gcn_conv_layer_e.py``, the ``gcne`` layer of its GCN+ configs): a
+    ``GCNConv`` built with ``normalize=False, add_self_loops=False`` whose message adds
+    ``edge_attr`` and applies ReLU (so no degree normalization reaches the sum). ``W`` has
+    ``nn.Linear``'s initialization and ``b`` starts at 0, as there.
+
+    Shapes: ``x [num_nodes, in_dim]``, ``edge_index [2, num_edges]``, ``edge_attr [num_edges,
+    out_dim]`` (the embedded edge features; ``batch`` unused) → ``[num_nodes, out_dim]``.
+
+    Raises:
+        ValueError: when ``edge_attr`` is missing or not ``[num_edges, out_dim]``.
+    """
+
+    def __init__(self, in_dim: int, out_dim: int) -> None:
+        super().__init__(aggr="add")
+        self.lin = nn.Linear(in_dim, out_dim, bias=False)
+        self.bias = nn.Parameter(torch.empty(out_dim))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.lin.reset_parameters()
+        nn.init.zeros_(self.bias)
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
+                batch: Tensor | None = None) -> Tensor:
+        out_dim = self.lin.out_features
+        if edge_attr is None or edge_attr.shape != (edge_index.size(1), out_dim):
+            shape = None if edge_attr is None else tuple(edge_attr.shape)
+            raise ValueError(f"EdgeGCNConv needs edge_attr [num_edges={edge_index.size(1)}, "
+                             f"{out_dim}], got {shape}")
+        wx = self.lin(x)
+        return self.propagate(edge_index, x=wx, edge_attr=edge_attr.to(wx.dtype),
+                              size=(x.size(0), x.size(0))) + self.bias
+
+    def message(self, x_j: Tensor, edge_attr: Tensor) -> Tensor:
+        return torch.relu(x_j + edge_attr)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.lin.in_features}, {self.lin.out_features})"
+
+
+class GNNPlusFFN(nn.Module):
+    r"""GNN+'s feed-forward block after a message-passing block.
+
+    The "FFN" of GNN+'s six techniques (Luo, Shi & Wu, ICML 2025), in the order of the official
+    code (``_ff_block`` with ``norm1_local`` and ``norm2`` in every ``GNNPlus/layer/*.py``):
+
+    .. math::
+        y = \operatorname{Norm}_1(x), \qquad
+        x' = \operatorname{Norm}_2\big(y + \operatorname{Dropout}(W_2\,
+             \operatorname{Dropout}(\sigma(W_1 y + b_1)) + b_2)\big),
+
+    ``W_1: d → ffn_dim``, ``W_2: ffn_dim → d`` (the official width is ``2d``); the residual adds
+    the normalized ``y``, not ``x``.
+
+    Args:
+        hidden_dim: ``d``.
+        ffn_dim: the hidden width (``None``: ``2 · hidden_dim``, GNN+'s).
+        norm: ``"batch"`` (GNN+'s), ``"layer"`` or ``"none"``, for both norms.
+        activation: ``σ``: ``"relu"``, ``"gelu"`` or ``"elu"``.
+        dropout: both dropouts' rate (GNN+ uses the model's dropout).
+
+    Shapes: ``x [num_nodes, d]`` → ``[num_nodes, d]``.
+
+    Raises:
+        ValueError: for an unknown norm or activation.
+    """
+
+    def __init__(self, hidden_dim: int, ffn_dim: int | None = None, *, norm: str = "batch",
+                 activation: str = "relu", dropout: float = 0.0) -> None:
+        super().__init__()
+        ffn_dim = 2 * hidden_dim if ffn_dim is None else ffn_dim
+        self.norm_in = make_norm(norm, hidden_dim)
+        self.lin1 = nn.Linear(hidden_dim, ffn_dim)
+        self.act = make_activation(activation)
+        self.lin2 = nn.Linear(ffn_dim, hidden_dim)
+        self.norm_out = make_norm(norm, hidden_dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def reset_parameters(self) -> None:
+        reset_children(self)
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = self.norm_in(x)
+        return self.norm_out(y + self.dropout(self.lin2(self.dropout(self.act(self.lin1(y))))))
 
 
 class GatedGCNConv(MessagePassing):
@@ -157,7 +267,8 @@ class LocalMPNN(nn.Module):
     Args:
         hidden_dim: ``d`` (input = output channels; edge features, when used, are also ``d``).
         kind: ``"gcn"`` (Kipf & Welling 2017, eq. 2; by default ``GCNConv`` with self-loops and
-            symmetric normalization; see ``gcn_norm``), ``"gat"`` (Veličković et al. 2018,
+            symmetric normalization; see ``gcn_norm``; with edge features GNN+'s
+            :class:`EdgeGCNConv`), ``"gat"`` (Veličković et al. 2018,
             eqs. 3-5; ``GATConv`` with ``num_heads`` heads of ``hidden_dim / num_heads``
             channels, concatenated), ``"gatedgcn"``
             (:class:`GatedGCNConv`), ``"gin"`` (Xu et al. 2019, eq. 4.1; ``GINConv`` with a
@@ -165,7 +276,8 @@ class LocalMPNN(nn.Module):
             messages; ``GINEConv``), ``"pna"`` (Corso et al. 2020, eq. 8; ``PNAConv``).
             Second, as the convolution of PyG's ``GPSConv(channels, conv, heads)``.
         use_edge_features: the convolution reads ``edge_attr`` (required by ``gatedgcn`` and
-            ``gine``; optional for ``gat`` and ``pna``; not possible for ``gcn`` and ``gin``).
+            ``gine``; optional for ``gat`` and ``pna``, and for ``gcn`` with ``gcn_norm="sum"``:
+            :class:`EdgeGCNConv`; not possible for ``gin``).
         num_heads: GAT heads.
         deg: PNA's in-degree histogram of the training graphs (``[max_degree + 1]`` long). It may
             be left out only to count parameters or to load a checkpoint, which restores the
@@ -181,7 +293,9 @@ class LocalMPNN(nn.Module):
             (``GCNConv(add_self_loops=False)``; DGL's ``GraphConv(norm="both")``, which
             benchmarking-gnns' ``layers/gcn_layer.py`` uses since May 2022). ``"mean"``:
             :class:`MeanGraphConv`, the benchmark's layer when its published GCN numbers were
-            produced.
+            produced. ``"sum"``: ``Σ_{j ∈ N(i)} W h_j + b`` without self-loops or weights
+            (``GCNConv(normalize=False, add_self_loops=False)``); with edge features,
+            GNN+'s :class:`EdgeGCNConv`.
         gat_self_loops: GAT attends over the node itself as well as its neighbours (PyG's
             default). DGL's ``GATConv``, which benchmarking-gnns' ``layers/gat_layer.py`` wraps,
             attends over the in-neighbours only (``False``).
@@ -192,8 +306,9 @@ class LocalMPNN(nn.Module):
     Raises:
         TypeError: for a name as ``hidden_dim`` (the width comes first).
         ValueError: for an unknown kind, edge features asked of a convolution that cannot use them
-            (or missing where required), GAT heads or PNA towers that do not divide ``hidden_dim``;
-            in ``forward``, a missing ``edge_attr`` or unknown PNA degree statistics.
+            (or missing where required; GCN reads them only with ``gcn_norm="sum"``), GAT heads
+            or PNA towers that do not divide ``hidden_dim``; in ``forward``, a missing
+            ``edge_attr`` or unknown PNA degree statistics.
     """
 
     def __init__(self, hidden_dim: int, kind: str, *, use_edge_features: bool = False,
@@ -208,7 +323,11 @@ class LocalMPNN(nn.Module):
                             f"got hidden_dim={hidden_dim!r}")
         if kind not in CONVS:
             raise ValueError(f"unknown MPNN {kind!r}; expected one of {CONVS}")
-        if use_edge_features and kind not in EDGE_CONVS:
+        if use_edge_features and kind == "gcn" and gcn_norm != "sum":
+            raise ValueError("the gcn convolution takes no edge features unless "
+                             "gcn_norm='sum' (GNN+'s EdgeGCNConv): set use_edge_features=false "
+                             "or gcn_norm='sum'")
+        if use_edge_features and kind not in EDGE_CONVS + ("gcn",):
             raise ValueError(f"the {kind} convolution takes no edge features: set "
                              "use_edge_features=false (or use gine/gatedgcn/pna/gat)")
         if not use_edge_features and kind in ("gatedgcn", "gine"):
@@ -220,9 +339,12 @@ class LocalMPNN(nn.Module):
         self.hidden_dim = hidden_dim
         self.use_edge_features = use_edge_features
         d = hidden_dim
-        if kind == "gcn":
-            self.conv: nn.Module = (MeanGraphConv(d, d) if gcn_norm == "mean" else
-                                    GCNConv(d, d, add_self_loops=gcn_norm == "sym"))
+        if kind == "gcn" and use_edge_features:
+            self.conv: nn.Module = EdgeGCNConv(d, d)
+        elif kind == "gcn":
+            self.conv = (MeanGraphConv(d, d) if gcn_norm == "mean" else
+                         GCNConv(d, d, add_self_loops=gcn_norm == "sym",
+                                 normalize=gcn_norm != "sum"))
         elif kind == "gat":
             if d % num_heads:
                 raise ValueError(f"GAT: hidden_dim={d} is not divisible by num_heads={num_heads}")
@@ -288,14 +410,24 @@ def _refresh_degree_known(module: LocalMPNN, incompatible_keys) -> None:
 class MPNNBlock(nn.Module):
     """The benchmark's MPNN layer (Dwivedi et al. 2023, §C; Fig. 3): convolution, Norm,
     activation (ELU for GAT, ReLU otherwise), dropout and a residual connection; GatedGCN's edge
-    stream gets its own Norm, ReLU, dropout and residual (their eq. 24).
+    stream gets its own Norm, activation, dropout and residual (their eq. 24). With ``ffn``,
+    GNN+'s feed-forward block (:class:`GNNPlusFFN`) follows on the node stream: the GNN+ layer
+    of Luo, Shi & Wu (ICML 2025) with its official code's order (conv → Norm → σ → dropout →
+    residual → FFN block).
 
     Args:
         hidden_dim, kind, use_edge_features, num_heads: :class:`LocalMPNN`.
         deg, pna_towers, gcn_norm, gat_self_loops: :class:`LocalMPNN`.
+        train_eps, gin_mlp_norm: :class:`LocalMPNN` (GIN / GINE).
         norm: ``"batch"`` (the benchmark's), ``"layer"`` or ``"none"``.
         residual: add the input to the output (both streams).
-        dropout: dropout after the activation.
+        dropout: dropout after the activation (and in the FFN block).
+        activation: ``"relu"``, ``"gelu"`` or ``"elu"`` for both streams and the FFN block;
+            ``None``: the benchmark's (ELU for GAT, ReLU otherwise; ReLU in the FFN block).
+        ffn: add GNN+'s feed-forward block after the block.
+        ffn_dim: its hidden width (``None``: ``2 · hidden_dim``).
+        ffn_norm: its two norms (``None``: ``norm``). GNN+'s GINE layer has BatchNorm there
+            but none after the convolution (``norm="none", ffn_norm="batch"``).
 
     Shapes: ``x [num_nodes, d]``, ``edge_attr [num_edges, d]`` (or ``None``; ``batch`` unused) →
     ``x [num_nodes, d]``; GatedGCN, which updates its edges: ``(x, edge_attr [num_edges, d])``.
@@ -322,17 +454,25 @@ class MPNNBlock(nn.Module):
     def __init__(self, hidden_dim: int, kind: str, *, use_edge_features: bool = False,
                  num_heads: int = 8, deg: Tensor | None = None, pna_towers: int = 5,
                  norm: str = "batch", residual: bool = True, dropout: float = 0.0,
-                 gcn_norm: str = "sym", gat_self_loops: bool = True) -> None:
+                 gcn_norm: str = "sym", gat_self_loops: bool = True,
+                 activation: str | None = None, ffn: bool = False, ffn_dim: int | None = None,
+                 ffn_norm: str | None = None, train_eps: bool = True,
+                 gin_mlp_norm: bool = True) -> None:
         super().__init__()
         self.conv = LocalMPNN(hidden_dim, kind, use_edge_features=use_edge_features,
                               num_heads=num_heads, deg=deg,
                               pna_towers=pna_towers, gcn_norm=gcn_norm,
-                              gat_self_loops=gat_self_loops)
+                              gat_self_loops=gat_self_loops, train_eps=train_eps,
+                              gin_mlp_norm=gin_mlp_norm)
         self.norm = make_norm(norm, hidden_dim)
-        self.act = nn.ELU() if kind == "gat" else nn.ReLU()
+        self.act = make_activation(activation or ("elu" if kind == "gat" else "relu"))
         self.norm_e = make_norm(norm, hidden_dim) if kind == "gatedgcn" else None
         self.residual = residual
         self.dropout = nn.Dropout(dropout)
+        # built last: a block without it draws the same parameters as before it existed
+        self.ffn = (GNNPlusFFN(hidden_dim, ffn_dim, norm=ffn_norm or norm,
+                               activation=activation or "relu", dropout=dropout)
+                    if ffn else None)
 
     def reset_parameters(self) -> None:
         reset_descendants(self)
@@ -343,7 +483,9 @@ class MPNNBlock(nn.Module):
         h, e_hat = h if isinstance(h, tuple) else (h, None)
         h = self.dropout(self.act(self.norm(h)))
         x = x + h if self.residual else h
+        if self.ffn is not None:
+            x = self.ffn(x)
         if e_hat is None:
             return x
-        e = self.dropout(torch.relu(self.norm_e(e_hat)))
+        e = self.dropout(self.act(self.norm_e(e_hat)))
         return x, (edge_attr + e if self.residual else e)

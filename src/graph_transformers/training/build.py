@@ -18,7 +18,7 @@ from ..models import MODELS, build_model, count_parameters
 from ..models.registry import config_spec, edge_feature_use
 from . import targets
 from .config import Config, ConfigError
-from .tasks import Task
+from .tasks import Task, pair_embedding_dim
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +79,16 @@ def model_kwargs(config: Config, spec: DatasetSpec) -> dict[str, Any]:
     Raises:
         ValueError: ``model.use_edge_features`` is ``true`` (or ``auto`` with a model that
             declares it needs edge features: GPS with GINE / GatedGCN, GINE) and the dataset has
-            none; the message names the fix.
+            none; the message names the fix. A pair-level dataset and a model without
+            ``hidden_dim`` (:func:`~.tasks.pair_embedding_dim`).
     """
     kw = config.model.model_dump()
     name = kw.pop("name")
     kw.pop("compile", None)  # a training option, not a constructor argument
     kw.update(out_dim=spec.out_dim, level=spec.level, num_node_types=spec.node_types,
               num_node_features=spec.node_dim)
+    if spec.level == "pair":  # node embeddings; the task scores the pairs (tasks.py)
+        kw.update(out_dim=pair_embedding_dim(kw), level="node")
     if kw.get("use_edge_features") == "auto":
         kw["use_edge_features"] = resolve_edge_features({"name": name, **kw}, spec)
         has = _has_edge_features(spec)

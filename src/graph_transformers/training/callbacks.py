@@ -1,4 +1,6 @@
-"""Training callbacks: the per-epoch CSV log and the stop-at-minimum-LR rule."""
+"""Training callbacks: the per-epoch CSV log, the stop-at-minimum-LR rule, early stopping
+(``trainer.early_stopping``: :func:`early_stopping`), the wall-clock slice, the per-epoch log line
+and the state a resumed run needs."""
 from __future__ import annotations
 
 import csv
@@ -9,10 +11,12 @@ import time
 from pathlib import Path
 
 import lightning as L
-from lightning.pytorch.callbacks import Checkpoint, ModelCheckpoint
+from lightning.pytorch.callbacks import Checkpoint, EarlyStopping, ModelCheckpoint
 
+from ..errors import ConfigError
 from ..fileio import atomic_writer
 from .device import device_name
+from .sections import EarlyStoppingConfig
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +41,60 @@ class StopAtMinLR(L.Callback):
         if lr < self.min_lr:
             trainer.should_stop = True
             self.stopped = True
+
+
+class RunEarlyStopping(EarlyStopping):
+    """Lightning's ``EarlyStopping`` (``trainer.early_stopping``): stops training once
+    ``monitor`` has not improved by more than ``min_delta`` for ``patience`` checks in a row
+    (after each validation), and remembers the epoch it stopped at for ``metrics.json``
+    (:meth:`record`). Its state (best score, epochs without improvement) is kept in every
+    checkpoint by Lightning, so a resumed run counts on.
+
+    Attributes:
+        stopped_at (int | None): the 1-based epoch after which it stopped training; ``None``
+            while it has not.
+    """
+
+    def __init__(self, monitor: str, mode: str, patience: int, min_delta: float) -> None:
+        super().__init__(monitor=monitor, mode=mode, patience=patience, min_delta=min_delta,
+                         strict=True, check_finite=True, verbose=False)
+        self.stopped_at: int | None = None
+
+    def _run_early_stopping_check(self, trainer: L.Trainer) -> None:
+        before = trainer.should_stop
+        super()._run_early_stopping_check(trainer)
+        if trainer.should_stop and not before and self.stopped_at is None:
+            self.stopped_at = trainer.current_epoch + 1
+            log.info("early stopping after epoch %d: %s has not improved by more than %g for %d "
+                     "epoch(s) (best %.6g)", self.stopped_at, self.monitor, abs(self.min_delta),
+                     self.wait_count, float(self.best_score))
+
+    def record(self) -> dict:
+        """What ``metrics.json`` keeps under ``early_stopping``: the settings, ``stopped_epoch``
+        (1-based, ``None`` when it did not stop the run) and the best ``monitor`` value seen."""
+        return {"monitor": self.monitor, "mode": self.mode, "patience": self.patience,
+                "min_delta": abs(self.min_delta), "stopped_epoch": self.stopped_at,
+                "best_score": float(self.best_score)}
+
+
+def early_stopping(config: EarlyStoppingConfig, metric: str,
+                   default: tuple[str, str]) -> RunEarlyStopping:
+    """The callback of ``trainer.early_stopping``: ``monitor`` defaults to ``default[0]`` (the
+    figure the best checkpoint is kept by, mode ``default[1]``); any other must be one this run
+    logs, ``val/`` or ``train/`` of ``loss`` or of ``metric`` (the run's metric), its mode
+    ``min`` for a loss, MAE or RMSE and ``max`` otherwise unless given.
+
+    Raises:
+        ConfigError: a ``monitor`` the run does not log, naming those it does.
+    """
+    allowed = [f"{s}/{m}" for s in ("val", "train") for m in ("loss", metric)]
+    monitor = config.monitor or default[0]
+    if monitor not in allowed:
+        raise ConfigError(f"trainer.early_stopping.monitor={monitor!r} is not logged by this run; "
+                          f"use one of {', '.join(allowed)}")
+    mode = config.mode or (default[1] if monitor == default[0] else
+                           "min" if monitor.split("/")[1] in ("loss", "mae", "rmse") else "max")
+    return RunEarlyStopping(monitor, mode, config.patience, config.min_delta)
 
 
 class EpochLog(Checkpoint):

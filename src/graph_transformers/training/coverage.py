@@ -1,6 +1,7 @@
 """Coverage of the seed papers' cells: which published number has a config, and which a run.
 
-The seed papers' own-model result cells (GT, EGT arXiv v1, GRPE) are listed in
+The seed papers' own-model result cells (GT, EGT arXiv v1, GRPE; and GNN+'s cells that have a
+config, issue 57) are listed in
 ``paper_cells.yaml`` beside this module (:data:`CELLS_FILE`): per cell its paper, table, row,
 dataset, budget, metric, the printed number, and exactly one of ``config`` (the config whose
 ``reference`` is that cell), ``same_as`` (the cell repeats another cell's setting) or ``reason``
@@ -42,9 +43,25 @@ def load_papers(path: str | Path = CELLS_FILE) -> dict[str, dict[str, str]]:
     Returns:
         Paper key (a cell's ``paper``) → ``{title, source, model}``: the paper's heading in the
         coverage table, what the ``reference.source`` of a config citing it first-hand
-        contains, and the library's name of the paper's own model.
+        contains, and the library's name of the paper's own model, or a list of names for a
+        paper with several (:func:`paper_models`).
     """
     return dict(yaml.safe_load(Path(path).read_text())["papers"])
+
+
+def paper_models(paper: dict[str, Any]) -> tuple[str, ...]:
+    """The library's names of a paper's own models: its ``model`` entry, one name or a list
+    (GNN+: GCN, GINE and GatedGCN).
+
+    Raises:
+        ValueError: for an entry that is neither a name nor a non-empty list of names.
+    """
+    model = paper.get("model")
+    names = (model,) if isinstance(model, str) else (tuple(model) if isinstance(model, list)
+                                                     else ())
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ValueError(f"a paper's model must be a model name or a list of them, got {model!r}")
+    return names
 
 
 def parse_printed(printed: str) -> tuple[float, float | None]:
@@ -82,8 +99,8 @@ def seed_paper(source: str, papers: dict[str, dict[str, str]] | None = None) -> 
 def own_model_configs(config_dir: str | Path, relative_to: str | Path | None = None
                       ) -> dict[str, str]:
     """``{config path: seed paper}`` of every config whose reference cites a seed paper for that
-    paper's own model (GT for GT, EGT for EGT, GRPE for GRPE); paths relative to
-    ``relative_to`` (default: the current directory)."""
+    paper's own model (GT for GT, EGT for EGT, GRPE for GRPE, GCN / GINE / GatedGCN for GNN+);
+    paths relative to ``relative_to`` (default: the current directory)."""
     base = Path(relative_to) if relative_to is not None else Path.cwd()
     papers = load_papers()
     found = {}
@@ -91,7 +108,8 @@ def own_model_configs(config_dir: str | Path, relative_to: str | Path | None = N
         if ref is None:
             continue
         paper = seed_paper(ref["source"], papers)
-        if paper is not None and (config.get("model") or {}).get("name") == papers[paper]["model"]:
+        if (paper is not None
+                and (config.get("model") or {}).get("name") in paper_models(papers[paper])):
             found[relative_path(path, base)] = paper
     return found
 
@@ -208,4 +226,5 @@ def write_coverage(results_dir: str | Path, config_dir: str | Path, doc: str | P
 
 __all__ = ["CELLS_FILE", "COVERAGE_END", "COVERAGE_START", "committed_table",
            "coverage_markdown", "coverage_rows", "load_cells", "load_papers", "own_model_configs",
-           "parse_printed", "resolved", "seed_paper", "update_coverage", "write_coverage"]
+           "paper_models", "parse_printed", "resolved", "seed_paper", "update_coverage",
+           "write_coverage"]

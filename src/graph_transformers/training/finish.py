@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ..data.progress import progress
 from ..data.registry import DatasetSpec
 from ..errors import RunError, RunInterrupted, RunTerminated
 from ..fileio import atomic_write_text
@@ -30,7 +31,7 @@ from .finetune import summary as finetune_summary
 from .loaders import eval_loader
 from .module import evaluate
 from .predict_only import predict_only_splits
-from .splits import collect_provenance, resolve_data
+from .splits import collect_provenance, resolve_data, split_record
 from .tasks import Task
 
 log = logging.getLogger(__name__)
@@ -52,13 +53,20 @@ def write_json(path: str | Path, obj: Any) -> None:
 def _evaluate_checkpoint(config: Config, spec: DatasetSpec, model: torch.nn.Module,
                          splits: dict, checkpoint: Path, task: Task
                          ) -> tuple[int, dict[str, dict]]:
-    """Loads ``checkpoint`` into ``model`` and evaluates every split: (1-based epoch, results)."""
+    """Loads ``checkpoint`` into ``model`` and evaluates every split: (1-based epoch, results);
+    one INFO line, and on a terminal a progress bar per split
+    (:func:`~graph_transformers.data.progress.progress`)."""
     state = load_model_weights(model, checkpoint)
     epoch = int(state.get("epoch", -1)) + 1
     device = eval_device(config.trainer.accelerator)  # where it trained (fit ends on the CPU)
     predict_only = predict_only_splits(splits)  # no labels: no metric ({})
+    todo = [s for s in splits if s not in predict_only]
+    log.info("final evaluation: %s (epoch %d) on %s (%s graphs)", checkpoint.name, epoch,
+             ", ".join(todo), "/".join(str(len(splits[s])) for s in todo))
     return epoch, {s: {} if s in predict_only else
-                   evaluate(model, spec, eval_loader(config, ds, s), device=device, task=task)
+                   evaluate(model, spec, progress(eval_loader(config, ds, s),
+                                                  f"evaluating {checkpoint.stem}, {s}",
+                                                  unit="batch"), device=device, task=task)
                    for s, ds in splits.items()}
 
 
@@ -85,17 +93,21 @@ def check_finite_metrics(results: dict[str, dict[str, float]], where: str) -> No
 def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits: dict,
                out: Path, checkpoint: Path, epochs: int, wall_time_s: float, num_params: int,
                provenance: dict, last_checkpoint: Path | None = None,
-               stopped_by: str = "interrupted", binding: dict | None = None) -> dict[str, Any]:
+               stopped_by: str = "interrupted", binding: dict | None = None,
+               early_stopping: dict | None = None) -> dict[str, Any]:
     """Evaluates every split at ``checkpoint`` (the best-validation epoch) and writes
     ``metrics.json`` (``model``, ``dataset``, ``config``, ``num_params``, ``num_graphs``,
-    ``epochs``, ``wall_time_s``, ``data_source``, ``split`` (the dataset's ``split_rule`` record,
-    or ``None``) and per-split metric dicts; ``train``/``val``/``test`` are taken at that epoch).
+    ``epochs``, ``wall_time_s``, ``data_source``, ``split`` (the split's record,
+    :func:`~.splits.split_record`) and per-split metric dicts; ``train``/``val``/``test`` are
+    taken at that epoch).
     With ``last_checkpoint``, the splits are also evaluated at the final epoch under ``"last":
     {"epoch", "train", "val", "test"}``: the GT benchmark reports that one.
     ``stopped_by`` records what ended training: ``min_lr`` or ``max_epochs`` (the schedule ran to
-    its end), ``max_time``, ``slice`` (a wall-clock slice ended, ``trainer.slice_minutes``) or
-    ``interrupted`` (it did not). ``binding`` (``run_id``, ``data_fingerprint``, and
-    ``data_changed`` when ``--allow-data-change`` was used) is recorded as given. A predict-only
+    its end), ``early_stopping`` (``trainer.early_stopping``; its record, with the
+    ``stopped_epoch``, is kept under ``early_stopping`` as given), ``max_time``, ``slice`` (a
+    wall-clock slice ended, ``trainer.slice_minutes``) or ``interrupted`` (it did not).
+    ``binding`` (``run_id``, ``data_fingerprint``, and ``data_changed`` when
+    ``--allow-data-change`` was used) is recorded as given. A predict-only
     split (no labels by design, :mod:`~.predict_only`) gets ``{}`` and is named, with the
     reason, under ``predict_only``.
 
@@ -134,8 +146,8 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
         "provenance": provenance,
         # where the graphs came from (data.source): published files or generated, and why
         "data_source": getattr(next(iter(splits.values())), "data_source", None),
-        # the split rule where the dataset records one (TU: index files or seeded folds)
-        "split": getattr(next(iter(splits.values())), "split_rule", None),
+        # the split rule: the dataset's record (data.split and its files' sha256, TU folds)
+        "split": split_record(splits, spec, config),
         "metric": spec.metric,
         "target_standardization": targets.record(model),
         "init_from": finetune_summary(out),
@@ -143,6 +155,8 @@ def finish_run(config: Config, spec: DatasetSpec, model: torch.nn.Module, splits
         **(binding or {}),
         **{s: r for s, r in results.items()},
     }
+    if early_stopping is not None:
+        metrics["early_stopping"] = early_stopping
     if last is not None:
         metrics["last"] = last
     write_json(out / "metrics.json", metrics)

@@ -13,10 +13,10 @@ from typing import Any
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import TQDMProgressBar
-from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from ..core.checks import validate_dataset
+from ..data.progress import progress_enabled
 from ..data.registry import DatasetSpec
 from ..encodings.registry import float_encodings
 from ..errors import RunError, RunInterrupted, RunTerminated
@@ -26,13 +26,15 @@ from .allocator import configure_for_training
 from .binding import (check_same_data, data_fingerprint, new_run_id, read_run_id, stored_binding,
                       write_node_split, write_run_id)
 from .build import check_param_budget, make_model, make_task
-from .callbacks import EpochLog, EpochSummary, RunCheckpoint, RunState, SliceDeadline, StopAtMinLR
+from .callbacks import (EpochLog, EpochSummary, RunCheckpoint, RunEarlyStopping, RunState,
+                        SliceDeadline, StopAtMinLR, early_stopping)
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
 from .config import Config, ConfigError, load_config, save_config
 from .device import compile_model, trains_on_cpu
 from .distributed import SeedPerRank, ddp_strategy, launch_is_rank_zero
 from .finish import finish_run, sigterm_raises
 from .loaders import make_loaders
+from .loggers import finish_loggers, log_interval, make_loggers
 from .module import GraphTaskModule
 from .numerics import watch_in_debug_mode
 from .rundir import check_resume_compatible, check_run_target, resume_checkpoint, run_lock
@@ -44,7 +46,8 @@ log = logging.getLogger(__name__)
 
 def train(config: Config, out_dir: str | Path, resume: bool = False,
           dataset=None, allow_data_change: bool = False,
-          init_from: str | Path | None = None) -> dict[str, Any]:
+          init_from: str | Path | None = None,
+          callbacks: list[L.Callback] | None = None) -> dict[str, Any]:
     """Trains one seed of ``config`` into ``out_dir`` and returns its ``metrics.json`` content.
 
     ``dataset``: a user's graphs (a list of ``torch_geometric.data.Data`` or a PyG dataset)
@@ -54,7 +57,8 @@ def train(config: Config, out_dir: str | Path, resume: bool = False,
 
     ``init_from``: a trained run's directory whose matching weights the new model starts from
     (fine-tuning, :mod:`~.finetune`; the task head is re-initialized when the task differs);
-    recorded in ``init_from.json`` and ``metrics.json``. Ignored on ``resume``.
+    recorded in ``init_from.json`` and ``metrics.json``. Ignored on ``resume``. ``callbacks``:
+    Lightning callbacks added to the run's own (a sweep's pruning, :mod:`~.sweep`).
 
     The run holds an exclusive lock on ``out_dir`` throughout (:func:`~.rundir.run_lock`).
     With ``resume``, the checkpoint (``last.ckpt``, else the newest readable one) is read and
@@ -82,14 +86,16 @@ def train(config: Config, out_dir: str | Path, resume: bool = False,
         torch.set_num_threads(config.trainer.threads)
     try:
         with run_lock(out):
-            return _train_locked(config, out, resume, dataset, allow_data_change, init_from)
+            return _train_locked(config, out, resume, dataset, allow_data_change, init_from,
+                                 callbacks or [])
     finally:
         torch.set_num_threads(threads)  # a Python caller keeps its own setting
 
 
 def _train_locked(config: Config, out: Path, resume: bool, dataset=None,
                   allow_data_change: bool = False,
-                  init_from: str | Path | None = None) -> dict[str, Any]:
+                  init_from: str | Path | None = None, extra: list | None = None
+                  ) -> dict[str, Any]:
     """The body of :func:`train` under the run lock: the run directory, data and model,
     Lightning's fit, then the evaluation of the best checkpoint (:func:`~.finish.finish_run`)."""
     resume_from, stored = open_run_dir(config, out, resume)
@@ -100,7 +106,8 @@ def _train_locked(config: Config, out: Path, resume: bool, dataset=None,
     module, num_params = _build_module(config, data, out, resume_from, stored, init_from)
     callbacks, best_ckpt, stop_rule = _callbacks(config, data.spec, out, loaders,
                                                  stored["run_id"], data.fingerprint)
-    trainer, fit_time = _fit(config, module, loaders, callbacks, out, resume_from)
+    trainer, fit_time = _fit(config, module, loaders, callbacks + (extra or []), out,
+                             resume_from)
     if not trainer.is_global_zero:
         return {}
     stopped_by = _stopped_by(config, trainer, callbacks, stop_rule)
@@ -115,7 +122,9 @@ def _train_locked(config: Config, out: Path, resume: bool, dataset=None,
                           wall_time_s=callbacks[0].elapsed or fit_time,  # over all segments
                           num_params=num_params, provenance=data.provenance,
                           last_checkpoint=out / "checkpoints" / "last.ckpt",
-                          stopped_by=stopped_by, binding=binding)
+                          stopped_by=stopped_by, binding=binding,
+                          early_stopping=next((c.record() for c in callbacks
+                                               if isinstance(c, RunEarlyStopping)), None))
 
 
 @dataclass
@@ -187,6 +196,8 @@ def _stopped_by(config: Config, trainer: L.Trainer, callbacks: list[L.Callback],
         return "interrupted"
     if stop_rule is not None and stop_rule.stopped:
         return "min_lr"
+    if any(isinstance(c, RunEarlyStopping) and c.stopped_at for c in callbacks):
+        return "early_stopping"
     if trainer.current_epoch >= config.trainer.max_epochs:
         return "max_epochs"
     if deadline is not None and deadline.stopped:
@@ -275,38 +286,6 @@ def _write_run_files(config: Config, out: Path, run_id: str) -> None:
         write_run_id(out, run_id)
 
 
-def make_loggers(names: list[str], out: Path) -> list:
-    """Lightning loggers of a run: CSV (always, ``out/lightning_logs``) plus the named ones
-    (``tensorboard``, ``wandb``, ``mlflow``), each writing under ``out``.
-
-    Args:
-        names: ``trainer.logger``.
-        out: the run directory.
-
-    Returns:
-        list: the loggers.
-
-    Raises:
-        MissingDependencyError: when a named logger's package is not installed.
-    """
-    from .._optional import require
-    loggers: list = [CSVLogger(str(out), name="lightning_logs")]
-    if "tensorboard" in names:
-        require("tensorboard", "trainer.logger: tensorboard")
-        from lightning.pytorch.loggers import TensorBoardLogger
-        loggers.append(TensorBoardLogger(str(out), name="tensorboard"))
-    if "wandb" in names:
-        require("wandb", "trainer.logger: wandb")
-        from lightning.pytorch.loggers import WandbLogger
-        loggers.append(WandbLogger(save_dir=str(out), name=out.name))
-    if "mlflow" in names:
-        require("mlflow", "trainer.logger: mlflow")
-        from lightning.pytorch.loggers import MLFlowLogger
-        loggers.append(MLFlowLogger(experiment_name=out.name,
-                                    tracking_uri=f"file:{(out / 'mlruns').resolve()}"))
-    return loggers
-
-
 def _monitor(spec: DatasetSpec, config: Config) -> tuple[str, str]:
     """What picks the best checkpoint: the validation metric, or the validation loss."""
     if config.protocol.select_by == "loss":
@@ -339,10 +318,13 @@ def _callbacks(config: Config, spec: DatasetSpec, out: Path, loaders: dict,
     if isinstance(sched, PlateauConfig) and sched.stop_at_min_lr:
         stop_rule = StopAtMinLR(sched.min_lr)
         callbacks.append(stop_rule)
+    if config.trainer.early_stopping is not None:  # same default figure as the best checkpoint
+        callbacks.append(early_stopping(config.trainer.early_stopping, spec.metric,
+                                        (monitor, mode)))
     if config.trainer.slice_minutes is not None:
         callbacks.append(SliceDeadline(config.trainer.slice_minutes))
     # a progress bar on a terminal; one line per epoch when the output goes to a file
-    if config.trainer.enable_progress_bar and sys.stdout.isatty():
+    if config.trainer.enable_progress_bar and progress_enabled(sys.stdout):
         callbacks.append(TQDMProgressBar(refresh_rate=max(1, len(loaders["train"]) // 20)))
     elif config.trainer.enable_progress_bar:
         callbacks.append(EpochSummary())
@@ -362,15 +344,16 @@ def _fit(config: Config, module: GraphTaskModule, loaders: dict, callbacks: list
     use_bar = any(isinstance(c, TQDMProgressBar) for c in callbacks)
     tkw = {"enable_model_summary": False,
            "use_distributed_sampler": config.data.num_neighbors is not None,
-           **config.trainer.trainer_kwargs(), "enable_progress_bar": use_bar}
+           **config.trainer.trainer_kwargs(), "enable_progress_bar": use_bar,
+           "log_every_n_steps": log_interval(config.trainer.log_every_n_steps, loaders["train"])}
+    if "strategy" in tkw:  # DDP with parameters a step leaves without gradient (GT's edges)
+        tkw["strategy"] = ddp_strategy(tkw["strategy"], module, loaders["train"].dataset,
+                                       config.data.batch_size)
     trainer = L.Trainer(default_root_dir=str(out), callbacks=callbacks,
                         logger=make_loggers(config.trainer.logger, out),
                         plugins=[AtomicCheckpointIO()], **tkw)
     start = time.perf_counter()
     try:
-    if "strategy" in tkw:  # DDP with parameters a step leaves without gradient (GT's edges)
-        tkw["strategy"] = ddp_strategy(tkw["strategy"], module, loaders["train"].dataset,
-                                       config.data.batch_size)
         trainer.fit(module, loaders["train"], loaders["val"],
                     ckpt_path=str(resume_from) if resume_from else None)
     except (SIGTERMException, SystemExit, KeyboardInterrupt) as err:
@@ -386,7 +369,9 @@ def _fit(config: Config, module: GraphTaskModule, loaders: dict, callbacks: list
         error = RunInterrupted if sigint else RunTerminated
         raise error(f"{detail}; continue with the same command plus --resume --out {out}",
                     detail=detail) from None
-    return trainer, time.perf_counter() - start
+    elapsed = time.perf_counter() - start
+    finish_loggers(trainer.loggers)  # W&B: this run's files complete, the next run its own
+    return trainer, elapsed
 
 
 def _epoch_of(path: Path) -> int | str:

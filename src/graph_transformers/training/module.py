@@ -26,7 +26,8 @@ class GraphTaskModule(L.LightningModule):
     """Trains ``model`` on the task a :class:`DatasetSpec` describes.
 
     Logs ``train/loss`` and ``val/loss`` plus ``{train,val}/<metric>`` each epoch; the learning
-    rate as ``lr``. Under DDP the logged values are reduced over the ranks (``sync_dist``,
+    rate as ``lr``. Lightning's sanity check (a few validation batches before training) computes
+    no metric, only the loss. Under DDP the logged values are reduced over the ranks (``sync_dist``,
     torchmetrics states) and validation runs with rank 0's buffers on every rank. ``task`` overrides
     the default :class:`Task` of ``spec`` (global class weights, split-level weighted accuracy).
     """
@@ -101,6 +102,9 @@ class GraphTaskModule(L.LightningModule):
         self.log("lr", self.trainer.optimizers[0].param_groups[0]["lr"], sync_dist=True)
 
     def on_validation_epoch_end(self) -> None:
+        if self.trainer.sanity_checking:  # a batch or two before training: a metric there says
+            self.val_metrics.reset()      # nothing (ROC-AUC is NaN on a one-class batch)
+            return
         self.log_dict(self.val_metrics.compute(), prog_bar=True, sync_dist=True)
         self.val_metrics.reset()
 

@@ -44,7 +44,7 @@ from .tables import PERCENT_METRICS
 README_START = ("<!-- reproduction table: written by `graph-transformers table results/`; "
                 "do not edit -->")
 README_END = "<!-- end of reproduction table -->"
-COMPLETE = ("min_lr", "max_epochs")
+COMPLETE = ("min_lr", "max_epochs", "early_stopping")
 #: ``stopped_by`` of a run stopped before its schedule's end that ``--resume`` continues: its
 #: wall-clock slice ran out (``trainer.slice_minutes``) or it was interrupted
 UNFINISHED = ("slice", "interrupted")
@@ -89,6 +89,9 @@ def config_references(config_dir: str | Path
 #: data keys that only describe a user's own file (``data.path``)
 _USER_DATA_KEYS = ("smiles_column", "target_columns", "task", "level", "split_files")
 _WHERE_KEYS = ("data_dir", "cache_dir", "num_workers", "pin_memory")
+#: keys only a node table (``data.name: node_table``) reads
+_NODE_TABLE_KEYS = ("edges", "nodes", "id_column", "label_column", "feature_columns",
+                    "undirected", "allow_no_edges")
 
 
 def _config_changed(run_config: dict[str, Any], current: dict[str, Any]) -> bool:
@@ -105,6 +108,9 @@ def _config_changed(run_config: dict[str, Any], current: dict[str, Any]) -> bool
                 a.pop(key, None), b.pop(key, None)
             if a.get("path") is None and b.get("path") is None:  # keys of a user's own data
                 for key in _USER_DATA_KEYS:
+                    a.pop(key, None), b.pop(key, None)
+            if "node_table" not in (a.get("name"), b.get("name")):
+                for key in _NODE_TABLE_KEYS:
                     a.pop(key, None), b.pop(key, None)
         if a != b:
             return True

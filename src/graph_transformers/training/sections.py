@@ -58,7 +58,8 @@ class DataConfig(Section):
     #: graphs per sorting window of the bucketing sampler, in batches
     bucket_window: PositiveInt = 50
     #: a user's own data (``name`` is then ignored): a molecule CSV (``.csv``, ``.csv.gz``),
-    #: featurized like MoleculeNet and split by scaffold, or a saved list of PyG graphs
+    #: featurized like MoleculeNet and split by scaffold (or ``split``; a label cell may hold a
+    #: list, ``[0, 1, 0]``: one task per entry, ``nan`` = missing), or a saved list of PyG graphs
     #: (``.pt``: ``InMemoryDataset.save(data_list, path)`` or ``torch.save(data_list, path)``;
     #: ``graph_transformers.datasets.user.graph_list``)
     path: str | None = None
@@ -76,8 +77,9 @@ class DataConfig(Section):
     standardize_targets: bool | Literal["auto"] = "auto"
     #: the metric reported and used to keep the best epoch, instead of the dataset's own:
     #: ``mae`` / ``rmse`` (regression), ``accuracy`` / ``weighted_accuracy`` (classification),
-    #: ``f1`` (two classes), ``roc_auc`` / ``ap`` (binary tasks)
-    metric: Literal["mae", "rmse", "accuracy", "weighted_accuracy", "f1", "roc_auc",
+    #: ``f1`` (two classes), ``f1_macro`` (classification: F1 per class over the split, averaged
+    #: over the classes, LRGB's), ``roc_auc`` / ``ap`` (binary tasks)
+    metric: Literal["mae", "rmse", "accuracy", "weighted_accuracy", "f1", "f1_macro", "roc_auc",
                     "ap"] | None = None
     #: a graph file's prediction level, read off ``y``'s rows unless given
     level: Literal["graph", "node", "edge"] | None = None
@@ -91,9 +93,11 @@ class DataConfig(Section):
     #: ``node_table``: the node table (CSV / TSV with a header: id, label, features, masks);
     #: optional for a graph file whose nodes carry the attributes
     nodes: str | None = None
-    #: ``node_table``: the id column (without it, nodes are the rows and the edge list holds
-    #: 0- or 1-based row numbers; ``options.id_base`` fixes the base)
-    id_column: str = "id"
+    #: ``node_table``: the id column; unset: the first column named ``id``, ``node_id``,
+    #: ``node``, ``nodeid`` or ``name`` (any case), else the first whose distinct cells hold every
+    #: id of the edge list; without one, nodes are the rows and the edge list holds 0- or
+    #: 1-based row numbers (``options.id_base`` fixes the base)
+    id_column: str | None = None
     #: ``node_table``: the label column (empty cells: unlabelled nodes, in no split)
     label_column: str = "label"
     #: ``node_table``: feature columns (a number or a comma-separated vector per cell); default:
@@ -105,9 +109,18 @@ class DataConfig(Section):
     #: 0-byte or header-only edge list is a data error (a wrong path or a failed export, far
     #: more often than a graph meant to have none)
     allow_no_edges: bool = False
-    #: ``node_table``: ``random:TRAIN,VAL,TEST`` (seeded by ``seed``, stratified by class),
-    #: ``columns`` (the table's train_mask / val_mask / test_mask) or an ``.npz`` of the three
-    #: masks in node-table order; default: ``columns`` when present, else ``random:0.6,0.2,0.2``
+    #: the split of a user's data (``graph_transformers.data.split_rules``, docs/datasets.md):
+    #: ``random`` / ``random:TRAIN,VAL,TEST`` (fractions drawn from ``seed``; default
+    #: 0.8,0.1,0.1, a node table's 0.6,0.2,0.2 stratified by class); ``scaffold`` /
+    #: ``scaffold:TRAIN,VAL,TEST`` (a molecule CSV's default); a column name (a molecule CSV's
+    #: column of train / val / test cells); ``columns`` (a node table's train_mask / val_mask /
+    #: test_mask, its default when present); or a file of 0-based ids: one split as index arrays
+    #: train / val / test in an ``.npz``, ``.json`` or ``.pickle`` (LRGB's; a node table's
+    #: ``.npz`` holds the three masks instead), or folds, fold ``fold`` of them: a ``.json``
+    #: list (the fair-comparison format of Errica et al. 2020) or a folder / glob of
+    #: benchmarking-gnns ``*_train/_val/_test.index`` files (``--folds FILE`` trains them all).
+    #: Ids count a CSV's data rows, a graph file's graphs (nodes / edges of a one-graph file), a
+    #: TU set's graphs (which take a file only). Not with ``split_files``
     split: str | None = None
     #: neighbour sampling for node tasks on one large graph (PyG ``NeighborLoader``): neighbours
     #: sampled per hop, e.g. ``[10, 10]``; ``batch_size`` is then the number of seed nodes
@@ -160,11 +173,14 @@ class DataConfig(Section):
                 and self.name != "graph_list":
             raise ValueError("data.level and data.split_files apply to a graph file "
                              "(data.path: <file>.pt) or in-memory graphs")
+        if self.split is not None and self.split_files is not None:
+            raise ValueError("data.split and data.split_files both give the split; give one "
+                             "(data.split: a split file of index arrays train / val / test)")
         return self
 
     @model_validator(mode="after")
     def _node_table(self) -> DataConfig:
-        keys = [k for k in ("edges", "nodes", "split", "feature_columns")
+        keys = [k for k in ("edges", "nodes", "feature_columns")
                 if getattr(self, k) is not None] + (["allow_no_edges"] if self.allow_no_edges
                                                     else [])
         if keys and self.name != "node_table":
@@ -242,6 +258,23 @@ def trainer_arguments() -> set[str]:
     return set(inspect.signature(lightning.Trainer.__init__).parameters) - {"self"}
 
 
+class EarlyStoppingConfig(Section):
+    """``trainer.early_stopping``: Lightning's ``EarlyStopping`` callback, same names. Training
+    stops once ``monitor`` has not improved by more than ``min_delta`` for ``patience``
+    validations in a row; ``metrics.json`` records it (``stopped_by: early_stopping`` and
+    ``early_stopping.stopped_epoch``). Not a ``lightning.Trainer`` argument: the run builds the
+    callback (``training.callbacks.RunEarlyStopping``)."""
+
+    #: ``val/loss``, ``val/<metric>`` (the run's metric, ``data.metric``) or the same of
+    #: ``train/``; default: what the best checkpoint is kept by (``val/<metric>``, ``val/loss``
+    #: with ``protocol.select_by: loss``)
+    monitor: str | None = None
+    patience: PositiveInt = 10
+    #: default: ``min`` for a loss, MAE or RMSE, ``max`` for the other metrics
+    mode: Literal["min", "max"] | None = None
+    min_delta: Annotated[float, Field(ge=0)] = 0.0
+
+
 class TrainerConfig(Section):
     """Arguments of ``lightning.Trainer``, same names. The fields below are validated here; every
     other ``Trainer`` argument (``num_sanity_val_steps``, ``gradient_clip_algorithm``,
@@ -278,6 +311,9 @@ class TrainerConfig(Section):
     #: faster. Results are reproducible for a fixed thread count, not across thread counts.
     #: Not a Lightning argument.
     threads: PositiveInt | None = None
+    #: stop when the validation figure stops improving (:class:`EarlyStoppingConfig`; ``{}``:
+    #: its defaults). Not a Lightning argument.
+    early_stopping: EarlyStoppingConfig | None = None
 
     @model_validator(mode="after")
     def _trainer_arguments(self) -> TrainerConfig:
@@ -296,7 +332,8 @@ class TrainerConfig(Section):
         """Keyword arguments for ``lightning.Trainer`` (``None`` values and ``logger`` left
         out: the run builds its loggers from the names)."""
         return {k: v for k, v in self.model_dump().items()
-                if v is not None and k not in ("logger", "slice_minutes", "threads")}
+                if v is not None and k not in ("logger", "slice_minutes", "threads",
+                                               "early_stopping")}
 
 
 class ProtocolConfig(Section):

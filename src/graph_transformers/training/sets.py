@@ -1,6 +1,7 @@
 """Sets of runs: several seeds of a config (:func:`train_seeds`) and cross-validation folds
-(:func:`train_folds`), each run a :func:`~.fit.train` in its own directory, and their
-``summary.json``: mean ± s.d. over the runs (:func:`summarize`)."""
+(:func:`train_folds`; ``--folds K`` or ``--folds FILE``, :mod:`~.folds`), each run a
+:func:`~.fit.train` in its own directory, and their ``summary.json``: mean ± s.d. over the runs
+(:func:`summarize`)."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ from ..errors import RunTerminated, RunUnfinished
 from .config import Config
 from .distributed import launch_is_rank_zero
 from .finish import write_json
+from .folds import plan_folds
 from .fit import train
 from .reproduction import UNFINISHED
 from .rundir import check_run_target, run_lock
@@ -123,27 +125,31 @@ def _train_seeds_locked(config: Config, out: Path, num_seeds: int, resume: bool,
     return summary
 
 
-def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: int = 1,
-                resume: bool = False, dataset=None, allow_data_change: bool = False,
+def train_folds(config: Config, out_dir: str | Path, num_folds: int | str | Path,
+                num_seeds: int = 1, resume: bool = False, dataset=None,
+                allow_data_change: bool = False,
                 init_from: str | Path | None = None) -> dict[str, Any]:
-    """Cross-validation: ``num_seeds`` seeds of each fold ``0..num_folds-1`` (``data.fold``), into
-    ``out_dir/fold_<k>/`` (seeds as :func:`train_seeds`), and ``summary.json`` with mean ± s.d.
-    over every (fold, seed) run, as the CSL and TU benchmarks report.
+    """Cross-validation: ``num_seeds`` seeds of each fold, into ``out_dir/fold_<k>/`` (seeds as
+    :func:`train_seeds`), and ``summary.json`` with mean ± s.d. over every (fold, seed) run, as
+    the CSL and TU benchmarks report. ``num_folds``: ``K`` trains ``data.fold`` ``0..K-1``
+    (refused where the split does not change with the fold); a folds file trains each of its
+    folds as ``data.split: FILE``, ``data.fold: k`` (:func:`~.folds.plan_folds`).
 
     Returns:
-        dict: the ``summary.json`` (with ``folds``; ``{}`` on a DDP rank other than 0).
+        dict: the ``summary.json`` (with ``folds``, and ``folds_file`` for a file; ``{}`` on a
+        DDP rank other than 0).
 
     Raises:
         ValueError: when ``num_folds`` < 1.
+        ConfigError: ``--folds K`` on a fixed split, or a file that is no folds file
+            (:func:`~.folds.plan_folds`).
         RunUnfinished: a run stopped before its schedule ended (as :func:`train_seeds`).
     """
-    if num_folds < 1:
-        raise ValueError(f"--folds must be >= 1, got {num_folds}")
+    configs, about = plan_folds(config, num_folds, dataset)
     out = Path(out_dir)
     check_run_target(out, of_set=True)
     runs = []
-    for k in range(num_folds):
-        cfg = config.model_copy(update={"data": config.data.model_copy(update={"fold": k})})
+    for k, cfg in enumerate(configs):
         fold_dir = out / f"fold_{k}"
         if num_seeds == 1:
             _train_member(cfg, fold_dir, resume, dataset=dataset,
@@ -155,6 +161,6 @@ def train_folds(config: Config, out_dir: str | Path, num_folds: int, num_seeds: 
     if not launch_is_rank_zero():  # DDP: rank 0 writes the summary
         return {}
     summary = summarize(runs)
-    summary["folds"] = num_folds
+    summary.update(about)
     write_json(out / "summary.json", summary)
     return summary

@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 def graph_list_splits(config: Config, dataset) -> tuple[DatasetSpec, dict]:
     """Spec and ``{train, val, test}`` splits of a user's in-memory graphs (a list of PyG
     ``Data`` or a PyG dataset) under ``config.data`` (``level``, ``task``, ``fold``, ``seed``,
-    ``split_files``) with ``config.encodings`` applied (:class:`~..data.graph_list.GraphList`).
+    ``split_files``, ``split``) with ``config.encodings`` applied
+    (:class:`~..data.graph_list.GraphList`).
 
     Args:
         config: the run's config.
@@ -42,7 +43,8 @@ def graph_list_splits(config: Config, dataset) -> tuple[DatasetSpec, dict]:
     spec = choose_metric(graph_list_spec(info, "graph_list"), d.metric)
     pre = build_pre_transform(config.encodings, graph_size_limit(config, spec))
     splits = {s: GraphList(graphs, s, fold=d.fold, seed=d.seed, split_files=d.split_files,
-                           pre_transform=pre, info=info) for s in ("train", "val", "test")}
+                           pre_transform=pre, info=info, split_rule=d.split)
+              for s in ("train", "val", "test")}
     return spec, splits
 
 
@@ -152,9 +154,10 @@ def check_splits(splits: dict, config: Config) -> None:
         return
     sizes = "/".join(str(len(ds)) for ds in splits.values())
     hint = ""
-    if config.data.path is not None or hasattr(next(iter(splits.values())), "split_indices"):
+    rule = getattr(next(iter(splits.values())), "split_rule", None) or {}
+    if rule.get("rule") == "scaffold":  # a molecule CSV's scaffold split
         from ..datasets.molecules.scaffold import min_molecules_per_split
-        frac = getattr(next(iter(splits.values())), "frac", (0.8, 0.1, 0.1))
+        frac = getattr(next(iter(splits.values())), "frac", None) or (0.8, 0.1, 0.1)
         hint = (f"; the scaffold split with frac={tuple(frac)} needs at least "
                 f"{min_molecules_per_split(frac)} valid molecules with distinct scaffolds (more "
                 "when molecules share a scaffold) to give every split one")
@@ -175,6 +178,28 @@ def _labels_all_missing(dataset) -> bool:
     if y is None or not torch.is_floating_point(y) or y.numel() == 0:
         return False
     return bool(torch.isnan(y).all())
+
+
+def split_record(splits: dict, spec: DatasetSpec, config: Config) -> dict:
+    """What ``metrics.json`` keeps under ``split``: the dataset's own record of its rule
+    (``split_rule``: a user's ``data.split`` with the sha256 of its files, a TU set's folds, a
+    graph file's folds or split files), else the dataset's fixed split by name (with
+    ``data.fold`` where the dataset takes one).
+
+    Args:
+        splits: ``{split name: dataset}``.
+        spec: the dataset's spec.
+        config: the run's config.
+
+    Returns:
+        dict: ``{"rule": ..., ...}``.
+    """
+    rule = getattr(next(iter(splits.values())), "split_rule", None)
+    if rule:
+        return rule
+    fold = f", fold {config.data.fold}" if "fold" in spec.params else ""
+    return {"rule": f"the dataset's own split ({spec.name}{fold})",
+            "sizes": {s: len(ds) for s, ds in splits.items()}}
 
 
 def collect_provenance(splits: dict) -> dict:

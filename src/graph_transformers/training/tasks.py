@@ -4,8 +4,14 @@ A :class:`Task` is built from a :class:`~graph_transformers.data.registry.Datase
 model output plus its batch into ``(prediction, target)`` pairs for the loss and the metrics:
 
 - ``level``: ``"graph"`` (one output per graph), ``"node"`` (per node; a boolean ``node_mask``
-  on the batch, as set for the transductive Planetoid splits, selects the nodes that count) or
-  ``"edge"`` (per edge of ``edge_index``; a boolean ``edge_mask`` likewise);
+  on the batch, as set for the transductive Planetoid splits, selects the nodes that count),
+  ``"edge"`` (per edge of ``edge_index``; a boolean ``edge_mask`` likewise) or ``"pair"`` (link
+  prediction within each graph, PCQM-Contact: the batch carries labelled node pairs in PyG's
+  link-prediction fields, ``edge_label_index [2, num_pairs]`` and ``edge_label [num_pairs]``
+  (1 / 0); the model is built as a node-level model whose outputs are node embeddings of
+  :func:`pair_embedding_dim` channels, and a pair's logit is the dot product of its nodes'
+  embeddings, :func:`~.lrgb_metrics.pair_dot_scores`, LRGB's ``edge_decoding: dot``; the
+  ``mrr`` metric ranks every node pair of each graph, :mod:`~.lrgb_metrics`);
 - ``task``: ``"regression"`` (NaN targets are missing labels, ignored by loss and metrics),
   ``"classification"`` (single label, ``out_dim`` classes) or ``"binary"`` (``out_dim``
   independent binary tasks; NaN targets are missing labels and are ignored by loss and
@@ -37,8 +43,25 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from ..data.registry import DatasetSpec
+from .lrgb_metrics import FilteredMRR, pair_dot_scores, pair_score_grid
 from .metrics import (LSC_EVALUATORS, BatchMeanWeightedAccuracy, MultitaskAP, MultitaskROCAUC,
                       OGBEvaluatorAP, OGBEvaluatorROCAUC, OGBLSCEvaluatorMAE)
+
+
+def pair_embedding_dim(model_kwargs: dict) -> int:
+    """The width of the node embeddings a pair-level model outputs (the model is built at node
+    level with this ``out_dim``): the model's ``hidden_dim``, as LRGB's ``inductive_edge`` head
+    maps the last layer's ``dim_inner`` channels to ``dim_inner`` before the dot product.
+
+    Raises:
+        ValueError: a model section without ``hidden_dim``.
+    """
+    dim = model_kwargs.get("hidden_dim")
+    if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+        raise ValueError("a pair-level task (link prediction, e.g. pcqm-contact) scores pairs by "
+                         "the dot product of node embeddings of model.hidden_dim channels; this "
+                         "model has no hidden_dim")
+    return dim
 
 
 @dataclass(frozen=True)
@@ -80,6 +103,8 @@ class Task:
         :func:`~.module.evaluate` accumulate it as a tensor)."""
         if self.spec.level == "graph":
             return int(batch.num_graphs)
+        if self.spec.level == "pair":
+            return int(batch.edge_label_index.size(1))
         mask = getattr(batch, f"{self.spec.level}_mask", None)
         if mask is not None:
             return mask.sum()
@@ -90,8 +115,13 @@ class Task:
     def select(self, out: Tensor, batch) -> tuple[Tensor, Tensor]:
         """``(output, target)`` of the items that count, shaped for the loss. A ``node_mask`` /
         ``edge_mask`` selects by boolean indexing, the one host sync left in a training step
-        (transductive single-graph tasks only)."""
-        y = batch.y
+        (transductive single-graph tasks only). A pair-level task's ``out`` is node embeddings
+        ``[num_nodes, d]``, turned into one logit per labelled pair (``[num_pairs, 1]``, target
+        ``edge_label``)."""
+        if self.spec.level == "pair":
+            out, y = pair_dot_scores(out, batch.edge_label_index), batch.edge_label
+        else:
+            y = batch.y
         if self.spec.level in ("node", "edge"):
             mask = getattr(batch, f"{self.spec.level}_mask", None)
             if mask is not None:
@@ -161,6 +191,10 @@ class Task:
             metric = BatchMeanWeightedAccuracy(n, **kwargs)
         elif m == "f1":
             metric = torchmetrics.classification.BinaryF1Score(**kwargs)
+        elif m == "f1_macro":  # LRGB's VOC / COCO: over the whole split (lrgb_metrics)
+            metric = torchmetrics.classification.MulticlassF1Score(n, average="macro", **kwargs)
+        elif m == "mrr" and self.spec.level == "pair":  # PCQM-Contact (lrgb_metrics)
+            metric = FilteredMRR("filtered", **kwargs)
         elif m == "roc_auc" and self.evaluator is not None:
             metric = OGBEvaluatorROCAUC(self.evaluator, **kwargs)
         elif m == "roc_auc":
@@ -175,10 +209,15 @@ class Task:
 
     def metric_inputs(self, out: Tensor, batch) -> tuple[Tensor, Tensor]:
         """``(preds, target)`` in the form the metric's ``update`` expects (predictions in float32
-        or float64, also under bf16 autocast; missing regression labels left out)."""
+        or float64, also under bf16 autocast; missing regression labels left out). The ``mrr``
+        of a pair-level task takes every pair of each graph: ``(scores [B, N, N], positive
+        [B, N, N], valid [B, N])`` (:func:`~.lrgb_metrics.pair_score_grid`)."""
         out = out.detach()
         if out.is_floating_point():
             out = out.to(torch.promote_types(out.dtype, torch.float32))
+        if self.spec.metric == "mrr" and self.spec.level == "pair":
+            return pair_score_grid(out, batch.edge_label_index, batch.edge_label,
+                                   getattr(batch, "batch", None))
         out, y = self.select(out, batch)
         if self.spec.task == "regression":
             labelled = ~torch.isnan(y)  # missing labels count in no metric

@@ -46,6 +46,7 @@ from ...data.cache import (DATA_ENV, DataNotFoundError, KeyedCacheDataset, pre_t
                            resolve_cache_dir, resolve_data_dir, write_cache_json)
 from ...data.download import OFFLINE_ENV, md5_of, offline
 from ...data.generated import PathLike, Transform, check_split
+from ...data.progress import progress
 from ...data.registry import DatasetSpec
 from ...data.published import published_or_generated, require_fields
 from ...errors import DataError
@@ -291,7 +292,8 @@ class _SuperpixelDataset(KeyedCacheDataset):
         )
         seconds = time.perf_counter() - t0
         if self.pre_transform is not None:
-            graphs = [self.pre_transform(d) for d in graphs]
+            graphs = [self.pre_transform(d) for d in progress(graphs, f"{type(self).__name__} "
+                                                                      "encodings")]
         self.save(graphs, self.processed_paths[0])
         try:
             import skimage

@@ -1,14 +1,18 @@
 """Reading a CSV file of SMILES and labels (``.csv`` or ``.csv.gz``), as
 :class:`~graph_transformers.datasets.molecules.molecule_csv.MoleculeCSV` does: the header and its
-label columns, the labels (blank / ``NA`` = missing), what a damaged file raises as one
+label columns, the labels (blank / ``NA`` = missing; a cell may hold a list of labels,
+:func:`parse_labels`, whose width :func:`label_widths` reads), a split column
+(:func:`read_split_column`), what a damaged file raises as one
 :class:`~graph_transformers.errors.DataError`, and the messages on skipped rows.
 """
 from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import gzip
 import math
+import re
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,8 +22,9 @@ from ...data.generated import SPLITS
 from ...data.textfiles import check_header, check_text_head, csv_records, read_head
 from ...errors import DataError
 
-__all__ = ["CSV_TASKS", "check_csv_arguments", "format_lines", "format_skipped", "open_text",
-           "parse_label", "read_header", "reading", "target_columns_of"]
+__all__ = ["CSV_TASKS", "check_csv_arguments", "format_lines", "format_skipped", "label_widths",
+           "open_text", "parse_label", "parse_labels", "read_header", "read_split_column",
+           "reading", "target_columns_of", "task_names_of"]
 
 #: the tasks of a molecule CSV
 CSV_TASKS = ("classification", "regression")
@@ -104,6 +109,127 @@ def parse_label(text: str, task: str, path: Path, line: int, column: str) -> flo
             f"1 (leave the cell blank for a missing label)"
         )
     return v
+
+
+#: entries of a list label read as missing (NaN): those of a cell, and ``nan`` as NumPy writes it
+_MISSING_ENTRY = _MISSING | {"nan"}
+_LIST_SEP = re.compile(r"[,\s]+")
+
+
+def parse_labels(text: str, task: str, path: Path, line: int, column: str) -> list[float]:
+    """The labels of a cell: ``[v]`` for one label (:func:`parse_label`), or the entries of a
+    list in brackets, separated by commas and / or spaces (``[0, 1, 0]``, ``[0 1 0]``, as LRGB's
+    Peptides-func ``labels``); a list entry that is blank, ``nan``, ``NA``, ... is missing
+    (NaN). A blank cell is one missing label (:func:`parse_label`).
+
+    Raises:
+        DataError: an unclosed or empty list, or an entry that is not a label (as
+            :func:`parse_label`); the message gives line and column.
+    """
+    t = text.strip()
+    if not t.startswith("["):
+        return [parse_label(text, task, path, line, column)]
+    if not t.endswith("]"):
+        raise DataError(f"{path}: line {line}, column {column!r}: list label {_short(t)!r} has "
+                        "no closing ']'")
+    entries = [e for e in _LIST_SEP.split(t[1:-1].strip()) if e]
+    if not entries:
+        raise DataError(f"{path}: line {line}, column {column!r}: an empty list of labels; "
+                        "leave the cell blank for missing labels")
+    return [float("nan") if e.lower() in _MISSING_ENTRY else
+            parse_label(e, task, path, line, column) for e in entries]
+
+
+def _list_width(text: str) -> int | None:
+    """The width of a list cell, ``None`` for a single label."""
+    t = text.strip()
+    if not t.startswith("["):
+        return None
+    return len([e for e in _LIST_SEP.split(t.strip("[]").strip()) if e])
+
+
+@functools.lru_cache(maxsize=16)
+def _widths(path: str, stamp: tuple, columns: tuple[str, ...]) -> tuple[int | None, ...]:
+    p = Path(path)
+    widths: dict[str, int | None] = {}
+    header = read_header(p)  # a file that is not CSV text, or an empty one: one DataError
+    with reading(p), open_text(p) as f:
+        records = csv_records(p, f)
+        next(records)
+        index = {c: header.index(c) for c in columns if c in header}
+        for _, record in records:
+            for c, j in index.items():
+                if c not in widths and j < len(record) and \
+                        record[j].strip().lower() not in _MISSING:
+                    widths[c] = _list_width(record[j])
+            if len(widths) == len(index):
+                break
+    return tuple(widths.get(c) for c in columns)
+
+
+def label_widths(path: Path, target_columns: Sequence[str]) -> list[int | None]:
+    """Per label column, the width of its lists (the first non-blank cell's), ``None`` for a
+    column of single labels (or one without any label); read once per process while the file is
+    unchanged.
+
+    Raises:
+        DataError: an unreadable file (:func:`reading`).
+    """
+    st = Path(path).stat()
+    return list(_widths(str(Path(path).resolve()), (st.st_size, st.st_mtime_ns),
+                        tuple(target_columns)))
+
+
+def task_names_of(target_columns: Sequence[str], widths: Sequence[int | None]) -> list[str]:
+    """The task names: a column of single labels by its name, a list column's ``W`` tasks as
+    ``column[0]`` … ``column[W-1]``."""
+    return [name for c, w in zip(target_columns, widths)
+            for name in ([c] if w is None else [f"{c}[{i}]" for i in range(w)])]
+
+
+#: cells of a split column → the set
+_SPLIT_CELLS = {"train": "train", "val": "val", "valid": "val", "validation": "val",
+                "test": "test"}
+
+
+def read_split_column(path: Path, column: str, max_rows: int | None,
+                      label_columns: Sequence[str]) -> dict[str, list[int]]:
+    """The 0-based data rows (as :class:`~.molecule_csv.MoleculeCSV` counts them: blank lines
+    skipped) of each set named in ``column``: ``train``, ``val`` (``valid``, ``validation``) or
+    ``test``, case-insensitive; a blank cell leaves its row out of every set.
+
+    Raises:
+        DataError: no such column, a label column used as the split column, or another value
+            (naming the line).
+    """
+    header = read_header(path)
+    if column not in header:
+        raise DataError(f"data.split: no column {column!r} in {path} (columns: {header}); "
+                        "name a column of train / val / test cells, or use scaffold or random")
+    if column in label_columns:
+        raise DataError(f"data.split: column {column!r} is a label column "
+                        "(data.target_columns); the split needs its own column")
+    j = header.index(column)
+    sets: dict[str, list[int]] = {"train": [], "val": [], "test": []}
+    with reading(path), open_text(path) as f:
+        records = csv_records(path, f)
+        next(records)
+        row = 0
+        for line, record in records:
+            if not record or all(not c.strip() for c in record):
+                continue
+            if max_rows is not None and row >= max_rows:
+                break
+            cell = record[j].strip() if j < len(record) else ""
+            if cell:
+                name = _SPLIT_CELLS.get(cell.lower())
+                if name is None:
+                    raise DataError(f"{path}: line {line}, column {column!r}: split {cell!r} is "
+                                    "not train, val (valid, validation) or test (leave it blank "
+                                    "for a row in no set)")
+                sets[name].append(row)
+            row += 1
+    return sets
 
 
 def _short(text: str, width: int = 100) -> str:

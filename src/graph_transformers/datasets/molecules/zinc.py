@@ -54,6 +54,7 @@ from ...data.cache import (DataNotFoundError, KeyedCacheDataset, pre_transform_k
                            resolve_cache_dir, resolve_data_dir, write_cache_json)
 from ...data.download import offline
 from ...data.generated import SPLITS, PathLike, Transform, check_split
+from ...data.progress import progress
 from ...data.published import (PublishedFiles, canonical_root, dir_with, download_blocked,
                                files_tag, link_together, looked, published_or_generated,
                                require_fields, with_fields)
@@ -186,7 +187,8 @@ class ZINCSubset(KeyedCacheDataset):
         if self.pre_filter is not None:
             graphs = [d for d in graphs if self.pre_filter(d)]
         if self.pre_transform is not None:
-            graphs = [self.pre_transform(d) for d in graphs]
+            graphs = [self.pre_transform(d)
+                      for d in progress(graphs, f"ZINC {self.split}: encodings")]
         self.save(graphs, self.processed_paths[0])
         info = {"split": self.split, "format_version": _FORMAT_VERSION,
                 "num_graphs": len(graphs), **info}

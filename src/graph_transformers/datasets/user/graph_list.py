@@ -15,7 +15,10 @@ entry:
   column, sized by the largest id over all graphs); no ``x`` → one constant feature. ``edge_attr``
   likewise, or none.
 
-Splits:
+Splits (``data.split``, :mod:`graph_transformers.data.split_rules`, takes precedence over the
+rest): ``random`` / ``random:TRAIN,VAL,TEST`` of the labelled items drawn from ``data.seed``, or
+a split or folds file of 0-based graph ids (node or edge ids for one graph; fold ``data.fold``
+of a folds file). Without it:
 
 - several graphs: ``data.split_files`` (``{train, val, test}`` → text files of 0-based graph ids,
   separated by commas, spaces or new lines), else 10 folds of the graphs drawn from ``data.seed``
@@ -57,7 +60,10 @@ from ...core.serialization import load_weights_only
 from ...data.cache import (DataNotFoundError, FileBackedDataset, pre_transform_key,
                            resolve_cache_dir, sha256_of, write_cache_json)
 from ...data.generated import SPLITS, check_split, stratified_kfold
+from ...data.progress import progress
 from ...data.registry import DatasetSpec
+from ...data.split_rules import (file_split, parse_split_rule, random_split, read_split_file,
+                                 rule_record)
 from ...data.textfiles import decode_text
 from ...errors import DataError
 from .graph_info import GraphListInfo, infer_info
@@ -66,7 +72,9 @@ log = logging.getLogger(__name__)
 
 #: folds of the generated split: test = fold ``k``, val = fold ``k + 1``, train = the rest
 NUM_FOLDS = 10
-_FORMAT_VERSION = 1
+#: the forms of ``data.split`` a graph file (or in-memory graphs) takes
+GRAPH_SPLIT_FORMS = ("random", "file")
+_FORMAT_VERSION = 2  # 2: meta.json keeps the split's record
 
 
 def load_graph_file(path: str | os.PathLike) -> list[Data]:
@@ -165,12 +173,40 @@ def fold_split(num_items: int, fold: int, seed: int, labels: np.ndarray | None =
 
 
 def make_split(graphs: Sequence[Data], info: GraphListInfo, fold: int = 0, seed: int = 0,
-               split_files: dict[str, str] | None = None) -> tuple[dict[str, list[int]], str]:
+               split_files: dict[str, str] | None = None, split_rule: str | None = None
+               ) -> tuple[dict[str, list[int]], str]:
     """``({train, val, test} → ids, how)``: graph ids for several graphs, node or edge ids for
-    one graph (see the module docstring); ``how`` describes the rule for the provenance.
+    one graph (see the module docstring); ``how`` describes the rule for the provenance
+    (:func:`split_with_record` also gives the record ``metrics.json`` keeps).
 
     Raises:
-        DataError: one graph at graph level, missing or overlapping splits, bad split files.
+        DataError: one graph at graph level, missing or overlapping splits, bad split files,
+            a bad ``split_rule`` (``data.split``).
+    """
+    split, record = split_with_record(graphs, info, fold, seed, split_files, split_rule)
+    return split, record["rule"]
+
+
+def _labelled_ids(graphs: Sequence[Data], info: GraphListInfo, single: bool, size: int
+                  ) -> tuple[np.ndarray, torch.Tensor]:
+    """The ids of the items with a label (regression / binary: not all NaN), and ``y`` as
+    ``[items, T]``."""
+    g0 = graphs[0]
+    y = g0.y.view(g0.y.size(0), -1) if single else torch.cat([g.y.view(1, -1) for g in graphs])
+    ids = np.arange(size)
+    if info.task in ("regression", "binary"):  # items without any label do not count
+        ids = np.flatnonzero((~torch.isnan(y.float()).all(1)).numpy())
+    return ids, y
+
+
+def split_with_record(graphs: Sequence[Data], info: GraphListInfo, fold: int = 0, seed: int = 0,
+                      split_files: dict[str, str] | None = None, split_rule: str | None = None
+                      ) -> tuple[dict[str, list[int]], dict]:
+    """:func:`make_split` with the record of the split for ``metrics.json`` (``split``):
+    ``{"rule": ...}`` and, for files, their sha256.
+
+    Raises:
+        DataError: as :func:`make_split`.
     """
     single = len(graphs) == 1 and info.level != "graph"
     if len(graphs) == 1 and info.level == "graph":
@@ -179,7 +215,18 @@ def make_split(graphs: Sequence[Data], info: GraphListInfo, fold: int = 0, seed:
     size = (g0.num_nodes if info.level == "node" else g0.edge_index.size(1)) if single \
         else len(graphs)
     what = f"{info.level}s" if single else "graphs"
+    if split_rule is not None:
+        if split_files:
+            raise DataError("data.split and data.split_files both give the split; give one")
+        rule = parse_split_rule(split_rule, GRAPH_SPLIT_FORMS)
+        if rule.kind == "file":
+            return file_split(rule.path, size, fold, what)
+        ids, _ = _labelled_ids(graphs, info, single, size)
+        fractions = rule.fractions or (0.8, 0.1, 0.1)
+        split = random_split(ids, fractions, seed)
+        return split, rule_record(rule, split, seed=seed, fractions=fractions)
     masks = single and all(getattr(g0, f"{s}_mask", None) is not None for s in SPLITS)
+    files: dict[str, str] = {}
     if masks:
         for s in SPLITS:
             m = getattr(g0, f"{s}_mask")
@@ -194,13 +241,9 @@ def make_split(graphs: Sequence[Data], info: GraphListInfo, fold: int = 0, seed:
             raise DataError(f"data.split_files lacks {missing}")
         split = {s: read_index_file(split_files[s], size, what) for s in SPLITS}
         how = "index files " + ", ".join(f"{s}={split_files[s]}" for s in SPLITS)
+        files = {s: sha256_of(Path(split_files[s]).expanduser()) for s in SPLITS}
     else:
-        y = g0.y.view(g0.y.size(0), -1) if single else torch.cat(
-            [g.y.view(1, -1) for g in graphs])
-        ids = np.arange(size)
-        if info.task in ("regression", "binary"):  # items without any label do not count
-            labelled = ~torch.isnan(y.float()).all(1)
-            ids = np.flatnonzero(labelled.numpy())
+        ids, y = _labelled_ids(graphs, info, single, size)
         labels = y[ids, 0].long().numpy() if info.task == "classification" else None
         cut = fold_split(len(ids), fold, seed, labels)
         split = {s: ids[v].tolist() for s, v in cut.items()}
@@ -213,12 +256,14 @@ def make_split(graphs: Sequence[Data], info: GraphListInfo, fold: int = 0, seed:
     empty = [s for s in SPLITS if not split[s]]
     if empty:
         raise DataError(f"empty split(s) {empty}")
-    return split, how
+    record = {"rule": how, **({"sha256": files} if files else {}),
+              "sizes": {s: len(split[s]) for s in SPLITS}}
+    return split, record
 
 
 def _prepare(graphs: Sequence[Data], info: GraphListInfo, pre_transform) -> list[Data]:
     out = []
-    for g in graphs:
+    for g in progress(graphs, "graphs: encodings" if pre_transform is not None else "graphs"):
         g = g.clone()
         if info.constant_x:
             g.x = torch.ones(g.num_nodes, 1)
@@ -264,7 +309,8 @@ class GraphList(InMemoryDataset):
             for how they are read).
         split: ``"train"``, ``"val"`` or ``"test"``.
         level, task: fix what :func:`infer_info` would read off the data.
-        fold, seed, split_files: the split (:func:`make_split`).
+        fold, seed, split_files, split_rule: the split (:func:`make_split`; ``split_rule`` is
+            ``data.split``).
         pre_transform: applied once to every graph (the run's encodings).
         transform: applied on access.
         source: where the graphs came from, for :attr:`provenance`.
@@ -272,6 +318,8 @@ class GraphList(InMemoryDataset):
     Attributes:
         info (GraphListInfo): what was read off the graphs (level, task, vocabularies).
         split_indices (dict): the graph (or node / edge) ids of each split.
+        split_rule (dict): the record of the split (``metrics.json`` ``split``,
+            :func:`split_with_record`).
         provenance (dict): the record of the data: source, number of graphs, split rule and
             sizes, and what was read off the graphs.
 
@@ -293,12 +341,14 @@ class GraphList(InMemoryDataset):
                  task: str | None = None, fold: int = 0, seed: int = 0,
                  split_files: dict[str, str] | None = None, pre_transform=None,
                  transform=None, source: str = "in-memory graphs (Python)",
-                 info: GraphListInfo | None = None) -> None:
+                 info: GraphListInfo | None = None, split_rule: str | None = None) -> None:
         check_split("GraphList", split)
         super().__init__(None, transform)
         graphs = list(graphs)
         self.info = info or infer_info(graphs, level, task)
-        self.split_indices, how = make_split(graphs, self.info, fold, seed, split_files)
+        self.split_indices, self.split_rule = split_with_record(graphs, self.info, fold, seed,
+                                                                split_files, split_rule)
+        how = self.split_rule["rule"]
         self.split = split
         self.provenance = {"graph_list": {
             "source": source, "num_graphs": len(graphs), "split_rule": how,
@@ -345,13 +395,14 @@ class GraphFile(FileBackedDataset):
 
     Args:
         root: cache directory (default ``resolve_cache_dir() / "GraphFile"``).
-        split, level, task, fold, seed, split_files: as :class:`GraphList`.
+        split, level, task, fold, seed, split_files, split_rule: as :class:`GraphList`.
         path: the graph file.
         transform, pre_transform, force_reload: as :class:`~torch_geometric.data.InMemoryDataset`.
 
     Attributes:
         info (GraphListInfo): what was read off the graphs (level, task, vocabularies).
         split_indices (dict): the graph (or node / edge) ids of each split.
+        split_rule (dict): the record of the split (``metrics.json`` ``split``).
         provenance (dict): path, sha256, split rule and what was read off the data.
 
     Raises:
@@ -365,7 +416,8 @@ class GraphFile(FileBackedDataset):
                  path: str | os.PathLike | None = None, level: str | None = None,
                  task: str | None = None, fold: int = 0, seed: int = 0,
                  split_files: dict[str, str] | None = None, transform=None,
-                 pre_transform=None, force_reload: bool = False) -> None:
+                 pre_transform=None, force_reload: bool = False,
+                 split_rule: str | None = None) -> None:
         check_split("GraphFile", split)
         if path is None:
             raise ValueError("GraphFile: path (the .pt file) is required")
@@ -373,12 +425,19 @@ class GraphFile(FileBackedDataset):
         self.info = graph_file_info(self.path, level, task)
         self.split, self.fold, self.seed = split, int(fold), int(seed)
         self.split_files = dict(split_files) if split_files else None
+        self.split_text = split_rule
         self.file_sha256 = sha256_of(self.path)
         files = {s: sha256_of(Path(f).expanduser())[:16] for s, f in
                  (self.split_files or {}).items() if Path(f).expanduser().is_file()}
+        rule_sha = None
+        if split_rule is not None and parse_split_rule(split_rule, GRAPH_SPLIT_FORMS).kind == \
+                "file":
+            rule_sha = read_split_file(split_rule).sha256  # an edited split file: a new entry
         settings = json.dumps({"format": _FORMAT_VERSION, "info": asdict(self.info),
                                "fold": self.fold, "seed": self.seed,
-                               "split_files": self.split_files, "split_sha": files},
+                               "split_files": self.split_files, "split_sha": files,
+                               **({"split": split_rule, "split_rule_sha": rule_sha}
+                                  if split_rule is not None else {})},
                               sort_keys=True)
         self._key = "_".join((self.file_sha256[:16],
                               hashlib.sha256(settings.encode()).hexdigest()[:8],
@@ -389,6 +448,7 @@ class GraphFile(FileBackedDataset):
         with open(self.processed_paths[1]) as f:
             meta = json.load(f)
         self.split_indices = meta["split"]
+        self.split_rule = meta["record"]
         self.provenance = {"graph_file": meta["provenance"]}
         ids = self.split_indices[split]
         if self.info.num_graphs == 1:
@@ -399,13 +459,16 @@ class GraphFile(FileBackedDataset):
 
     def process(self) -> None:
         graphs = load_graph_file(self.path)
-        split, how = make_split(graphs, self.info, self.fold, self.seed, self.split_files)
+        split, record = split_with_record(graphs, self.info, self.fold, self.seed,
+                                          self.split_files, self.split_text)
+        how = record["rule"]
         self.save(_prepare(graphs, self.info, self.pre_transform), self.processed_paths[0])
         provenance = {"source": str(self.path), "sha256": self.file_sha256,
                       "num_graphs": len(graphs), "split_rule": how,
                       "split_sizes": {s: len(v) for s, v in split.items()},
                       **{k: v for k, v in asdict(self.info).items() if k != "num_graphs"}}
-        write_cache_json(self.processed_paths[1], {"split": split, "provenance": provenance})
+        write_cache_json(self.processed_paths[1], {"split": split, "record": record,
+                                                   "provenance": provenance})
         # a subclass that writes the file itself (a node table) announces its data itself
         log.log(logging.INFO if type(self).process is GraphFile.process and
                 type(self) is GraphFile else logging.DEBUG,
@@ -432,17 +495,19 @@ def load_graph_file_split(
     fold: int = 0,
     seed: int = 0,
     split_files: dict[str, str] | None = None,
+    split_rule: str | None = None,
 ) -> GraphFile:
     """One split of a user's graph file (``data.path: <file>.pt``; :class:`GraphFile`, cached
     under ``root/GraphFile/``), with ``data.level``, ``data.task``, ``data.fold``,
-    ``data.seed`` and ``data.split_files``."""
+    ``data.seed``, ``data.split_files`` and ``data.split`` (as ``split_rule``)."""
     return GraphFile(root=Path(root) / "GraphFile", split=split, path=path, level=level,
                      task=task, fold=fold, seed=seed, split_files=split_files,
-                     transform=transform, pre_transform=pre_transform, force_reload=force_reload)
+                     transform=transform, pre_transform=pre_transform, force_reload=force_reload,
+                     split_rule=split_rule)
 
 
 #: what :func:`load_graph_file_split` takes from a config
-GRAPH_FILE_PARAMS = ("path", "level", "task", "fold", "seed", "split_files")
+GRAPH_FILE_PARAMS = ("path", "level", "task", "fold", "seed", "split_files", "split_rule")
 
 
 def graph_list_spec(info: GraphListInfo, name: str = "graph_file", load=load_graph_file_split,

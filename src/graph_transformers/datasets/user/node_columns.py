@@ -16,6 +16,7 @@ import torch
 
 from ...data.cache import DataNotFoundError
 from ...data.generated import SPLITS
+from ...data.split_rules import parse_fractions, parse_split_rule
 from ...errors import DataError
 from .node_files import INT_CELL, SHOWN_IDS, Table
 
@@ -158,22 +159,19 @@ def parse_split(split: str | None, table: Table) -> tuple[str, Any]:
     usage = ("data.split must be random:TRAIN,VAL,TEST (fractions > 0 summing to at most 1, e.g. "
              f"{DEFAULT_SPLIT}), columns (the node table's train_mask / val_mask / test_mask) or "
              f"the path of a .npz file of those three masks; got {text!r}")
-    if text == "columns":
+    try:  # the one parser of data.split; a node table takes three of its forms
+        rule = parse_split_rule(text, ("random", "columns", "file"))
+    except DataError:
+        raise DataError(usage) from None
+    if rule.kind == "columns":
         lacking = [m for m in MASK_COLUMNS if m not in table.columns]
         if lacking:
             raise DataError(f"data.split is columns, but {table.source} has no column(s) "
                             f"{', '.join(lacking)}; add them (0/1 per node) or use "
                             f"data.split={DEFAULT_SPLIT}")
         return "columns", None
-    if text.lower() == "random" or text.lower().startswith("random:"):
-        body = text.split(":", 1)[1] if ":" in text else DEFAULT_SPLIT.split(":", 1)[1]
-        try:
-            fractions = tuple(float(v) for v in body.split(","))
-        except ValueError:
-            raise DataError(usage) from None
-        if len(fractions) != 3 or min(fractions) <= 0 or sum(fractions) > 1 + 1e-9:
-            raise DataError(usage)
-        return "random", fractions
+    if rule.kind == "random":
+        return "random", rule.fractions or parse_fractions(DEFAULT_SPLIT.split(":", 1)[1], usage)
     if text.lower().endswith(".npz"):
         return "npz", Path(text).expanduser()
     raise DataError(usage)

@@ -2,7 +2,8 @@
 a CSV / TSV table as text cells (:class:`Table`, :func:`read_table`), a graph file NetworkX reads
 and its node attributes (:func:`read_graph`, :func:`attribute_table`), and the edges by node id
 or by row number (:func:`edges_by_id`, :func:`edges_by_row`) as an ``edge_index``
-(:func:`edge_index_of`). Errors are one line (:class:`~graph_transformers.errors.DataError`)
+(:func:`edge_index_of`), and which column of the node table holds the ids
+(:func:`find_id_column`). Errors are one line (:class:`~graph_transformers.errors.DataError`)
 naming the file, the line and the fix.
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ import io
 import logging
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +24,10 @@ from ...data.cache import DataNotFoundError
 from ...data.textfiles import check_header, csv_records, decode_text
 from ...errors import DataError
 
-__all__ = ["INT_CELL", "SHOWN_IDS", "Table", "attribute_table", "cell_text", "check_some_edges",
-           "edge_index_of", "edges_by_id", "edges_by_row", "missing_ids_error", "read_graph",
-           "read_rows", "read_table", "unique_ids"]
+__all__ = ["ID_COLUMN_NAMES", "INT_CELL", "SHOWN_COLUMNS", "SHOWN_IDS", "Table", "attribute_table",
+           "cell_text", "check_some_edges", "edge_endpoints", "edge_index_of", "edges_by_id",
+           "edges_by_row", "find_id_column", "missing_ids_error", "read_graph", "read_rows",
+           "read_table", "unique_ids"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,11 @@ log = logging.getLogger(__name__)
 INT_CELL = re.compile(r"^[+-]?\d+$")
 #: ids named in an error message
 SHOWN_IDS = 3
+#: the names of a node table's id column (any case), in the order they are preferred, where
+#: ``data.id_column`` is unset (:func:`find_id_column`)
+ID_COLUMN_NAMES = ("id", "node_id", "node", "nodeid", "name")
+#: feature columns named in the log line of a node table
+SHOWN_COLUMNS = 5
 
 
 @dataclass
@@ -196,6 +204,56 @@ def unique_ids(ids: list[str], table: Table, id_column: str) -> dict[str, int]:
     return index
 
 
+def find_id_column(table: Table, exclude: Sequence[str], endpoints: set[str],
+                   first_row: Sequence[str] | None = None) -> str | None:
+    """The node table's id column where ``data.id_column`` is unset: the first column named as
+    one of :data:`ID_COLUMN_NAMES` (any case; the earlier name preferred), else the first column
+    whose cells are distinct and hold every edge endpoint (``endpoints``: the edge list's ids, or
+    a graph file's node keys; ``first_row``: an edge list's first two cells, which may be a
+    header: they must be both ids of the column or neither); ``None`` when no column qualifies
+    (the nodes are then the table's rows). ``exclude``: the label, mask and listed feature
+    columns, never ids. The choice is logged; several qualifying columns, with a WARNING naming
+    them.
+    """
+    columns = [c for c in table.columns if c not in exclude]
+    named = {}
+    for c in columns:
+        named.setdefault(c.lower(), c)
+    for name in ID_COLUMN_NAMES:
+        if name in named:
+            log.info("%s: node ids in column %r (by its name; data.id_column names another)",
+                     table.source, named[name])
+            return named[name]
+    if not endpoints:
+        return None
+    found = []
+    for c in columns:
+        cells = table.column(c)
+        values = set(cells)
+        if len(values) != len(cells) or "" in values or not endpoints <= values:
+            continue
+        if first_row is not None and len(first_row) >= 2 and \
+                (first_row[0] in values) != (first_row[1] in values):
+            continue
+        found.append(c)
+    if len(found) > 1:
+        log.warning("%s: columns %s each hold every node id of the edge list; the first, %r, is "
+                    "read as the id column (set data.id_column to choose)", table.source,
+                    ", ".join(repr(c) for c in found), found[0])
+    elif found:
+        log.info("%s: node ids in column %r (its cells are the edge list's ids; set "
+                 "data.id_column to name another)", table.source, found[0])
+    return found[0] if found else None
+
+
+def edge_endpoints(rows: list[list[str]]) -> tuple[set[str], list[str] | None]:
+    """The ids a delimited edge list's rows (:func:`read_rows`) name below its first row, and
+    that first row's two cells (a header or an edge), for :func:`find_id_column`."""
+    if not rows:
+        return set(), None
+    return {c for r in rows[1:] for c in r[:2]}, rows[0][:2]
+
+
 def missing_ids_error(path: Path, missing: list[tuple[str, str]], count: int,
                       nodes: str) -> DataError:
     """The error for edge endpoints of ``path`` that are not nodes of ``nodes``: the first
@@ -206,9 +264,11 @@ def missing_ids_error(path: Path, missing: list[tuple[str, str]], count: int,
                      "those nodes to the node table or remove their edges")
 
 
-def edges_by_id(path: Path, index: dict[str, int], nodes: str) -> np.ndarray:
-    """``[2, E]`` node indices of a delimited edge list whose ids are looked up in ``index``."""
-    rows, lines = read_rows(path, "edge list", comments=True)
+def edges_by_id(path: Path, index: dict[str, int], nodes: str,
+                rows: tuple[list[list[str]], list[int]] | None = None) -> np.ndarray:
+    """``[2, E]`` node indices of a delimited edge list whose ids are looked up in ``index``
+    (``rows``: the file's :func:`read_rows`, where already read)."""
+    rows, lines = rows if rows is not None else read_rows(path, "edge list", comments=True)
     if rows and len(rows[0]) >= 2 and rows[0][0] not in index and rows[0][1] not in index:
         log.info("%s: line %d (%s) is read as a header: neither id is a node", path, lines[0],
                  ", ".join(rows[0][:2]))
@@ -232,11 +292,13 @@ def edges_by_id(path: Path, index: dict[str, int], nodes: str) -> np.ndarray:
     return np.array([src, dst], dtype=np.int64).reshape(2, -1)
 
 
-def edges_by_row(path: Path, num_nodes: int, id_base: int | None, nodes: str
-                  ) -> tuple[np.ndarray, int]:
+def edges_by_row(path: Path, num_nodes: int, id_base: int | None, nodes: str,
+                 rows: tuple[list[list[str]], list[int]] | None = None
+                 ) -> tuple[np.ndarray, int]:
     """``[2, E]`` 0-based node indices of a delimited edge list of row numbers (a node table
-    without an id column), and the id base used (0 or 1)."""
-    rows, lines = read_rows(path, "edge list", comments=True)
+    without an id column), and the id base used (0 or 1) (``rows``: the file's
+    :func:`read_rows`, where already read)."""
+    rows, lines = rows if rows is not None else read_rows(path, "edge list", comments=True)
     if rows and len(rows[0]) >= 2 and not (INT_CELL.match(rows[0][0])
                                            and INT_CELL.match(rows[0][1])):
         check_header(path, rows[0][:2])  # the source and target columns

@@ -11,7 +11,9 @@ The files:
   (whitespace-separated, NetworkX's ``read_edgelist``). A graph file may carry the node
   attributes itself; the node table is then optional.
 - **nodes** (``data.nodes``): a CSV or TSV with a header line, one row per node (every node of
-  the graph, isolated ones included): an id column (``data.id_column``, default ``id``), a label
+  the graph, isolated ones included): an id column (``data.id_column``; unset, the first column
+  named ``id``, ``node_id``, ``node``, ``nodeid`` or ``name``, any case, else the first column
+  whose distinct cells hold every id of the edge list, both logged), a label
   column (``data.label_column``, default ``label``), feature columns (``data.feature_columns``,
   default every other column but the mask columns ``train_mask`` / ``val_mask`` /
   ``test_mask``) and optionally the three mask columns.
@@ -19,7 +21,8 @@ The files:
 How they are read:
 
 - **ids**: the edge list's ids are looked up in the node table's id column (any strings). A
-  node table without that column lists the nodes in order: the edge list then holds row numbers,
+  node table without an id column (none found as above, or ``data.options.id_base`` given)
+  lists the nodes in order: the edge list then holds row numbers,
   0-based or 1-based, read off the ids (0 present → 0-based; the number of nodes present →
   1-based) or given as ``data.options.id_base``.
 - **edges**: ``data.undirected: true`` (the default) adds the reverse of every edge; duplicate
@@ -109,7 +112,7 @@ class NodeTable(GraphFile):
 
     def __init__(self, root: str | os.PathLike | None = None, split: str = "train",
                  edges: str | os.PathLike | None = None, nodes: str | os.PathLike | None = None,
-                 *, id_column: str = "id", label_column: str = "label",
+                 *, id_column: str | None = None, label_column: str = "label",
                  feature_columns: Sequence[str] | None = None, undirected: bool = True,
                  task: str | None = None, split_rule: str | None = None, seed: int = 0,
                  id_base: int | None = None, standardize_features: bool = True, fold: int = 0,
@@ -135,14 +138,23 @@ class NodeTable(GraphFile):
         self.classes = self.graph.classes
         record = self.graph.provenance()
         self.provenance = {"node_table": record}
+        self.split_rule = {"rule": self.graph.split_rule,  # metrics.json split
+                           **({"sha256": self.graph.sha256["split"]}
+                              if "split" in self.graph.sha256 else {}),
+                           "sizes": record["split_sizes"]}
         ids = self.split_indices[split]
         self.fingerprint_extra = {"split_nodes": torch.as_tensor(ids, dtype=torch.long)}
         if split == "train":
-            log.info("node table %s: %d nodes (%d labelled), %d edges, %s %s, %d feature "
-                     "column(s); split %s: %s", self.graph.files["edges"], record["num_nodes"],
+            files = self.graph.files
+            where = f"edge list {files['edges']}" + (f", node table {files['nodes']}"
+                                                     if "nodes" in files else "")
+            log.info("%s: %d nodes (%d labelled), %d edges, %s %s, %d feature value(s) per "
+                     "node, ids %s; split %s: %s", where, record["num_nodes"],
                      record["num_labelled"], record["num_edges"], self.graph.task,
                      f"({len(self.classes)} classes)" if self.classes else "(1 target)",
-                     record["num_features"], self.graph.split_rule,
+                     record["num_features"],
+                     f"in column {record['id_column']!r}" if record["id_column"] else
+                     "= row numbers", self.graph.split_rule,
                      "/".join(str(v) for v in record["split_sizes"].values()))
 
     def __repr__(self) -> str:
@@ -174,7 +186,7 @@ NODE_TABLE_PARAMS = ("edges", "nodes", "id_column", "label_column", "feature_col
 
 
 def node_table_spec(edges: str | os.PathLike | None = None,
-                    nodes: str | os.PathLike | None = None, *, id_column: str = "id",
+                    nodes: str | os.PathLike | None = None, *, id_column: str | None = None,
                     label_column: str = "label", feature_columns: Sequence[str] | None = None,
                     undirected: bool = True, task: str | None = None,
                     split_rule: str | None = None, seed: int = 0, id_base: int | None = None,
@@ -210,7 +222,7 @@ def node_table_spec(edges: str | os.PathLike | None = None,
 def load_node_table(root: str | os.PathLike, split: str = "train", transform=None,
                     pre_transform=None, force_reload: bool = False, *,
                     edges: str | os.PathLike | None = None,
-                    nodes: str | os.PathLike | None = None, id_column: str = "id",
+                    nodes: str | os.PathLike | None = None, id_column: str | None = None,
                     label_column: str = "label", feature_columns: Sequence[str] | None = None,
                     undirected: bool = True, task: str | None = None,
                     split_rule: str | None = None, seed: int = 0, fold: int = 0,

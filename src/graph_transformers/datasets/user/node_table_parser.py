@@ -24,8 +24,9 @@ from ...data.generated import SPLITS
 from ...errors import DataError
 from .node_columns import (DEFAULT_SPLIT, MASK_COLUMNS, bool_cells, check_masks, npz_masks,
                            parse_split, random_masks, read_features, read_labels)
-from .node_files import (Table, attribute_table, cell_text, check_some_edges, edge_index_of,
-                         edges_by_id, edges_by_row, missing_ids_error, read_graph, read_table,
+from .node_files import (ID_COLUMN_NAMES, SHOWN_COLUMNS, Table, attribute_table, cell_text,
+                         check_some_edges, edge_endpoints, edge_index_of, edges_by_id, edges_by_row,
+                         find_id_column, missing_ids_error, read_graph, read_rows, read_table,
                          unique_ids)
 
 __all__ = ["GRAPH_FORMATS", "NodeTableGraph", "cached_node_table", "read_node_table"]
@@ -59,6 +60,7 @@ class NodeTableGraph:
         files: ``{"edges", "nodes", "split"}`` → path, where given.
         sha256: the same roles → sha256 of the file's bytes.
         standardized: whether the feature columns were standardized.
+        id_column: the node table's id column used (``None``: the nodes are its rows).
     """
 
     data: Data
@@ -71,6 +73,7 @@ class NodeTableGraph:
     files: dict[str, str]
     sha256: dict[str, str]
     standardized: bool = False
+    id_column: str | None = None
 
     @functools.cached_property
     def key(self) -> str:
@@ -90,6 +93,7 @@ class NodeTableGraph:
         return {"files": dict(self.files), "sha256": dict(self.sha256),
                 "num_nodes": int(d.num_nodes), "num_edges": int(d.edge_index.size(1)),
                 "num_labelled": int(self.labelled.sum()), "task": self.task,
+                "id_column": self.id_column,
                 "classes": list(self.classes) if self.classes is not None else None,
                 "num_features": len(self.feature_names),
                 "features_standardized": self.standardized, "split_rule": self.split_rule,
@@ -97,7 +101,7 @@ class NodeTableGraph:
 
 
 def read_node_table(edges: str | os.PathLike, nodes: str | os.PathLike | None = None, *,
-                    id_column: str = "id", label_column: str = "label",
+                    id_column: str | None = None, label_column: str = "label",
                     feature_columns: Sequence[str] | None = None, undirected: bool = True,
                     task: str | None = None, split: str | None = None, seed: int = 0,
                     id_base: int | None = None, standardize_features: bool = True,
@@ -110,7 +114,11 @@ def read_node_table(edges: str | os.PathLike, nodes: str | os.PathLike | None = 
         nodes: the node table (CSV / TSV with a header); optional for a graph file whose nodes
             carry the attributes.
         id_column: the name of the id column in the node table (the attribute name in a graph
-            file).
+            file). ``None`` (the default): the first column named ``id``, ``node_id``, ``node``,
+            ``nodeid`` or ``name`` (any case, in that order of preference), else the first
+            column whose distinct cells hold every id of the edge list (several such columns:
+            a WARNING names them), else none: the nodes are the table's rows
+            (:func:`~.node_files.find_id_column`); a graph file's own attributes: ``id``.
         label_column: the name of the label column in the node table (the attribute name in a
             graph file).
         feature_columns: the feature columns (default: every other column but the masks).
@@ -154,14 +162,19 @@ def read_node_table(edges: str | os.PathLike, nodes: str | os.PathLike | None = 
     if id_base not in (None, 0, 1):
         raise DataError(f"data.options.id_base must be 0 or 1, got {id_base!r}")
     edges = Path(edges).expanduser()
-    graph, table, files = _read_inputs(edges, nodes, id_column, label_column)
+    if nodes is None:  # a graph file's own attributes
+        id_column = id_column or "id"
+    graph, table, files = _read_inputs(edges, nodes, id_column or "id", label_column)
     n = len(table.rows)
-    pairs, node_ids = _node_pairs(edges, graph, table, nodes is None, id_column, id_base)
+    not_ids = [label_column, *MASK_COLUMNS, *(feature_columns or ())]
+    pairs, node_ids, id_column = _node_pairs(edges, graph, table, nodes is None, id_column,
+                                             id_base, not_ids)
     check_some_edges(edges, int(pairs.shape[1]), graph is not None, allow_no_edges)
     edge_index = edge_index_of(pairs, n, undirected)
     y, labelled, task, classes = read_labels(table, label_column, task)
     exclude = [c for c in (id_column, label_column, *MASK_COLUMNS) if c in table.columns]
     x, feature_names = read_features(table, exclude, feature_columns)
+    _log_features(table, exclude, feature_columns, feature_names)
     if not isinstance(standardize_features, bool):
         raise DataError("data.options.standardize_features must be true or false, got "
                         f"{standardize_features!r}")
@@ -176,7 +189,24 @@ def read_node_table(edges: str | os.PathLike, nodes: str | os.PathLike | None = 
     data.node_id = list(node_ids)
     sha = {role: sha256_of(p) for role, p in files.items()}
     return NodeTableGraph(data, node_ids, labelled, task, classes, feature_names, rule, files, sha,
-                          standardized=x is not None and standardize_features)
+                          standardized=x is not None and standardize_features,
+                          id_column=id_column if id_column in table.columns else None)
+
+
+def _log_features(table: Table, exclude: Sequence[str], feature_columns: Sequence[str] | None,
+                  feature_names: Sequence[str]) -> None:
+    """One INFO line naming the feature columns a node table's ``x`` is made of (the first
+    :data:`~.node_files.SHOWN_COLUMNS`, then the count)."""
+    used = list(feature_columns) if feature_columns is not None else \
+        [c for c in table.columns if c not in exclude]
+    if not used:
+        log.info("%s: no feature column: one constant feature per node", table.source)
+        return
+    shown = ", ".join(used[:SHOWN_COLUMNS]) + (f" and {len(used) - SHOWN_COLUMNS} more"
+                                               if len(used) > SHOWN_COLUMNS else "")
+    log.info("%s: %d feature column(s) (%d values per node): %s%s", table.source, len(used),
+             len(feature_names), shown, "" if feature_columns is not None else
+             " (every column but the id, label and masks; data.feature_columns lists others)")
 
 
 def _read_inputs(edges: Path, nodes: str | os.PathLike | None, id_column: str,
@@ -207,17 +237,28 @@ def _read_inputs(edges: Path, nodes: str | os.PathLike | None, id_column: str,
     return graph, table, files
 
 
-def _node_pairs(edges: Path, graph: Any, table: Table, own_attributes: bool, id_column: str,
-                id_base: int | None) -> tuple[Any, tuple[str, ...]]:
-    """``(pairs [2, E], node ids)``: the edges as node positions (matched by id, or by row
-    number where the table has no id column) and the user's id of every node.
+def _node_pairs(edges: Path, graph: Any, table: Table, own_attributes: bool,
+                id_column: str | None, id_base: int | None, not_ids: Sequence[str]
+                ) -> tuple[Any, tuple[str, ...], str | None]:
+    """``(pairs [2, E], node ids, id column)``: the edges as node positions (matched by id, or by
+    row number where the table has no id column), the user's id of every node and the id
+    column used (``id_column``, or the one :func:`~.node_files.find_id_column` finds where it
+    is ``None``; ``not_ids``: columns that are not ids).
 
     Raises:
         DataError: as :func:`read_node_table` (ids missing from the table, repeated ids, an
             ``id_base`` with an id column, no id column to match a graph file's nodes).
     """
     n = len(table.rows)
-    has_ids = id_column in table.columns
+    rows = None
+    if id_column is None and id_base is None:  # id_base: the edge list holds row numbers
+        if graph is not None:
+            endpoints, first = {cell_text(k) for k in graph.nodes}, None
+        else:
+            rows = read_rows(edges, "edge list", comments=True)
+            endpoints, first = edge_endpoints(rows[0])
+        id_column = find_id_column(table, not_ids, endpoints, first)
+    has_ids = id_column is not None and id_column in table.columns
     if id_base is not None and has_ids:
         raise DataError(f"data.options.id_base applies to a node table without an id column; "
                         f"{table.source} has the id column {id_column!r} and edges are matched "
@@ -230,18 +271,21 @@ def _node_pairs(edges: Path, graph: Any, table: Table, own_attributes: bool, id_
         pairs = _graph_file_pairs(edges, graph, table, own_attributes, index, id_column,
                                   where_nodes)
     elif has_ids:
-        pairs = edges_by_id(edges, index, where_nodes)
+        pairs = edges_by_id(edges, index, where_nodes, rows)
     else:
-        pairs, base = edges_by_row(edges, n, id_base, where_nodes)
-        log.info("%s has no %r column: nodes are its rows, the edge list's ids %d-based",
-                 table.source, id_column, base)
+        pairs, base = edges_by_row(edges, n, id_base, where_nodes, rows)
+        what = f"{id_column!r} column" if id_column is not None else \
+            f"id column (none named {'/'.join(ID_COLUMN_NAMES)}, none holding every id of the " \
+            "edge list)"
+        log.info("%s has no %s: nodes are its rows, the edge list's ids %d-based", table.source,
+                 what, base)
     node_ids = tuple(table.column(id_column)) if has_ids else \
         tuple(str(i + base) for i in range(n))
-    return pairs, node_ids
+    return pairs, node_ids, id_column if has_ids else None
 
 
 def _graph_file_pairs(edges: Path, graph: Any, table: Table, own_attributes: bool,
-                      index: dict[str, int] | None, id_column: str,
+                      index: dict[str, int] | None, id_column: str | None,
                       where_nodes: str) -> torch.Tensor:
     """The edges of a graph file as node positions: in its own node order when the table is its
     attributes, else matched by id with the node table.
@@ -262,7 +306,9 @@ def _graph_file_pairs(edges: Path, graph: Any, table: Table, own_attributes: boo
         if missing:
             raise missing_ids_error(edges, missing, len(missing), where_nodes)
     else:
-        raise DataError(f"{table.source}: no id column {id_column!r} to match the nodes of "
+        which = repr(id_column) if id_column is not None else \
+            f"(none named {'/'.join(ID_COLUMN_NAMES)}, none holding every node)"
+        raise DataError(f"{table.source}: no id column {which} to match the nodes of "
                         f"{edges.name} with; add it or name it with data.id_column")
     return _graph_pairs(graph, lookup, len(table.rows))
 

@@ -153,7 +153,7 @@ def test_file_backed_cache_directories_unchanged(tmp_path, data_dir):
     ]
     assert names == [
         "processed/140bedbf9c3f",
-        "processed/9e2bf77f3fc2d0ce_a0f8635b_140bedbf9c3f",
+        "processed/9e2bf77f3fc2d0ce_b8e55b17_140bedbf9c3f",
         "processed/140bedbf9c3f_388c192d",
     ]
 
@@ -201,7 +201,7 @@ def test_registry_cache_folders_unchanged(tmp_path, data_dir):
         "csl published": ("canonical/CSL/processed/90e2b28d9799_715b1391", "c1a012a9cd8bcde8"),
         "pattern": ("PATTERN/processed/58f6a21aa7de_seed0_p3x2-1-1", "b471adcb0d4e68f6"),
         "mutag degree": ("TU/MUTAG/processed/f632c36eaa69", "36a40760a10b5f95"),
-        "esol": ("MoleculeNet/esol/processed/9e2bf77f3fc2d0ce_354e9651_140bedbf9c3f",
+        "esol": ("MoleculeNet/esol/processed/9e2bf77f3fc2d0ce_4e84b62d_140bedbf9c3f",
                  "a2be6f8ebd1efb9f"),
         "zinc val": ("ZINC/processed/1dbeaa654938", "2168614547b78391"),
     }

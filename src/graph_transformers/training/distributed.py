@@ -95,8 +95,9 @@ def unused_parameters(module, dataset, batch_size: int) -> list[str]:
     """
     import copy
 
-    from torch_geometric.data import Batch
-    if dataset is None or len(dataset) < 2:  # one graph (node tasks): the sampled loaders' case
+    from torch_geometric.data import Batch, BaseData
+    # one graph (node tasks: sampled neighbourhoods, Cluster-GCN parts) or no graphs: no probe
+    if dataset is None or len(dataset) < 2 or not isinstance(dataset[0], BaseData):
         return []
     probe = copy.deepcopy(module).train()
     graphs = [dataset[i] for i in range(min(batch_size, len(dataset)))]

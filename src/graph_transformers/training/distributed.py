@@ -95,7 +95,8 @@ def unused_parameters(module, dataset, batch_size: int) -> list[str]:
     """
     import copy
 
-    from torch_geometric.data import Batch, BaseData
+    from torch_geometric.data import Batch
+    from torch_geometric.data.data import BaseData
     # one graph (node tasks: sampled neighbourhoods, Cluster-GCN parts) or no graphs: no probe
     if dataset is None or len(dataset) < 2 or not isinstance(dataset[0], BaseData):
         return []

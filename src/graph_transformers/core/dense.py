@@ -114,8 +114,9 @@ def check_pair_budget(num_nodes: int, per_pair: int, budget_bytes: float | None,
         f"nodes do not fit. {advice} for such graphs")
 
 
-def check_dense_budget(num_nodes: Tensor, bytes_per_pair: float, budget_bytes: float | None,
-                       extra_nodes: int = 0, what: str = "dense attention") -> int:
+def check_dense_budget(num_nodes: Tensor | tuple[int, int], bytes_per_pair: float,
+                       budget_bytes: float | None, extra_nodes: int = 0,
+                       what: str = "dense attention") -> int:
     """Checks that the padded pair tensors of a batch fit a memory budget.
 
     The padded batch holds ``B · N²`` pairs with ``N = max(num_nodes) + extra_nodes`` (virtual
@@ -123,7 +124,9 @@ def check_dense_budget(num_nodes: Tensor, bytes_per_pair: float, budget_bytes: f
     activations saved for backward included).
 
     Args:
-        num_nodes: ``[B]`` real nodes per graph.
+        num_nodes: ``[B]`` real nodes per graph (a CPU tensor: its values are read), or ``(B,
+            N)`` host ints for a static-shape batch whose graphs are all padded to ``N``
+            (:meth:`DenseBatch.from_batch` with ``static_max_nodes``: nothing is read).
         bytes_per_pair: bytes per (graph, i, j) pair.
         budget_bytes: the budget; ``None`` disables the check.
         extra_nodes: nodes every graph gains inside the model (virtual nodes).
@@ -136,25 +139,30 @@ def check_dense_budget(num_nodes: Tensor, bytes_per_pair: float, budget_bytes: f
         DenseBudgetError: when a single graph alone, or the whole batch, exceeds the budget. The
             message gives the graph's index and size, the bytes needed and the budget.
     """
-    if num_nodes.numel() == 0:
+    if isinstance(num_nodes, tuple):  # static shapes: B graphs padded to N, host ints
+        num_graphs, n_max = num_nodes[0], num_nodes[1] + extra_nodes
+    else:
+        num_graphs = num_nodes.numel()
+        n_max = int(num_nodes.max()) + extra_nodes if num_graphs else 0
+    if num_graphs == 0:
         return 0
-    n_max = int(num_nodes.max()) + extra_nodes
-    need = int(num_nodes.numel() * n_max * n_max * bytes_per_pair)
+    need = int(num_graphs * n_max * n_max * bytes_per_pair)
     if budget_bytes is None or need <= budget_bytes:
         return need
-    biggest = int(num_nodes.argmax())
+    which = ("a graph of the static-shape batch padded to" if isinstance(num_nodes, tuple)
+             else f"graph {int(num_nodes.argmax())} of the batch has")
     alone = int(n_max * n_max * bytes_per_pair)
     if alone > budget_bytes:
         limit = int(math.isqrt(int(budget_bytes / bytes_per_pair))) - extra_nodes
         raise DenseBudgetError(
-            f"graph {biggest} of the batch has {n_max - extra_nodes} nodes: {what} over all its "
+            f"{which} {n_max - extra_nodes} nodes: {what} over all its "
             f"node pairs needs ≈{format_bytes(alone)} ({n_max}² pairs × {bytes_per_pair:.0f} B), "
             f"over the memory budget of {format_bytes(budget_bytes)}; graphs above ≈{limit} nodes "
             "do not fit. Use a sparse model (GT, GPS with linear attention) or raise the budget "
             "(model.memory_budget_gb)")
     raise DenseBudgetError(
-        f"the batch of {num_nodes.numel()} graphs padded to {n_max} nodes needs "
-        f"≈{format_bytes(need)} for {what} ({num_nodes.numel()}·{n_max}² pairs × "
+        f"the batch of {num_graphs} graphs padded to {n_max} nodes needs "
+        f"≈{format_bytes(need)} for {what} ({num_graphs}·{n_max}² pairs × "
         f"{bytes_per_pair:.0f} B), over the memory budget of {format_bytes(budget_bytes)}: lower "
         "data.batch_size, bucket batches by size (data.bucket_by_size) or raise "
         "model.memory_budget_gb")
@@ -252,18 +260,31 @@ class DenseBatch:
         one graph) read values and run when
         :func:`~graph_transformers.core.checks.checks_enabled` (CPU tensors, or debug mode).
 
+        A static-shape batch (issue 56: a host int ``data.static_max_nodes``, the padded size
+        per graph, with ``data.batch`` and ``data.num_graphs``) is padded to that ``N`` and its
+        sizes are counted on its device, so that nothing is read on the host and the shapes do
+        not depend on the batch's content (``torch.compile(fullgraph=True, dynamic=False)``);
+        :attr:`host_sizes` is then ``None``.
+
         Args:
             data: has ``edge_index`` and ``num_nodes``; ``batch`` (absent for one graph).
-            max_num_nodes: pad to this ``N`` instead of the largest graph.
+            max_num_nodes: pad to this ``N`` instead of the largest graph (or instead of
+                ``data.static_max_nodes``).
 
         Raises:
-            ValueError: when ``max_num_nodes`` is smaller than a graph, or (checks enabled)
-                ``edge_index`` joins nodes of two different graphs or points outside the batch.
+            ValueError: when ``max_num_nodes`` (or ``static_max_nodes``) is smaller than a graph
+                (checked from the host sizes, or, on a static-shape batch, when checks are
+                enabled), or (checks enabled) ``edge_index`` joins nodes of two different graphs
+                or points outside the batch.
         """
         edge_index = data.edge_index
-        total = int(data.num_nodes)
         device = edge_index.device
         batch = getattr(data, "batch", None)
+        static = getattr(data, "static_max_nodes", None)
+        if static is not None and batch is not None:
+            return cls._from_static_batch(data, batch, int(static if max_num_nodes is None
+                                                           else max_num_nodes))
+        total = int(data.num_nodes)
         if batch is None:
             batch = torch.zeros(total, dtype=torch.long, device=device)
         sizes = host_num_nodes(data)
@@ -294,6 +315,34 @@ class DenseBatch:
         mask = torch.arange(n_max, device=device).unsqueeze(0) < num_nodes.unsqueeze(1)
         return cls(batch=batch, pos=pos, num_nodes=num_nodes, mask=mask, edge_index=edge_index,
                    edge_batch=edge_batch, host_sizes=sizes)
+
+    @classmethod
+    def _from_static_batch(cls, data, batch: Tensor, n_max: int) -> DenseBatch:
+        """:meth:`from_batch` of a static-shape batch: ``B = data.num_graphs`` graphs padded to
+        ``n_max`` nodes, sizes counted on the device, no host read (``host_sizes=None``); the
+        value checks run when :func:`~graph_transformers.core.checks.checks_enabled`."""
+        edge_index = data.edge_index
+        device = batch.device
+        num_graphs = int(data.num_graphs)
+        num_nodes = count_per_graph(batch, num_graphs)
+        ptr = torch.cumsum(num_nodes, 0) - num_nodes  # first node of each graph
+        pos = torch.arange(batch.numel(), device=device) - ptr[batch]
+        edge_batch = batch[edge_index[0]]
+        if checks_enabled(batch):
+            if batch.numel() and bool((batch[1:] < batch[:-1]).any()):
+                raise ValueError("batch vector must be sorted (nodes of a graph stored together), "
+                                 "as PyG's Batch stores them")
+            if num_graphs and int(num_nodes.max()) > n_max:
+                raise ValueError(f"a graph of the static-shape batch has {int(num_nodes.max())} "
+                                 f"nodes, more than its padded size static_max_nodes={n_max}")
+            if edge_index.numel() and (int(edge_index.min()) < 0
+                                       or int(edge_index.max()) >= batch.numel()):
+                raise ValueError(f"edge_index points outside the batch's {batch.numel()} nodes")
+            if bool((edge_batch != batch[edge_index[1]]).any()):
+                raise ValueError("edge_index joins nodes of two different graphs")
+        mask = torch.arange(n_max, device=device).unsqueeze(0) < num_nodes.unsqueeze(1)
+        return cls(batch=batch, pos=pos, num_nodes=num_nodes, mask=mask, edge_index=edge_index,
+                   edge_batch=edge_batch, host_sizes=None)
 
     @classmethod
     def from_edge_index(cls, edge_index: Tensor, batch: Tensor | None = None,
@@ -331,6 +380,14 @@ class DenseBatch:
     @property
     def max_num_nodes(self) -> int:
         return self.mask.size(1)
+
+    @property
+    def budget_sizes(self) -> Tensor | tuple[int, int]:
+        """What :func:`check_dense_budget` reads: :attr:`host_sizes`, or ``(B, N)`` for a
+        static-shape batch (no host sizes; every graph padded to ``N``)."""
+        if self.host_sizes is not None:
+            return self.host_sizes
+        return self.num_graphs, self.max_num_nodes
 
     @property
     def pair_mask(self) -> Tensor:
@@ -431,10 +488,15 @@ class DenseBatch:
         return pairs[graph, i, j]
 
     def _pair_index(self, rows: int | None, device) -> tuple[Tensor, Tensor, Tensor]:
-        """``(graph, i, j)`` of the ``Σ n_b²`` real pairs in flattened order; checks ``rows``."""
+        """``(graph, i, j)`` of the ``Σ n_b²`` real pairs in flattened order; checks ``rows``.
+        Without host sizes (a static-shape batch) and with ``rows``, the count is ``rows`` (a
+        shape: no host read), checked against the sizes when checks are enabled."""
         sizes = self.num_nodes * self.num_nodes
-        host = self.host_sizes if self.host_sizes is not None else self.num_nodes.cpu()
-        total = int((host * host).sum())
+        if self.host_sizes is None and rows is not None and not checks_enabled(sizes):
+            total = rows
+        else:
+            host = self.host_sizes if self.host_sizes is not None else self.num_nodes.cpu()
+            total = int((host * host).sum())
         if rows is not None and rows != total:
             raise ValueError(f"pair tensor has {rows} rows, but the batch's graphs have "
                              f"Σ n² = {total} node pairs; was the dataset processed with this "

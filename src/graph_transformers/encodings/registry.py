@@ -99,12 +99,21 @@ class ExpanderConfig(EncodingSection):
     seed: Annotated[int, Field(ge=0)] = 0
 
 
+#: ``"module:attribute"`` → the attribute, for the targets :func:`resolve` imported already
+_RESOLVED: dict[str, Any] = {}
+
+
 def resolve(target: Any) -> Any:
-    """``"package.module:attribute"`` → that attribute (imported now); anything else as is."""
+    """``"package.module:attribute"`` → that attribute (imported on the first call, then read
+    from a cache, so that a forward that resolved it before, e.g. a sign flip, runs no import
+    under ``torch.compile``); anything else as is."""
     if not isinstance(target, str):
         return target
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    found = _RESOLVED.get(target)
+    if found is None:
+        module, _, attr = target.partition(":")
+        found = _RESOLVED[target] = getattr(importlib.import_module(module), attr)
+    return found
 
 
 @dataclass(frozen=True)

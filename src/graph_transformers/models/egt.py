@@ -210,6 +210,8 @@ class EGT(nn.Module):
         self.node_encoder = FeatureEncoder(hidden_dim, num_node_types, num_node_features,
                                            name="node")
         self.pe_encoder = nn.Linear(pe_dim, hidden_dim) if pe else None   # W_enc, §3.2
+        if pe:  # its sign flip imported now: forward reads it from the cache (torch.compile)
+            node_encoding(pe).flip()
         self.struct_encoder = nn.Embedding(2 if structure == "adjacency" else max_hops + 1,
                                            edge_hidden_dim)
         if use_edge_features:
@@ -343,7 +345,7 @@ class EGT(nn.Module):
         check_inputs(data, need_edge_attr=self.use_edge_features)
         dense = DenseBatch.from_batch(data)
         budget = None if self.memory_budget_gb is None else self.memory_budget_gb * 2 ** 30
-        check_dense_budget(dense.host_sizes, self.bytes_per_pair(), budget,
+        check_dense_budget(dense.budget_sizes, self.bytes_per_pair(), budget,
                            extra_nodes=self.num_virtual_nodes, what="EGT's edge channels")
         h = self._node_inputs(data, dense)
         e, adj = self._edge_inputs(data, dense)
@@ -371,22 +373,28 @@ class EGT(nn.Module):
         result = (h, e, dense, e0)
         return result + (attentions,) if return_attention_weights else result
 
-    def _distance_loss(self, e: Tensor, dense: DenseBatch) -> Tensor:
+    def _distance_loss(self, e: Tensor, dense: DenseBatch,
+                       real_graphs: Tensor | None = None) -> Tensor:
         """Unweighted distance-prediction loss (§3.3), reduced as the official code does: the
         cross-entropy is summed over the node pairs ``(i, j)`` of each graph with
         ``SPD(i, j) ≤ ν`` and averaged over the graphs of the batch, i.e.
         ``(1 / B) Σ_b Σ_{(i, j) ∈ b} CE``. A mean over pairs would make the regularizer about as
-        many times weaker as a graph has such pairs: ≈200× on ZINC."""
+        many times weaker as a graph has such pairs: ≈200× on ZINC. ``real_graphs [B]`` (a
+        static-shape batch's ``real_graph_mask``): the padding graphs' pairs ignored and the
+        average taken over the real graphs."""
         q = self.num_virtual_nodes
         target = distance_labels(dense.distances_within(self.distance_hops), self.distance_hops,
                                  self.distance_labels)
+        if real_graphs is not None:
+            target = torch.where(real_graphs.view(-1, 1, 1), target,
+                                 torch.full_like(target, UNREACHABLE))
         # every pair through the head, the others ignored: no data-dependent shapes (syncs)
         logits = self.distance_head(e[:, q:, q:])
         logits = logits.reshape(-1, logits.size(-1))
         ce = F.cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)),
                              target.view(-1),
                              ignore_index=UNREACHABLE, reduction="sum")
-        return ce / target.size(0)
+        return ce / (target.size(0) if real_graphs is None else real_graphs.sum())
 
     def forward(self, data: Batch):
         h, e, dense, e0 = self.encode(data)
@@ -407,8 +415,9 @@ class EGT(nn.Module):
             else:
                 hr = h[:, q:]
                 out = self.head(torch.cat([hr[b, i], hr[b, j], e0[:, q:, q:][b, i, j]], -1))
-        aux = (self.distance_weight * self._distance_loss(e, dense) if self.distance_objective
-               else None)
+        aux = (self.distance_weight * self._distance_loss(e, dense,
+                                                          getattr(data, "real_graph_mask", None))
+               if self.distance_objective else None)
         return ModelOutput(out, aux)
 
     @torch.no_grad()

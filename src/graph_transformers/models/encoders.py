@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from ..core.checks import checks_enabled
 from ..encodings.registry import node_encoding
+from ..nn.norm import apply_norm
 from ..nn.reset import reset_children
 
 
@@ -180,6 +181,7 @@ class LinearPEEncoder(nn.Module):
         super().__init__()
         check_sign_flip(sign_flip)
         encoding = node_encoding(pe)
+        encoding.flip()  # imported now: forward reads it from the cache (torch.compile)
         self.attr = encoding.name
         self.pe, self.pe_dim, self.sign_flip = pe, pe_dim, sign_flip
         raw_norm = encoding.raw_norm if raw_norm is None else raw_norm
@@ -190,11 +192,14 @@ class LinearPEEncoder(nn.Module):
         reset_children(self)
 
     def forward(self, pe: Tensor, batch: Tensor | None = None,
-                num_graphs: int | None = None) -> Tensor:
+                num_graphs: int | None = None, real_node_mask: Tensor | None = None) -> Tensor:
+        """``real_node_mask [num_nodes]`` (a static-shape batch's real nodes): the raw
+        BatchNorm's statistics over them only (:func:`~graph_transformers.nn.norm.apply_norm`)."""
         check_encoding_shape(pe, self.attr, self.pe_dim)
         if self.training:
             pe = flip_signs(pe, self.pe, self.sign_flip, batch, num_graphs)
-        return self.linear(self.norm(pe.to(self.linear.weight.dtype)))
+        return self.linear(apply_norm(self.norm, pe.to(self.linear.weight.dtype),
+                                      real_node_mask))
 
 
 #: the name GT's docs and benchmarks use for the LapPE projection
@@ -228,6 +233,16 @@ class PEEmbedding(nn.Embedding):
                              f"{self.num_embeddings}: raise model.pe_dim (configs: "
                              "encodings.wl_pe.num_roles)")
         return super().forward(ids)
+
+
+def pe_forward(encoder: nn.Module, values: Tensor, batch: Tensor | None,
+               num_graphs: int | None, real_node_mask: Tensor | None = None) -> Tensor:
+    """``encoder(values, batch, num_graphs)`` for an encoder of :func:`make_pe_encoder`, with
+    the static-shape batch's ``real_node_mask`` passed to a :class:`LinearPEEncoder` (its raw
+    BatchNorm) when given; ``[num_nodes, out_dim]``."""
+    if real_node_mask is not None and isinstance(encoder, LinearPEEncoder):
+        return encoder(values, batch, num_graphs, real_node_mask=real_node_mask)
+    return encoder(values, batch, num_graphs)
 
 
 def make_pe_encoder(pe: str, pe_dim: int, out_dim: int, sign_flip: str = "batch") -> nn.Module:

@@ -18,8 +18,8 @@ from ..core.dense import DenseBatch
 from ..nn.attention import DEFAULT_ATTENTION_BUDGET_GB
 from ..nn.convention import ffn_width
 from ..nn.gps import GPSLayer, check_attention_maps
-from ..nn.norm import make_norm
-from .encoders import FeatureEncoder, encoding_input, make_pe_encoder
+from ..nn.norm import apply_norm, make_norm
+from .encoders import FeatureEncoder, encoding_input, make_pe_encoder, pe_forward
 from .heads import MLPReadout, level_head
 from .registry import (NonNegativeInt, Norm, PEName, PositiveFloat, PositiveInt, Probability,
                        Readout, SignFlip, model_config, register_model)
@@ -196,8 +196,8 @@ class GPS(nn.Module):
         h = self.node_encoder(data.x)
         batch = getattr(data, "batch", None)
         if self.pe is not None:  # its values are checked with the batch's (check_inputs)
-            p = self.pe_encoder(encoding_input(data, self.pe), batch,
-                                getattr(data, "num_graphs", None))
+            p = pe_forward(self.pe_encoder, encoding_input(data, self.pe), batch,
+                           getattr(data, "num_graphs", None), getattr(data, "real_node_mask", None))
             h = torch.cat([h, p], dim=-1)
         e = self.edge_encoder(data.edge_attr) if self.use_edge_features else None
         return h, e, batch
@@ -212,11 +212,15 @@ class GPS(nn.Module):
         num_graphs = getattr(data, "num_graphs", None) if batch is not None else None
         num_graphs = num_graphs if isinstance(num_graphs, int) and num_graphs > 0 else None
         expander = self._expander_index(data) if self.attention == "exphormer" else None
+        # static-shape batches: BatchNorm statistics over the real nodes and edges only
+        node_mask = getattr(data, "real_node_mask", None)
+        edge_mask = getattr(data, "real_edge_mask", None)
         for layer in self.layers:
             out = layer(h, data.edge_index, e, batch, dense=dense, num_graphs=num_graphs,
-                        expander_index=expander)
+                        expander_index=expander, real_node_mask=node_mask,
+                        real_edge_mask=edge_mask)
             h, e = out if isinstance(out, tuple) else (out, e)  # GatedGCN updates e
-        return self.final_norm(h)
+        return apply_norm(self.final_norm, h, node_mask)
 
     @staticmethod
     def _expander_index(data: Batch) -> Tensor:

@@ -51,7 +51,7 @@ class Graphormer(TokenPairModel):
         mlp_layers: hidden layers of the head (0 = linear).
         memory_budget_gb: dense-attention memory budget per batch (``None`` = unchecked).
         size_groups: the layers run on up to this many groups of graphs of similar size (as
-            GRPE).
+            GRPE; static-shape batches run as one group).
         max_degree: degrees above are clipped.
         spatial_bias: the spatial encoding (eq. 6) in the attention scores.
         edge_bias: the edge encoding (one-hop eq. 7) in the attention scores.
@@ -111,17 +111,14 @@ class Graphormer(TokenPairModel):
             deg = degree(data.edge_index[1], h.size(0), dtype=torch.long)
             h = h + self.degree_encoder(deg.clamp(max=self.max_degree))
         x = self._behind_token(h, rel, self.graph_token)
-        B, N1 = x.size(0), x.size(1)
-        bias = x.new_zeros(B, N1, N1, self.num_heads)
-        if self.spatial_bias is not None:
-            bias = bias + self.spatial_bias(rel.topology)
-        if self.edge_bias is not None:
-            bias = bias + self.edge_bias(rel.edge)
-        bias = bias.permute(0, 3, 1, 2).masked_fill(~rel.mask.view(B, 1, 1, N1), float("-inf"))
+        bias = self._bias(x, rel)
 
-        def run(sl: tuple) -> tuple[Tensor, list[Tensor]]:
-            idx, nodes = sl
-            xg, bg = x[sl], bias[idx, :, nodes, nodes]
+        def run(sl: tuple | None) -> tuple[Tensor, list[Tensor]]:
+            if sl is None:  # the whole batch
+                xg, bg = x, bias
+            else:
+                idx, nodes = sl
+                xg, bg = x[sl], bias[idx, :, nodes, nodes]
             if bg.is_cuda:  # one aligned copy in the attention dtype, shared by all layers, so
                 # CUDA's memory-efficient SDPA kernel reads it in place (docs/gpu.md)
                 bg = aligned_bias(bg, dtype=attention_dtype(x))
@@ -133,3 +130,16 @@ class Graphormer(TokenPairModel):
 
         out, weights = self._in_groups(x, rel, self.num_heads, run, return_attention_weights)
         return out, rel, weights
+
+    def _bias(self, x: Tensor, rel) -> Tensor:
+        """The attention bias shared by all layers, ``[B, H, N + 1, N + 1]`` (Graphormer eqs. 6-7,
+        built once per batch): ``b_ψ(i,j) + c_e(i,j)`` per head, ``-inf`` at padding keys."""
+        B, N1 = x.size(0), x.size(1)
+        parts = [emb(ids) for emb, ids in ((self.spatial_bias, rel.topology),
+                                           (self.edge_bias, rel.edge)) if emb is not None]
+        if not parts:
+            bias = x.new_zeros(B, N1, N1, self.num_heads)
+        else:
+            bias = parts[0] if len(parts) == 1 else parts[0] + parts[1]
+        return bias.to(x.dtype).permute(0, 3, 1, 2).masked_fill(~rel.mask.view(B, 1, 1, N1),
+                                                                float("-inf"))

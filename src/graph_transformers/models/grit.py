@@ -7,7 +7,7 @@ See ``docs/grit.md`` for the design and where it departs from the official code
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
 import torch
@@ -45,8 +45,9 @@ class GRITPairs(NamedTuple):
     degree: Tensor
 
 
-def grit_pairs(edge_index: Tensor, batch: Tensor, host_sizes: Tensor,
-               dtype: torch.dtype = torch.float32) -> GRITPairs:
+def grit_pairs(edge_index: Tensor, batch: Tensor, host_sizes: Tensor | None,
+               dtype: torch.dtype = torch.float32, *, num_graphs: int | None = None,
+               num_pairs: int | None = None) -> GRITPairs:
     """All node pairs of each graph of a batch, where its edges sit among them, and the node
     degrees: what :class:`GRIT` gives its layers. Vectorized, no device sync (the number of
     pairs comes from the host-side sizes).
@@ -55,14 +56,21 @@ def grit_pairs(edge_index: Tensor, batch: Tensor, host_sizes: Tensor,
         edge_index: ``[2, num_edges]`` of the batch.
         batch: ``[num_nodes]`` sorted graph ids.
         host_sizes: ``[B]`` nodes per graph on the CPU
-            (:func:`~graph_transformers.core.dense.host_num_nodes`).
+            (:func:`~graph_transformers.core.dense.host_num_nodes`); ``None`` with
+            ``num_graphs`` and ``num_pairs``.
         dtype: of ``degree``.
+        num_graphs: ``B``, with ``num_pairs = Σ_b n_b²`` instead of ``host_sizes`` (host ints:
+            nothing is read, as ``torch.compile(fullgraph=True)`` needs).
+        num_pairs: see ``num_graphs``.
 
     Returns:
         :class:`GRITPairs`.
     """
-    index = full_graph_edge_index(batch, self_loops=True, host_sizes=host_sizes)
-    counts = count_per_graph(batch, host_sizes.numel())
+    if num_graphs is None or num_pairs is None:
+        num_graphs, num_pairs = host_sizes.numel(), int((host_sizes * host_sizes).sum())
+    index = full_graph_edge_index(batch, self_loops=True, num_graphs=num_graphs,
+                                  num_pairs=num_pairs)
+    counts = count_per_graph(batch, num_graphs)
     ptr = torch.cumsum(counts, 0) - counts                 # first node of each graph
     per_node = counts[batch]                               # pairs of each query node
     row_start = torch.cumsum(per_node, 0) - per_node       # first pair row of each query
@@ -215,14 +223,20 @@ class GRIT(nn.Module):
                                "GRIT")
 
     def _check_budget(self, sizes: Tensor) -> None:
+        """Refuses a batch of graphs of ``sizes [B]`` nodes (a CPU tensor) beyond the memory
+        budget."""
+        self._check_pairs(int((sizes * sizes).sum()), lambda: int(sizes.max()), sizes.numel())
+
+    def _check_pairs(self, pairs: int, largest: Callable[[], int], num_graphs: int) -> None:
+        """Refuses a batch of ``pairs`` node pairs in ``num_graphs`` graphs beyond the memory
+        budget (``largest()``: its largest graph, read only for the error)."""
         if self.budget is None:
             return
-        pairs = int((sizes * sizes).sum())
         per_pair = self.bytes_per_pair[self.training]
         need = pairs * per_pair
         if need <= self.budget:
             return
-        n = int(sizes.max())
+        n = largest()
         if n * n * per_pair > self.budget:
             limit = int((self.budget / per_pair) ** 0.5)
             raise DenseBudgetError(
@@ -232,7 +246,7 @@ class GRIT(nn.Module):
                 "nodes do not fit. Raise model.memory_budget_gb, or use a sparse model (GT, "
                 "GPS with Performer attention) for such graphs")
         raise DenseBudgetError(
-            f"the batch of {sizes.numel()} graphs has {pairs:,} node pairs: GRIT attention needs "
+            f"the batch of {num_graphs} graphs has {pairs:,} node pairs: GRIT attention needs "
             f"≈{format_bytes(need)} ({per_pair:.0f} B per pair), over the memory budget of "
             f"{format_bytes(self.budget)}: lower data.batch_size or raise "
             "model.memory_budget_gb")
@@ -245,19 +259,28 @@ class GRIT(nn.Module):
             raise ValueError("GRIT needs the RRWP encodings but the batch has no rrwp: add "
                              "encodings.rrwp to the config (the AddRRWP pre-transform)")
         K = self.walk_length
-        sizes = host_num_nodes(data)
-        total = int((sizes * sizes).sum())
+        if (getattr(data, "static_max_nodes", None) is not None
+                and getattr(data, "batch", None) is not None and pair is not None):
+            # a static-shape batch with cached pairs: the sizes are host ints (the graph count
+            # and the pair tensor's rows), nothing is read (torch.compile(fullgraph=True))
+            sizes, num_graphs, total = None, int(data.num_graphs), pair.size(0)
+            largest = lambda: int(data.static_max_nodes)  # noqa: E731
+        else:
+            sizes = host_num_nodes(data)
+            num_graphs, total = sizes.numel(), int((sizes * sizes).sum())
+            largest = lambda: int(sizes.max())  # noqa: E731
         if node.shape != (data.x.size(0), K) or (pair is not None and pair.shape != (total, K)):
             got = "not cached" if pair is None else tuple(pair.shape)
             raise ValueError(f"rrwp must be [num_nodes, {K}] and rrwp_pair [Σ n² = {total}, {K}], "
                              f"got {tuple(node.shape)} and {got}: the dataset was processed "
                              "with another encodings.rrwp.walk_length (or without RRWP for "
                              "some graphs)")
-        self._check_budget(sizes)
+        self._check_pairs(total, largest, num_graphs)
         dtype = self.rrwp_pair.weight.dtype
         h = self.node_encoder(data.x)
         batch = batch_vector(data, h)
-        pairs = grit_pairs(data.edge_index, batch, sizes, dtype=h.dtype)
+        pairs = grit_pairs(data.edge_index, batch, sizes, dtype=h.dtype, num_graphs=num_graphs,
+                           num_pairs=total)
         if pair is None:  # encodings.rrwp.cache_pairs: false, computed here (the same values)
             pair = batch_rrwp(data.edge_index, batch, sizes, K, pairs.index)[1]
         h = h + self.rrwp_node(node.to(dtype))
@@ -276,10 +299,15 @@ class GRIT(nn.Module):
         """Node representations after the last layer, ``[num_nodes, D]``; with
         ``return_attention_weights`` also ``[(pair index [2, P], weights [P, H]) per layer]``."""
         h, index, e, degree, batch = self._inputs(data)
+        # static-shape batches: BatchNorm statistics over the real nodes and the pairs of real
+        # nodes only (a pair joins two nodes of one graph: real iff its query node is)
+        node_mask = getattr(data, "real_node_mask", None)
+        pair_mask = node_mask[index[1]] if node_mask is not None else None
         attentions = []
         for layer in self.layers:
             out = layer(h, index, e, batch, degree=degree,
-                        return_attention_weights=return_attention_weights)
+                        return_attention_weights=return_attention_weights,
+                        real_node_mask=node_mask, real_pair_mask=pair_mask)
             if return_attention_weights:
                 out, attention = out
                 attentions.append(attention)  # (index, weights)

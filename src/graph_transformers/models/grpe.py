@@ -12,8 +12,7 @@ from torch import Tensor, nn
 from torch_geometric.data import Batch
 
 from ..core.checks import checks_enabled
-from ..core.dense import (DenseBatch, GraphSizeLimit, check_dense_budget,
-                          pair_size_limit)
+from ..core.dense import DenseBatch, GraphSizeLimit, check_dense_budget, pair_size_limit
 from ..encodings.spd import PAIR_SELF, num_spd_ids
 from ..nn.grpe import EDGE_NONE, EDGE_OFFSET, EDGE_SELF, EDGE_VIRTUAL, GRPEEncodings, GRPELayer
 from .encoders import FeatureEncoder
@@ -39,12 +38,14 @@ class PairRelations:
             unreachable ``L + 2``, virtual node ``L + 3``.
         edge: ``[B, N + 1, N + 1]`` long: :data:`EDGE_NONE`, :data:`EDGE_SELF`,
             :data:`EDGE_VIRTUAL`, ``EDGE_OFFSET + joint edge type``.
+        static: a static-shape batch (``N = static_max_nodes``): the layers run as one group.
     """
 
     dense: DenseBatch
     mask: Tensor
     topology: Tensor
     edge: Tensor
+    static: bool = False
 
 
 class PairRelationBuilder(nn.Module):
@@ -117,8 +118,10 @@ class PairRelationBuilder(nn.Module):
             raise ValueError("the model needs shortest-path and pair-edge relations but the batch "
                              "has no spd / pair_edge: add encodings.spd to the config (the "
                              "AddShortestPaths pre-transform)")
-        dense = DenseBatch.from_batch(data)
-        check_dense_budget(dense.host_sizes, self.bytes_per_pair, self.budget, extra_nodes=1,
+        static = static_max_nodes(data)
+        dense = DenseBatch.from_batch(data, max_num_nodes=static)
+        # a static-shape batch: (B, N) host ints, no tensor read
+        check_dense_budget(dense.budget_sizes, self.bytes_per_pair, self.budget, extra_nodes=1,
                            what=self.what)
         if spd.numel() and checks_enabled(spd) and int(spd.max()) > self.max_distance + 2:
             raise ValueError(f"spd ids reach {int(spd.max())}, above max_distance + 2 = "
@@ -132,7 +135,23 @@ class PairRelationBuilder(nn.Module):
         edge[:, 1:, 1:] = dense.place_pairs(self._edge_ids(pair_edge.view(spd.size(0), -1)),
                                             fill=EDGE_NONE)
         mask = torch.cat([dense.mask.new_ones(B, 1), dense.mask], dim=1)
-        return PairRelations(dense, mask, topo, edge)
+        return PairRelations(dense, mask, topo, edge, static is not None)
+
+
+def static_max_nodes(data: Batch) -> int | None:
+    """The per-graph padded size ``N`` of a static-shape batch (its host int
+    ``static_max_nodes``, issue 56), or ``None`` for an ordinary batch.
+
+    Raises:
+        ValueError: when ``static_max_nodes`` is not a positive Python int.
+    """
+    n = getattr(data, "static_max_nodes", None)
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"static_max_nodes must be a positive host int (the padded graph size "
+                         f"of a static-shape batch), got {n!r}")
+    return n
 
 
 #: a batch is split into more size groups only while that removes more than this fraction of
@@ -166,25 +185,26 @@ def size_groups(num_nodes: Tensor, max_groups: int, host_sizes: Tensor | None = 
     """
     B = num_nodes.numel()
     host = host_sizes if host_sizes is not None else num_nodes.cpu()  # host: fallback
+    sizes = host.tolist()  # host: the CPU size table, read once; the rule runs on Python ints
     if max_groups <= 1 or B <= 1:
-        return [(torch.arange(B, device=num_nodes.device), int(host.max()) if B else 0)]
-    sorted_sizes = host[torch.argsort(host, stable=True)]  # on the host: no device read
+        return [(torch.arange(B, device=num_nodes.device), max(sizes, default=0))]
+    sorted_sizes = sorted(sizes)  # the order of a stable sort, on the host
 
     def split(g: int) -> list[tuple[int, int]]:  # (start, stop) of each group in sorted order
         bounds = [round(k * B / g) for k in range(g + 1)]
         return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
 
     def padded(groups: list[tuple[int, int]]) -> int:
-        return sum((b - a) * int(sorted_sizes[b - 1]) ** 2 for a, b in groups)
+        return sum((b - a) * sorted_sizes[b - 1] ** 2 for a, b in groups)
 
     most = min(max_groups, B)
     best = padded(split(most))
     groups = next(gs for g in range(1, most + 1)
                   if padded(gs := split(g)) <= (1 + padding_tolerance) * best)
     if len(groups) == 1:
-        return [(torch.arange(B, device=num_nodes.device), int(sorted_sizes[-1]))]
+        return [(torch.arange(B, device=num_nodes.device), sorted_sizes[-1])]
     order = torch.argsort(num_nodes, stable=True)  # the same permutation (stable sort)
-    return [(order[a:b], int(sorted_sizes[b - 1])) for a, b in groups]
+    return [(order[a:b], sorted_sizes[b - 1]) for a, b in groups]
 
 
 class TokenPairModel(nn.Module):
@@ -258,10 +278,15 @@ class TokenPairModel(nn.Module):
         """``final_norm`` of the layers' output on ``x [B, N + 1, d]`` and, on request, each
         layer's weights ``[B, H, N + 1, N + 1]`` (zero beyond a graph's group size), where
         ``run((graphs, nodes))`` runs the layers on ``x[graphs, nodes]`` and returns
-        ``(x_g, [weights per layer])``; one ``run`` on the whole batch when there is one group."""
+        ``(x_g, [weights per layer])``; one ``run(None)`` on the whole batch when there is one
+        group: always with ``size_groups == 1`` and on static-shape batches (their shapes must
+        not depend on the graphs' sizes), with no host read."""
+        if self.size_groups == 1 or rel.static:
+            out, weights = run(None)
+            return self.final_norm(out), weights
         groups = size_groups(rel.dense.num_nodes, self.size_groups, rel.dense.host_sizes)
         if len(groups) == 1:
-            out, weights = run((slice(None), slice(None)))
+            out, weights = run(None)
             return self.final_norm(out), weights
         B, N1 = x.size(0), x.size(1)
         out = x.new_zeros(x.shape)
@@ -337,7 +362,11 @@ class GRPE(TokenPairModel):
             sorted by size, equal-count groups, each padded to its own largest graph; fewer where
             more would remove no padding, see :func:`size_groups`), which cuts the padded pairs
             of a random batch by about 40%; the result is the same as one padded batch (every
-            operation is per graph).
+            operation is per graph). Every group is a pass of the layers: 4 groups dispatch
+            about 4x the operations of one, which is what a GPU step costs (issue 56), while on
+            a CPU, where arithmetic dominates, they made a ZINC step about 25% faster
+            (``benchmarks/results/grpe_zinc_speed_idle.md``). Static-shape batches
+            (``static_max_nodes``) always run as one group.
 
     Forward takes a PyG ``Batch`` with ``x``, ``edge_index``, ``spd`` and ``pair_edge`` and
     returns ``[num_graphs, out_dim]`` or ``[num_nodes, out_dim]``.
@@ -398,7 +427,10 @@ class GRPE(TokenPairModel):
 
         tables: dict = {}  # the encodings' tables, once per forward (see _layers)
 
-        def run(sl: tuple) -> tuple[Tensor, list[Tensor]]:
+        def run(sl: tuple | None) -> tuple[Tensor, list[Tensor]]:
+            if sl is None:  # the whole batch
+                return self._layers(x, rel.topology, rel.edge, rel.mask,
+                                    return_attention_weights, tables)
             idx, nodes = sl
             return self._layers(x[sl], rel.topology[idx, nodes, nodes], rel.edge[idx, nodes, nodes],
                                 rel.mask[sl], return_attention_weights, tables)
@@ -418,7 +450,7 @@ class GRPE(TokenPairModel):
         # the gather / scatter indices of the relations, once per (group of a) batch: every
         # layer has the same switches and vocabularies
         first = self.layers[0].attn
-        relations = (first.prepare_relations(topology, edge, self._layer_encodings(0))
+        relations = (first.prepare_relations(topology, edge, self._layer_encodings(0), mask)
                      if first.attention_impl == "gather" else None)
         for i, layer in enumerate(self.layers):
             enc = self._layer_encodings(i)

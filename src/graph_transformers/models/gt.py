@@ -10,7 +10,7 @@ from torch_geometric.data import Batch
 from ..core.dense import host_num_nodes
 from ..nn.convention import ffn_width
 from ..nn.gt import GraphTransformerLayer
-from .encoders import encoding_input, feature_encoders, make_pe_encoder
+from .encoders import encoding_input, feature_encoders, make_pe_encoder, pe_forward
 from .heads import MLPReadout, batch_vector, level_head, sparse_attention_maps
 from .registry import (NonNegativeInt, Norm, PEName, PositiveFloat, PositiveInt, Probability,
                        Readout, SignFlip, model_config, register_model)
@@ -121,16 +121,21 @@ class GraphTransformer(nn.Module):
         h = self.node_encoder(data.x)
         batch = batch_vector(data, h)
         if self.pe is not None:
-            h = h + self.pe_encoder(encoding_input(data, self.pe), batch,
-                                    getattr(data, "num_graphs", None))
+            h = h + pe_forward(self.pe_encoder, encoding_input(data, self.pe), batch,
+                               getattr(data, "num_graphs", None),
+                               getattr(data, "real_node_mask", None))
         h = self.in_feat_dropout(h)
         edge_index = (full_graph_edge_index(batch, host_sizes=host_num_nodes(data))
                       if self.full_graph else data.edge_index)
         e = self.edge_encoder(data.edge_attr) if self.use_edge_features else None
         attentions = []
+        # static-shape batches: BatchNorm statistics over the real nodes and edges only
+        node_mask = getattr(data, "real_node_mask", None)
+        edge_mask = None if self.full_graph else getattr(data, "real_edge_mask", None)
         for layer in self.layers:
             out = layer(h, edge_index, e, batch,
-                        return_attention_weights=return_attention_weights)
+                        return_attention_weights=return_attention_weights,
+                        real_node_mask=node_mask, real_edge_mask=edge_mask)
             if return_attention_weights:
                 out, attention = out
                 attentions.append(attention)  # (edge_index, weights)

@@ -34,7 +34,8 @@ from torch_geometric.data import Batch
 
 from ..nn.convention import ffn_width
 from ..nn.mpnn import CONVS, MPNNBlock, make_activation
-from .encoders import FeatureEncoder, encoding_input, feature_encoders, make_pe_encoder
+from .encoders import (FeatureEncoder, encoding_input, feature_encoders, make_pe_encoder,
+                       pe_forward)
 from .heads import MLPReadout, batch_vector, graph_readout, level_head
 from .registry import (NonNegativeInt, Norm, PEName, PositiveFloat, PositiveInt, Probability,
                        Readout, SignFlip, model_config, register_model)
@@ -298,8 +299,9 @@ class MPNN(nn.Module):
         check_inputs(data, need_edge_attr=self.use_edge_features)
         h = self.node_encoder(data.x)
         if self.pe is not None:
-            p = self.pe_encoder(encoding_input(data, self.pe), getattr(data, "batch", None),
-                                getattr(data, "num_graphs", None))
+            p = pe_forward(self.pe_encoder, encoding_input(data, self.pe),
+                           getattr(data, "batch", None), getattr(data, "num_graphs", None),
+                           getattr(data, "real_node_mask", None))
             h = torch.cat([h, p], dim=-1) if self.pe_concat else h + p
         h = self.in_feat_dropout(h)
         if self.use_edge_features:
@@ -309,8 +311,11 @@ class MPNN(nn.Module):
         else:
             e = None
         hs = [h]
+        # static-shape batches: BatchNorm statistics over the real nodes and edges only
+        node_mask = getattr(data, "real_node_mask", None)
+        edge_mask = getattr(data, "real_edge_mask", None)
         for layer in self.layers:
-            out = layer(h, data.edge_index, e)
+            out = layer(h, data.edge_index, e, real_node_mask=node_mask, real_edge_mask=edge_mask)
             h, e = out if isinstance(out, tuple) else (out, e)  # GatedGCN updates e
             hs.append(h)
         return hs

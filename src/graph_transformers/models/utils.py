@@ -10,7 +10,8 @@ from ..encodings.registry import float_encodings
 
 
 def full_graph_edge_index(batch: Tensor, self_loops: bool = False,
-                          host_sizes: Tensor | None = None) -> Tensor:
+                          host_sizes: Tensor | None = None, *, num_graphs: int | None = None,
+                          num_pairs: int | None = None) -> Tensor:
     """All ordered node pairs inside each graph of a batch, built without Python loops.
 
     Args:
@@ -19,6 +20,10 @@ def full_graph_edge_index(batch: Tensor, self_loops: bool = False,
         host_sizes: nodes per graph on the CPU
             (:func:`~graph_transformers.core.dense.host_num_nodes`); the number of pairs is then
             known without a device sync.
+        num_graphs: graphs in the batch, with ``num_pairs`` instead of ``host_sizes`` (host
+            ints known otherwise, e.g. from the shape of a cached pair encoding: no value is
+            read, as ``torch.compile(fullgraph=True)`` needs).
+        num_pairs: the number of pairs the result has (see ``num_graphs``).
 
     Returns:
         ``[2, sum_g n_g^2]`` (or ``sum_g n_g (n_g - 1)`` without self-loops) edge index.
@@ -27,7 +32,11 @@ def full_graph_edge_index(batch: Tensor, self_loops: bool = False,
     if num_nodes == 0:
         return batch.new_zeros((2, 0))
     loop = 0 if self_loops else 1  # pairs per node: n (with self-loops) or n - 1
-    if host_sizes is not None:
+    if num_graphs is not None and num_pairs is not None:
+        counts = torch.zeros(num_graphs, dtype=torch.long, device=batch.device)
+        counts.index_add_(0, batch, torch.ones_like(batch))
+        total = num_pairs
+    elif host_sizes is not None:
         counts = torch.zeros(host_sizes.numel(), dtype=torch.long, device=batch.device)
         counts.index_add_(0, batch, torch.ones_like(batch))  # no bincount: it syncs on CUDA
         total = int((host_sizes * (host_sizes - loop)).sum())

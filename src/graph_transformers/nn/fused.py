@@ -219,8 +219,12 @@ def fused_sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, 
 
 def use_fused_sparse_attention(q: Tensor, return_weights: bool) -> bool:
     """Whether :func:`~graph_transformers.nn.attention.sparse_attention` takes the fused path for
-    these inputs: CPU, float32 / float64, no attention weights asked for, kernels available."""
+    these inputs: CPU, float32 / float64, no attention weights asked for, kernels available, and
+    not while ``torch.compile`` traces (the compiled graph takes the plain PyTorch ops, which the
+    compiler fuses itself; the kernels' loader and custom autograd would break the graph)."""
     if return_weights or q.device.type != "cpu" or q.dtype not in (torch.float32, torch.float64):
+        return False
+    if torch.compiler.is_compiling():
         return False
     return load_kernels() is not None
 

@@ -47,7 +47,7 @@ from .exphormer import ExphormerAttention
 from .kernel_attention import LinearGlobalAttention, SGFormerAttention
 from .linear_attention import PerformerAttention
 from .mpnn import CONVS, LocalMPNN
-from .norm import make_norm
+from .norm import apply_norm, make_norm
 from .reset import reset_children
 
 #: global attention kinds
@@ -266,9 +266,13 @@ class GPSLayer(nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, dense: DenseBatch | None = None,
-                num_graphs: int | None = None, expander_index: Tensor | None = None
+                num_graphs: int | None = None, expander_index: Tensor | None = None,
+                real_node_mask: Tensor | None = None, real_edge_mask: Tensor | None = None
                 ) -> Tensor | tuple[Tensor, Tensor]:
-        """See the class docstring. ``dense`` (the batch's
+        """See the class docstring. ``real_node_mask [num_nodes]`` / ``real_edge_mask
+        [num_edges]`` (bool; a static-shape batch's real nodes and edges,
+        :mod:`graph_transformers.data.static_shapes`) restrict the BatchNorm statistics to
+        them (``None``: every row). ``dense`` (the batch's
         :class:`~graph_transformers.core.dense.DenseBatch`, built once per forward by the
         network) makes the padding of the attention input and its inverse index gathers with no
         device sync; without it PyG's ``to_dense_batch`` and a boolean mask are used.
@@ -295,38 +299,41 @@ class GPSLayer(nn.Module):
         # what the sparse (Exphormer) attention reads besides x
         sparse = (edge_index, edge_attr if self.use_edge_features else None, expander_index)
         if self.norm_position == "post":
-            return self._forward_post(x, edge_index, batch, edge_attr, dense, num_graphs, sparse)
-        xn = self.norm1(x)
+            return self._forward_post(x, edge_index, batch, edge_attr, dense, num_graphs, sparse,
+                                      real_node_mask, real_edge_mask)
+        xn = apply_norm(self.norm1, x, real_node_mask)
         h = x
         e_hat = None
         if self.attention is not None:
             h = h + self.dropout(self._attend(xn, batch, dense, num_graphs, sparse))
         if self.mpnn is not None:
-            e_in = self.norm_e(edge_attr) if self.norm_e is not None else edge_attr
+            e_in = apply_norm(self.norm_e, edge_attr, real_edge_mask)
             local, e_hat = self._local(xn, edge_index, e_in)
             h = h + self.dropout(local)
             if e_hat is not None:
                 edge_attr = edge_attr + self.dropout(e_hat)
-        y = h + self.dropout(self.mlp(self.norm2(h)))
+        y = h + self.dropout(self.mlp(apply_norm(self.norm2, h, real_node_mask)))
         return y if e_hat is None else (y, edge_attr)
 
     def _forward_post(self, x: Tensor, edge_index: Tensor, batch: Tensor | None,
                       edge_attr: Tensor | None, dense: DenseBatch | None,
-                      num_graphs: int | None = None, sparse: tuple | None = None
+                      num_graphs: int | None = None, sparse: tuple | None = None,
+                      node_mask: Tensor | None = None, edge_mask: Tensor | None = None
                       ) -> Tensor | tuple[Tensor, Tensor]:
-        """GraphGPS's post-norm layer (module docstring)."""
+        """GraphGPS's post-norm layer (module docstring); the masks as :meth:`forward`'s."""
         h: Tensor | None = None
         e_hat = None
         if self.mpnn is not None:
             local, e_hat = self._local(x, edge_index, edge_attr)
-            h = self.norm1_local(x + self.dropout(local))
+            h = apply_norm(self.norm1_local, x + self.dropout(local), node_mask)
             if e_hat is not None:
-                edge_attr = self.norm_e(edge_attr + self.dropout(e_hat))
+                edge_attr = apply_norm(self.norm_e, edge_attr + self.dropout(e_hat), edge_mask)
         if self.attention is not None:
-            att = self.norm1(x + self.dropout(self._attend(x, batch, dense, num_graphs,
-                                                           sparse)))
+            att = apply_norm(self.norm1, x + self.dropout(self._attend(x, batch, dense,
+                                                                       num_graphs, sparse)),
+                             node_mask)
             h = att if h is None else h + att
-        y = self.norm2(h + self.dropout(self.mlp(h)))
+        y = apply_norm(self.norm2, h + self.dropout(self.mlp(h)), node_mask)
         return y if e_hat is None else (y, edge_attr)
 
     def _attend(self, x: Tensor, batch: Tensor | None, dense: DenseBatch | None,

@@ -152,8 +152,11 @@ class GraphormerLayer(PreNormBlock):
         if bias.shape != (B, H, N, N):
             raise ValueError(f"bias must be [B, H, N, N] = {(B, H, N, N)}, got "
                              f"{tuple(bias.shape)}")
-        qkv = self.qkv(self.attn_norm(x)).view(B, N, 3, H, -1).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv[0], qkv[1], qkv[2]  # [B, H, N, dk]
+        # node-wise parts on [B·N, d] rows: a 2-D linear is one addmm, where a 3-D one adds views
+        # (fewer dispatched operations, the same arithmetic)
+        rows = x.reshape(B * N, self.hidden_dim)
+        qkv = self.qkv(self.attn_norm(rows)).view(B, N, 3, H, -1).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)  # [B, H, N, dk]; one op (and one in the backward)
         p = self.attn_dropout if self.training else 0.0
         weights = None
         if return_attention_weights:
@@ -165,5 +168,5 @@ class GraphormerLayer(PreNormBlock):
             # CUDA's memory-efficient kernel, and sdpa pads d_k to a multiple of 8 on CUDA so
             # that kernel is reachable for any head size; see docs/gpu.md
             z = sdpa(q, k, v, attn_mask=bias.to(q.dtype), dropout_p=p)
-        y = self.out(z.transpose(1, 2).reshape(B, N, self.hidden_dim))
-        return LayerOutput(self._residuals(x, y), weights)
+        y = self.out(z.transpose(1, 2).reshape(B * N, self.hidden_dim))
+        return LayerOutput(self._residuals(rows, y).view(B, N, self.hidden_dim), weights)

@@ -13,7 +13,7 @@ from torch_geometric.utils import softmax as scatter_softmax
 
 from .attention import acc_dtype, autocast_off, clamped_edge_softmax, head_dim
 from .convention import with_attention
-from .norm import make_norm
+from .norm import apply_norm, make_norm
 from .reset import reset_children
 
 
@@ -205,8 +205,12 @@ class GRITLayer(nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
                 batch: Tensor | None = None, *, degree: Tensor | None = None,
-                return_attention_weights: bool = False):
-        """Applies the layer; see the class docstring for the shapes.
+                return_attention_weights: bool = False, real_node_mask: Tensor | None = None,
+                real_pair_mask: Tensor | None = None):
+        """Applies the layer; see the class docstring for the shapes. ``real_node_mask
+        [num_nodes]`` / ``real_pair_mask [num_pairs]`` (bool; a static-shape batch's real nodes
+        and the pairs of real nodes, :mod:`graph_transformers.data.static_shapes`) restrict the
+        node and pair BatchNorm statistics to them (``None``: every row).
 
         Raises:
             ValueError: as the class docstring says.
@@ -262,14 +266,14 @@ class GRITLayer(nn.Module):
         if self.degree_coef is not None:
             log_deg = torch.log1p(degree.to(h.dtype)).unsqueeze(-1)             # [n, 1]
             h = h * self.degree_coef[0] + (h * log_deg) * self.degree_coef[1]
-        h = self.norm1_h(x + self.out_h(h))
+        h = apply_norm(self.norm1_h, x + self.out_h(h), real_node_mask)
         f = self._drop(F.relu(self.ffn1(h)), self.dropout)
-        h = self.norm2_h(h + self.ffn2(f))
+        h = apply_norm(self.norm2_h, h + self.ffn2(f), real_node_mask)
 
         e = edge_attr
         if self.edge_output:
             e_new = self.out_e(self._drop(e_hat.reshape(P, D), self.dropout))
-            e = self.norm1_e(edge_attr + e_new)
+            e = apply_norm(self.norm1_e, edge_attr + e_new, real_pair_mask)
         return with_attention(GRITOutput(h, e), edge_index, weights, return_attention_weights)
 
     def extra_repr(self) -> str:

@@ -247,13 +247,13 @@ class GRPEAttention(nn.Module):
 
     def _relation_key(self, enc: GRPEEncodings, fused: bool) -> tuple:
         return (self.topology_attention, self.edge_attention, self.graph_encoded_value,
-                enc.num_topology, enc.num_edge, fused)
+                enc.num_topology, enc.num_edge, fused, self.num_heads)
 
     def _table_key(self, enc: GRPEEncodings, fused: bool) -> tuple:
-        return self._relation_key(enc, fused) + (self.num_heads, self.head_dim)
+        return self._relation_key(enc, fused) + (self.head_dim,)
 
-    def prepare_relations(self, topology: Tensor, edge: Tensor, encodings: GRPEEncodings
-                          ) -> GRPERelations:
+    def prepare_relations(self, topology: Tensor, edge: Tensor, encodings: GRPEEncodings,
+                          mask: Tensor | None = None) -> GRPERelations:
         """The gather / scatter indices of a batch's relation ids, for ``forward_dense(...,
         relations=...)`` of this layer and of every layer with the same switches (a model builds
         them once per batch, not once per layer).
@@ -263,6 +263,8 @@ class GRPEAttention(nn.Module):
             edge: ``[B, N, N]`` long edge ids, likewise.
             encodings: the :class:`GRPEEncodings` (only their vocabularies ``T_ψ``, ``T_e`` are
                 read).
+            mask: ``[B, N]`` bool key mask (``True`` at real nodes) that ``forward_dense`` will
+                be given, or ``None``; its additive ``-inf`` bias is then built here once.
 
         Returns:
             :class:`GRPERelations`.
@@ -296,14 +298,24 @@ class GRPEAttention(nn.Module):
             score_size, q_side = flat(score_parts, node.view(B, N, 1))
             _, k_side = flat(score_parts, node.view(B, 1, N))
             score_index = torch.stack([torch.cat(q_side), torch.cat(k_side)]).unsqueeze(1)
+        H, L = self.num_heads, B * N * N
+        # per side and relation, expanded over the heads once per batch (views)
+        score_terms = () if score_index is None else tuple(
+            (side, score_index[side, :, r * L:(r + 1) * L].expand(H, L))
+            for side in range(2) for r in range(len(score_parts)))
         value_size, value_index = 0, []
         if value_parts:
             value_size, value_index = flat(value_parts, node.view(B, N, 1))
+        if mask is not None and mask.shape != (B, N):
+            raise ValueError(f"mask must be [B, N] = {(B, N)}, got {tuple(mask.shape)}")
+        mask_bias = None if mask is None else key_mask_bias(mask, torch.float32)
         return GRPERelations(self._relation_key(encodings, fused), (B, N), fused, score_size,
-                             score_index, value_size, tuple(i.view(1, -1) for i in value_index))
+                             score_index, value_size,
+                             tuple(i.view(1, -1).expand(H, L) for i in value_index), mask,
+                             mask_bias, score_terms)
 
     def prepare_tables(self, encodings: GRPEEncodings, relations: GRPERelations) -> GRPETables:
-        """The encodings' tables in the gather path's layout (fused rows, heads, key-side scale),
+        """The encodings' tables in the gather path's layout (fused rows, heads, 1/√d_k scale),
         for ``forward_dense(..., tables=...)`` of this layer and of every layer with the same
         switches and encodings (a model builds them once per forward, not once per layer).
 
@@ -335,8 +347,8 @@ class GRPEAttention(nn.Module):
         score_kinds = [kind for kind, _, sc, _ in plan if sc]
         value_kinds = [kind for kind, _, _, val in plan if val]
         score = value = None
-        if score_kinds:  # [2, T_s, d] → [2 · H, T_s, d_k]; the queries carry their own scale
-            both = torch.stack([side(score_kinds, 0), side(score_kinds, 1) * dk ** -0.5])
+        if score_kinds:  # [2, T_s, d] → [2 · H, T_s, d_k], both sides times 1/√d_k
+            both = torch.stack([side(score_kinds, 0), side(score_kinds, 1)]) * dk ** -0.5
             t_s = both.size(1)
             score = both.view(2, t_s, H, dk).transpose(1, 2).reshape(2 * H, t_s, dk)
         if value_kinds:
@@ -390,12 +402,12 @@ class GRPEAttention(nn.Module):
         if mask is not None and mask.shape != (B, N):
             raise ValueError(f"mask must be [B, N] = {(B, N)}, got {tuple(mask.shape)}")
         H, dk = self.num_heads, self.head_dim
-        scale = dk ** -0.5  # folded into the queries and the key tables: every score term
+        scale = dk ** -0.5  # in the q·k products (alpha) and the tables: every score term
         if self.attention_impl == "materialized":
             return self._materialized(x, topology, edge, encodings, mask,
                                       return_attention_weights)
         if relations is None:
-            relations = self.prepare_relations(topology, edge, encodings)
+            relations = self.prepare_relations(topology, edge, encodings, mask)
         elif (relations.key != self._relation_key(encodings, relations.fused)
               or relations.shape != (B, N)
               or relations.fused != self._fused(encodings, N)):
@@ -409,30 +421,30 @@ class GRPEAttention(nn.Module):
               or tables.key != self._table_key(encodings, relations.fused)):
             raise ValueError("tables were prepared from other encodings or for another layer "
                              "configuration: build them with prepare_tables(encodings, relations)")
-        # heads first (one copy each): q and k [2, H, B, N, d_k], v [H, B, N, d_k]; every product
-        # below is then a batched matmul on views. The queries' 1/√d_k goes into their weights.
-        w, b = self.qkv.weight, self.qkv.bias
-        qk = F.linear(x, torch.cat([w[:d] * scale, w[d:2 * d]]),
-                      torch.cat([b[:d] * scale, b[d:2 * d]]))
-        qk = qk.view(B, N, 2, H, dk).permute(2, 3, 0, 1, 4).contiguous()
-        v = F.linear(x, w[2 * d:], b[2 * d:]).view(B, N, H, dk).transpose(1, 2).transpose(0, 1)
-        v = v.contiguous().view(H * B, N, dk)
-        q, k = (t.view(H * B, N, dk) for t in qk.unbind(0))
+        # heads first, one copy: q, k, v [3, H, B, N, d_k]; every product below is then a
+        # batched matmul on views. The 1/√d_k goes into the products (QKScores' alpha) and the
+        # tables (prepare_tables).
+        qkv = self.qkv(x.reshape(B * N, d)).view(B, N, 3, H, dk).permute(2, 3, 0, 1, 4)
+        qkv = qkv.contiguous()
+        q, k, v = qkv.view(3, H * B, N, dk).unbind(0)
+        mask_bias = self._mask_bias(mask, relations)
         if tables.score is not None:
             # T^q_t · q_i and T^k_t · k_j for all t, both sides in one product, [2, H, T_s, B·N]
             # (the [T_s, B·N] results, and those of the backward, are the fast orientation on CPU)
             t_s = relations.score_size
-            prod = torch.bmm(tables.score, qk.view(2 * H, B * N, dk).transpose(1, 2))
+            qk = qkv[:2].view(2 * H, B * N, dk)
+            prod = torch.bmm(tables.score, qk.transpose(1, 2))
+            if mask_bias is not None and mask_bias.dtype != prod.dtype:
+                mask_bias = mask_bias.to(prod.dtype)
             # gathered per pair, the two sides and the relations summed, with the key mask:
             # [H, B·N²]
-            bias = GatherTerms.apply(prod.view(2, H, t_s * B * N), relations.score_index,
-                                      None if mask is None else key_mask_bias(mask, prod.dtype),
-                                      B * N * N)
-            scores = QKScores.apply(bias.view(H * B, N, N), q, k)
+            bias = GatherTerms.apply(prod.view(2, H, t_s * B * N), relations.score_terms,
+                                      mask_bias)
+            scores = QKScores.apply(bias.view(H * B, N, N), q, k, scale)
         else:
-            scores = QKScores.apply(None, q, k)
-            if mask is not None:
-                scores = (scores.view(H, B * N * N) + key_mask_bias(mask, scores.dtype)
+            scores = QKScores.apply(None, q, k, scale)
+            if mask_bias is not None:
+                scores = (scores.view(H, B * N * N) + mask_bias.to(scores.dtype)
                           ).view(H * B, N, N)
         attn = torch.softmax(scores, dim=-1, dtype=acc_dtype(scores.dtype))  # fp32 (autocast)
         a, drop_scale = self._dropout(attn)
@@ -441,16 +453,28 @@ class GRPEAttention(nn.Module):
         zT = torch.bmm(v.transpose(1, 2), a.to(v.dtype).transpose(1, 2)).view(H, B, dk, N)
         if tables.value is not None:
             # attention mass per relation type, bins[h, t, (b, i)] = Σ_j â_ij [id(i, j) = t],
-            # summed in fp32 (a stays fp32 here); then T^v bins: [H, d_k, B·N]
+            # summed in fp32 (a stays fp32 here), one scatter per value relation (indices
+            # expanded over the heads once per batch); then T^v bins: [H, d_k, B·N]
             t_v = relations.value_size
+            mass = a.view(H, B * N * N)
             bins = a.new_zeros(H, t_v * B * N)
             for index in relations.value_index:
-                bins = bins.scatter_add_(1, index.expand(H, B * N * N), a.view(H, B * N * N))
+                bins = bins.scatter_add_(1, index, mass)
             zt = torch.bmm(tables.value, bins.to(v.dtype).view(H, t_v, B * N))
             zT = zT + zt.view(H, dk, B, N).transpose(1, 2)
         z = zT.transpose(2, 3)  # [H, B, N, d_k]
         return self._finish(z, attn.view(H, B, N, N), drop_scale,
                             return_attention_weights)
+
+    @staticmethod
+    def _mask_bias(mask: Tensor | None, relations: GRPERelations) -> Tensor | None:
+        """The ``[1, B·N²]`` float32 key-mask bias: the one ``relations`` were prepared with
+        when they were prepared with this ``mask`` (once per batch), else built here."""
+        if mask is None:
+            return None
+        if relations.mask is mask:
+            return relations.mask_bias
+        return key_mask_bias(mask, torch.float32)
 
     def _dropout(self, attn: Tensor) -> tuple[Tensor, float | None]:
         if self.training and self.attn_dropout > 0:
@@ -466,8 +490,10 @@ class GRPEAttention(nn.Module):
         its weight (``z`` is linear in ``â``)."""
         H, B, N, dk = z.shape
         weight = self.out.weight if drop_scale is None else self.out.weight * drop_scale
-        out = F.linear(z.permute(1, 2, 0, 3).reshape(B, N, H * dk), weight, self.out.bias)
-        return LayerOutput(out, attn.transpose(0, 1) if return_attention_weights else None)
+        # a 2-D linear (one addmm; a 3-D input adds views), then [B, N, d]
+        out = F.linear(z.permute(1, 2, 0, 3).reshape(B * N, H * dk), weight, self.out.bias)
+        return LayerOutput(out.view(B, N, H * dk),
+                           attn.transpose(0, 1) if return_attention_weights else None)
 
     def _materialized(self, x, topology, edge, encodings, mask, return_attention_weights):
         """The naive form: tables gathered into ``[B, N, N, H, d_k]`` pair tensors."""
@@ -561,7 +587,12 @@ class GRPELayer(PreNormBlock):
                       ) -> LayerOutput:
         """Dense entry point (ids dst-major); see :class:`GRPEAttention` (``relations``,
         ``tables``: from ``self.attn.prepare_relations`` / ``prepare_tables``)."""
+        if x.dim() != 3:
+            raise ValueError(f"x must be [B, N, {self.attn.hidden_dim}], got {tuple(x.shape)}")
+        B, N, d = x.shape
         y, w = self.attn.forward_dense(self.attn_norm(x), topology, edge, encodings, mask,
                                        return_attention_weights, relations=relations,
                                        tables=tables)
-        return LayerOutput(self._residuals(x, y), w)
+        # the residuals and the FFN on [B·N, d] rows: 2-D linears (fewer dispatched operations)
+        rows = self._residuals(x.reshape(B * N, d), y.view(B * N, d))
+        return LayerOutput(rows.view(B, N, d), w)

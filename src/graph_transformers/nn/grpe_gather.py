@@ -2,8 +2,10 @@
 trick"; module docstring of :mod:`graph_transformers.nn.grpe`): the choice between fused and
 side-by-side relations (:func:`fuse_relations`), the indices and tables a model prepares once
 per batch / forward (:class:`GRPERelations`, :class:`GRPETables`), and the autograd functions that
-compute the score terms without ``[B, N, N, d]`` or ``[2, H, R · L]`` intermediates
-(:class:`GatherTerms`, :class:`QKScores`, :func:`key_mask_bias`).
+compute the score terms without ``[B, N, N, d]`` intermediates, each in a constant number of ATen
+operations whatever the number of relations and heads (:class:`GatherTerms`, :class:`QKScores`,
+:func:`key_mask_bias`): on an accelerator every dispatched operation costs a fixed few
+microseconds (:mod:`graph_transformers.step_profile`).
 
 Source: Park et al., "GRPE: Relative Positional Encoding for Graph Transformer" (2022), eqs. 6-9
 and §"Complexity".
@@ -38,7 +40,7 @@ class GRPERelations:
     rows).
 
     Attributes:
-        key: ``(topology_attention, edge_attention, graph_encoded_value, T_ψ, T_e, fused)``.
+        key: ``(topology_attention, edge_attention, graph_encoded_value, T_ψ, T_e, fused, H)``.
         shape: ``(B, N)``.
         fused: whether the relations are fused (:func:`fuse_relations`).
         score_size: ``T_s`` (0 without score relations).
@@ -46,10 +48,17 @@ class GRPERelations:
             ``[T_s, B · N]`` table product (row: relation type, column: node ``b · N + n``),
             query side (``(o_r + id_r(b, i, j)) · B·N + b·N + i``, index 0) and key side
             (``… + b·N + j``, index 1), in the order ``(r, b, i, j)``.
+        score_terms: ``((side, index [H, B · N²]), …)``: ``score_index`` split per side and
+            relation and expanded over the ``H`` heads once per batch (views), what
+            :class:`GatherTerms` gathers term by term.
         value_size: ``T_v`` (0 without graph-encoded values).
-        value_index: per value relation, ``[1, B · N²]`` long:
-            ``(o_r + id_r(b, i, j)) · B·N + b·N + i``, the bin of pair ``(i, j)`` of graph ``b``
-            in a ``[T_v, B · N]`` table of attention mass.
+        value_index: per value relation, ``[H, B · N²]`` long (expanded over the heads, a
+            view): ``(o_r + id_r(b, i, j)) · B·N + b·N + i``, the bin of pair ``(i, j)`` of graph
+            ``b`` in a ``[T_v, B · N]`` table of attention mass.
+        mask: the ``[B, N]`` key mask the batch was prepared with (``None``: none), checked by
+            identity.
+        mask_bias: ``[1, B · N²]`` float32, :func:`key_mask_bias` of ``mask`` (``None``
+            without one), built once per batch instead of once per layer.
     """
 
     key: tuple
@@ -59,6 +68,9 @@ class GRPERelations:
     score_index: Tensor | None
     value_size: int
     value_index: tuple[Tensor, ...]
+    mask: Tensor | None = None
+    mask_bias: Tensor | None = None
+    score_terms: tuple[tuple[int, Tensor], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,7 +78,7 @@ class GRPETables:
     """The encodings' tables in the layout of the gather path of
     :meth:`~graph_transformers.nn.GRPEAttention.forward_dense`, built once per forward by
     :meth:`~graph_transformers.nn.GRPEAttention.prepare_tables` (the fused rows ``P_ψ + E_e``,
-    the split into heads and the ``1 / √d_k`` of the key side) and shared by every layer that
+    the split into heads and the ``1 / √d_k`` of the score terms) and shared by every layer that
     uses the same encodings.
 
     Attributes:
@@ -74,7 +86,7 @@ class GRPETables:
         encodings: the :class:`~graph_transformers.nn.GRPEEncodings` they come from (checked
             by identity).
         score: ``[2 · H, T_s, d_k]`` or ``None``: per head, the query-side tables (first ``H``)
-            and the key-side tables times ``1 / √d_k`` (last ``H``).
+            and the key-side tables (last ``H``), both times ``1 / √d_k``.
         value: ``[H, d_k, T_v]`` or ``None``: per head, the value tables (transposed).
     """
 
@@ -106,29 +118,23 @@ def key_mask_bias(mask: Tensor, dtype: torch.dtype) -> Tensor:
     return bias.masked_fill_(~mask.view(B, 1, N), float("-inf")).view(1, B * N * N)
 
 
-def _terms(index: Tensor, heads: int, pairs: int):
-    """``(side, index [heads, pairs])`` of each term in ``index [2, 1, R · pairs]``."""
-    for side in range(index.size(0)):
-        for r in range(index.size(-1) // pairs):
-            yield side, index[side, :, r * pairs:(r + 1) * pairs].expand(heads, pairs)
-
-
 class GatherTerms(torch.autograd.Function):
     """The score terms of the table products: ``prod [2, H, X]`` (query side, key side),
-    ``index [2, 1, R · L]`` (per side, ``R`` relations of ``L`` pairs each) and ``extra [1, L]``
-    or ``None`` (no gradient) → ``[H, L]``, ``Σ_{s, r} prod[s, h, index[s, 0, r·L + l]] +
+    ``terms`` (``((side, index [H, L]), …)``, :attr:`GRPERelations.score_terms`) and ``extra
+    [1, L]`` or ``None`` (no gradient) → ``[H, L]``, ``Σ_terms prod[side, h, index[h, l]] +
     extra[0, l]``. The same as ``gather`` then ``sum`` over sides and relations, without their
-    ``[2, H, R·L]`` intermediates: each term is gathered and added in turn, and the backward
-    scatters the gradient once per term (where autograd copies the expanded gradient of the sum
-    into a ``[2, H, R·L]`` tensor first)."""
+    ``[2, H, R·L]`` intermediates (one gather, twice as slow on CPU): each term is gathered and
+    added in turn, and the backward scatters the gradient once per term; the indices come
+    expanded over the heads from the relations (once per batch), so a term costs one gather and
+    one add (and one scatter in the backward)."""
 
     @staticmethod
-    def forward(ctx, prod: Tensor, index: Tensor, extra: Tensor | None, pairs: int) -> Tensor:
-        ctx.save_for_backward(index)
-        ctx.prod_shape, ctx.pairs = prod.shape, pairs
+    def forward(ctx, prod: Tensor, terms: tuple, extra: Tensor | None) -> Tensor:
+        ctx.terms, ctx.prod_shape = terms, prod.shape
+        sides = prod.unbind(0)
         out = None
-        for side, part in _terms(index, prod.size(1), pairs):
-            term = torch.gather(prod[side], 1, part)
+        for side, index in terms:
+            term = torch.gather(sides[side], 1, index)
             out = term if out is None else out.add_(term)
         if extra is not None:
             out.add_(extra)
@@ -136,39 +142,49 @@ class GatherTerms(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        (index,) = ctx.saved_tensors
         grad_prod = grad.new_zeros(ctx.prod_shape)
-        for side, part in _terms(index, grad.size(0), ctx.pairs):
-            grad_prod[side].scatter_add_(1, part, grad)
-        return grad_prod, None, None, None
+        sides = grad_prod.unbind(0)
+        for side, index in ctx.terms:
+            sides[side].scatter_add_(1, index, grad)
+        return grad_prod, None, None
 
 
 class QKScores(torch.autograd.Function):
-    """``bias + q kᵀ`` per (head, graph): ``bias [H·B, N, N]`` or ``None``, ``q, k [H·B, N, d_k]``
-    → ``[H·B, N, N]``. Autograd's ``∂q = g k`` is a per-graph ``[N, d_k]`` product, the slow
-    orientation of small matrix products on CPU; the backward here computes its transpose
-    ``kᵀ gᵀ`` (``[d_k, N]``, like ``∂kᵀ = qᵀ g``), about twice as fast."""
+    """``bias + scale · q kᵀ`` per (head, graph): ``bias [H·B, N, N]`` or ``None``, ``q, k
+    [H·B, N, d_k]``, ``scale`` a float → ``[H·B, N, N]``. Autograd's ``∂q = g k`` is a per-graph
+    ``[N, d_k]`` product, the slow orientation of small matrix products on CPU; the backward
+    here computes its transpose ``kᵀ gᵀ`` (``[d_k, N]``, like ``∂kᵀ = qᵀ g``), about twice as
+    fast. The scale goes into the products (``alpha`` of ``baddbmm``), not into extra
+    multiplications."""
 
     @staticmethod
-    def forward(ctx, bias: Tensor | None, q: Tensor, k: Tensor) -> Tensor:
+    def forward(ctx, bias: Tensor | None, q: Tensor, k: Tensor, scale: float = 1.0) -> Tensor:
         ctx.save_for_backward(q, k)
         ctx.bias_dtype = None if bias is None else bias.dtype
+        ctx.scale = scale
+        kT = k.transpose(1, 2)
         if bias is None:
-            return torch.bmm(q, k.transpose(1, 2))
-        return torch.baddbmm(bias, q, k.transpose(1, 2))
+            return torch.baddbmm(kT.new_zeros(()), q, kT, beta=0.0, alpha=scale) \
+                if scale != 1.0 else torch.bmm(q, kT)
+        return torch.baddbmm(bias, q, kT, alpha=scale)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         q, k = ctx.saved_tensors
         g = grad.to(q.dtype)  # the same dtype unless autocast mixed them
+        s = ctx.scale
         grad_q = grad_k = grad_bias = None
+        # beta = 0: the first argument only gives the shape [H·B, d_k, N] (its values are
+        # ignored), alpha the scale
         if ctx.needs_input_grad[1]:
-            grad_q = torch.bmm(k.transpose(1, 2), g.transpose(1, 2)).transpose(1, 2)
+            kT = k.transpose(1, 2)
+            grad_q = torch.baddbmm(kT, kT, g.transpose(1, 2), beta=0.0, alpha=s).transpose(1, 2)
         if ctx.needs_input_grad[2]:
-            grad_k = torch.bmm(q.transpose(1, 2), g).transpose(1, 2)
+            qT = q.transpose(1, 2)
+            grad_k = torch.baddbmm(qT, qT, g, beta=0.0, alpha=s).transpose(1, 2)
         if ctx.needs_input_grad[0]:
             grad_bias = grad.to(ctx.bias_dtype)
-        return grad_bias, grad_q, grad_k
+        return grad_bias, grad_q, grad_k, None
 
 
 __all__ = ["FUSE_LIMIT", "GRPERelations", "GRPETables", "GatherTerms", "QKScores", "fuse_relations",

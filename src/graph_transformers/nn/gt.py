@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from .attention import head_dim, sparse_attention
 from .convention import with_attention
-from .norm import make_norm
+from .norm import apply_norm, make_norm
 from .reset import reset_children
 
 
@@ -135,7 +135,8 @@ class GraphTransformerLayer(nn.Module):
         reset_children(self)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
-                batch: Tensor | None = None, *, return_attention_weights: bool = False):
+                batch: Tensor | None = None, *, return_attention_weights: bool = False,
+                real_node_mask: Tensor | None = None, real_edge_mask: Tensor | None = None):
         """Apply the layer.
 
         Args:
@@ -145,6 +146,10 @@ class GraphTransformerLayer(nn.Module):
             batch: unused (the layer convention's argument).
             return_attention_weights: also return ``(edge_index, weights [num_edges,
                 num_heads])``.
+            real_node_mask: ``[num_nodes]`` bool, the real nodes of a static-shape batch
+                (:mod:`graph_transformers.data.static_shapes`): BatchNorm statistics over them
+                only; ``None``: every node.
+            real_edge_mask: ``[num_edges]`` bool, likewise for the edge stream's BatchNorms.
 
         Returns:
             ``x`` (node-only form) or :class:`GTOutput` ``(x, edge_attr)`` (edge form); with
@@ -177,10 +182,11 @@ class GraphTransformerLayer(nn.Module):
             return_scores=has_edges, return_weights=return_attention_weights)
 
         h_att = self.o_h(self._dropout(out.reshape(n, -1)))
-        x = self._ffn_block(x, h_att, self.norm1_h, self.ffn_h, self.norm2_h)
+        x = self._ffn_block(x, h_att, self.norm1_h, self.ffn_h, self.norm2_h, real_node_mask)
         if has_edges:
             e_att = self.o_e(self._dropout(per_dim.reshape(per_dim.size(0), -1)))
-            edge_attr = self._ffn_block(edge_attr, e_att, self.norm1_e, self.ffn_e, self.norm2_e)
+            edge_attr = self._ffn_block(edge_attr, e_att, self.norm1_e, self.ffn_e, self.norm2_e,
+                                        real_edge_mask)
         out = GTOutput(x, edge_attr) if has_edges else x
         return with_attention(out, edge_index, weights, return_attention_weights)
 
@@ -190,11 +196,11 @@ class GraphTransformerLayer(nn.Module):
         return nn.functional.dropout(x, self.dropout, True)
 
     def _ffn_block(self, inp: Tensor, att: Tensor, norm1: nn.Module, ffn: nn.Module,
-                   norm2: nn.Module) -> Tensor:
+                   norm2: nn.Module, mask: Tensor | None = None) -> Tensor:
         h = inp + att if self.residual else att
-        h = norm1(h)
+        h = apply_norm(norm1, h, mask)
         out = ffn(h)
-        return norm2(h + out if self.residual else out)
+        return apply_norm(norm2, h + out if self.residual else out, mask)
 
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}({self.hidden_dim}, heads={self.num_heads}, "

@@ -18,8 +18,9 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv, GINConv, GINEConv, MessagePassing, PNAConv
 
+from ..errors import ConfigError
 from .attention import acc_dtype
-from .norm import make_norm
+from .norm import apply_norm, make_norm
 from .reset import reset_children, reset_descendants
 
 #: convolution names (config ``mpnn`` / model names)
@@ -181,9 +182,12 @@ class GNNPlusFFN(nn.Module):
     def reset_parameters(self) -> None:
         reset_children(self)
 
-    def forward(self, x: Tensor) -> Tensor:
-        y = self.norm_in(x)
-        return self.norm_out(y + self.dropout(self.lin2(self.dropout(self.act(self.lin1(y))))))
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """``x [num_nodes, d]``; ``mask [num_nodes]`` bool (a static-shape batch's real nodes):
+        BatchNorm statistics over them only."""
+        y = apply_norm(self.norm_in, x, mask)
+        return apply_norm(self.norm_out,
+                          y + self.dropout(self.lin2(self.dropout(self.act(self.lin1(y))))), mask)
 
 
 class GatedGCNConv(MessagePassing):
@@ -478,14 +482,28 @@ class MPNNBlock(nn.Module):
         reset_descendants(self)
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
-                batch: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
+                batch: Tensor | None = None, *, real_node_mask: Tensor | None = None,
+                real_edge_mask: Tensor | None = None) -> Tensor | tuple[Tensor, Tensor]:
+        """See the class docstring; ``real_node_mask [num_nodes]`` / ``real_edge_mask
+        [num_edges]`` (bool; a static-shape batch's real rows,
+        :mod:`graph_transformers.data.static_shapes`) restrict the BatchNorm statistics to them.
+
+        Raises:
+            ConfigError: for a mask with GIN / GINE's BatchNorm inside the convolution's MLP
+                (PyG's ``GINConv`` calls it without a mask: padding would change its
+                statistics).
+        """
+        if real_node_mask is not None and self.conv.kind in ("gin", "gine") and any(
+                isinstance(m, nn.modules.batchnorm._BatchNorm) for m in self.conv.conv.modules()):
+            raise ConfigError("data.static_shapes cannot mask the BatchNorm inside GIN/GINE's "
+                              "MLP: set model.gin_mlp_norm=false or data.static_shapes=false")
         h = self.conv(x, edge_index, edge_attr)
         h, e_hat = h if isinstance(h, tuple) else (h, None)
-        h = self.dropout(self.act(self.norm(h)))
+        h = self.dropout(self.act(apply_norm(self.norm, h, real_node_mask)))
         x = x + h if self.residual else h
         if self.ffn is not None:
-            x = self.ffn(x)
+            x = self.ffn(x, real_node_mask)
         if e_hat is None:
             return x
-        e = self.dropout(self.act(self.norm_e(e_hat)))
+        e = self.dropout(self.act(apply_norm(self.norm_e, e_hat, real_edge_mask)))
         return x, (edge_attr + e if self.residual else e)

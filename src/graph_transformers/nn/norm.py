@@ -80,7 +80,13 @@ class BatchNorm(nn.BatchNorm1d):
         var = torch.where(trained, (var - decay) / scale, var).clamp_min(0.0)
         return mean, var
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Normalizes ``x [num_items, C(, L)]``; ``mask [num_items]`` (bool, ``True`` = real
+        row; ``None``: every row) restricts the training statistics to the real rows
+        (:func:`masked_batch_norm`: the padding of a static-shape batch changes nothing)."""
+        if mask is not None and (self.training or not self.track_running_stats
+                                 or self.running_mean is None):
+            return masked_batch_norm(self, x, mask)
         if self.training or not self.track_running_stats or self.running_mean is None:
             return super().forward(x)
         self._check_input_dim(x)
@@ -95,6 +101,74 @@ class BatchNorm(nn.BatchNorm1d):
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, constant_var={self.constant_var:g}"
+
+
+def masked_batch_norm(norm: nn.modules.batchnorm._BatchNorm, x: Tensor, mask: Tensor) -> Tensor:
+    r"""Batch normalization of ``x`` with the statistics of the rows where ``mask`` is True.
+
+    With ``w_i = mask_i`` and ``n = Σ_i w_i`` (a tensor: no host sync), per channel
+    ``μ = Σ_i w_i x_i / n`` and ``σ² = Σ_i w_i (x_i − μ)² / n`` normalize every row
+    (``y = γ (x − μ) / √(σ² + ε) + β``, Ioffe & Szegedy 2015, Alg. 1); in training the running
+    statistics move as ``BatchNorm1d``'s with the unbiased variance ``σ² · n / (n − 1)`` (``n −
+    1`` clamped at 1) and ``num_batches_tracked`` counts the batch. Masked-out rows are read
+    through ``torch.where`` (a NaN there reaches no statistic). Outside training, a module that
+    tracks running statistics is applied as usual (each row alone: the mask changes nothing).
+    With every row real this is ``BatchNorm1d``'s training step up to rounding.
+
+    Args:
+        norm: a ``torch.nn`` batch-norm module (``BatchNorm1d`` or :class:`BatchNorm`).
+        x: ``[num_items, C]`` or ``[num_items, C, L]``.
+        mask: ``[num_items]`` bool, ``True`` at the rows that count.
+
+    Returns:
+        ``[num_items, C(, L)]``.
+
+    Raises:
+        ValueError: when ``mask`` is not one flag per row of ``x``.
+    """
+    if mask.shape != x.shape[:1]:
+        raise ValueError(f"the BatchNorm mask must be [num_items={x.size(0)}], got "
+                         f"{tuple(mask.shape)}")
+    if not norm.training and norm.track_running_stats and norm.running_mean is not None:
+        return norm(x)
+    dims = [0] + list(range(2, x.dim()))
+    shape = (-1,) + (1,) * (x.dim() - 1)
+    keep = mask.view(shape)
+    w = keep.to(x.dtype).expand_as(x)
+    count = w.sum(dims)                                   # [C]: real rows (× L)
+    xr = torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=x.device))
+    mean = xr.sum(dims) / count.clamp_min(1)
+    channel = (1, -1) + (1,) * (x.dim() - 2)
+    centred = torch.where(keep, x - mean.view(channel), torch.zeros((), dtype=x.dtype,
+                                                                   device=x.device))
+    var = centred.square().sum(dims) / count.clamp_min(1)
+    out = (x - mean.view(channel)) * torch.rsqrt(var.view(channel) + norm.eps)
+    if norm.affine:
+        out = out * norm.weight.view(channel) + norm.bias.view(channel)
+    if norm.training and norm.track_running_stats and norm.running_mean is not None:
+        with torch.no_grad():
+            norm.num_batches_tracked.add_(1)
+            factor = (1.0 / norm.num_batches_tracked.to(x.dtype) if norm.momentum is None
+                      else norm.momentum)
+            unbiased = var * count / (count - 1).clamp_min(1)
+            norm.running_mean.mul_(1 - factor).add_(factor * mean.to(norm.running_mean.dtype))
+            norm.running_var.mul_(1 - factor).add_(factor *
+                                                   unbiased.to(norm.running_var.dtype))
+    return out
+
+
+def apply_norm(norm: nn.Module | None, x: Tensor, mask: Tensor | None = None) -> Tensor:
+    """``norm(x)``, the statistics of a batch norm restricted to ``mask``'s rows
+    (:func:`masked_batch_norm`) when a mask is given; other norms (``LayerNorm``, ``Identity``:
+    per row) ignore the mask; ``norm=None`` returns ``x``.
+
+    Shapes: ``x [num_items, C]``, ``mask [num_items]`` bool or ``None`` → ``[num_items, C]``.
+    """
+    if norm is None:
+        return x
+    if mask is None or not isinstance(norm, nn.modules.batchnorm._BatchNorm):
+        return norm(x)
+    return masked_batch_norm(norm, x, mask)
 
 
 def make_norm(kind: str, dim: int) -> nn.Module:

@@ -82,6 +82,11 @@ class Config(Section):
         missing = missing_encodings(self.model, self.encodings)
         if missing:  # what the model (and its values, e.g. GPS's exphormer) needs
             raise ValueError(missing[0])
+        step = self.model.compile
+        if step in ("full", "cudagraphs") and not getattr(self.data, "static_shapes", False):
+            raise ValueError(f"model.compile: {step} compiles each step for fixed shapes "
+                             "(dynamic=False): set data.static_shapes: true (or model.compile: "
+                             "true for dynamic shapes)")
         return self
 
     def to_dict(self) -> dict:

@@ -125,3 +125,39 @@ def compile_model(model: nn.Module, dynamic: bool | None = True) -> nn.Module:
     model.compile(dynamic=dynamic)
     log.info("model compiled with torch.compile (dynamic=%s)", dynamic)
     return model
+
+
+#: ``model.compile`` values that compile the step's forward and loss as one graph
+STEP_COMPILE_MODES = ("full", "cudagraphs")
+
+
+def step_compile_mode(setting: bool | str, accelerator: str) -> str | None:
+    """What ``model.compile`` asks of a run on ``accelerator``: ``None`` (no step compilation:
+    ``false``, or ``true``, which compiles the model alone, :func:`compile_model`), ``"full"`` or
+    ``"cudagraphs"``. CUDA graphs need CUDA: on a run that trains on the CPU (or without CUDA)
+    ``"cudagraphs"`` logs one warning and runs as ``"full"``."""
+    if setting not in STEP_COMPILE_MODES:
+        return None
+    if setting == "cudagraphs" and (trains_on_cpu(accelerator) or not torch.cuda.is_available()):
+        log.warning("model.compile: cudagraphs needs CUDA; this run trains on the CPU, so it runs "
+                    "as model.compile: full (one compiled graph, no CUDA graphs)")
+        return "full"
+    return setting
+
+
+def compile_step(fn, mode: str):
+    """``fn`` (the step's forward and loss, :func:`~.module.forward_loss`) compiled as one graph:
+    ``torch.compile(fn, fullgraph=True, dynamic=False)``, with ``mode="reduce-overhead"`` (CUDA
+    graphs of the forward and its backward) for ``mode="cudagraphs"``. ``fullgraph=True`` makes a
+    graph break an error instead of a silent split, and ``dynamic=False`` specializes on the
+    batch's shapes, which static-shape batches (``data.static_shapes: true``) keep fixed.
+
+    Raises:
+        ValueError: for a ``mode`` other than ``"full"`` or ``"cudagraphs"``.
+    """
+    if mode not in STEP_COMPILE_MODES:
+        raise ValueError(f"compile mode must be one of {STEP_COMPILE_MODES}, got {mode!r}")
+    compiled = torch.compile(fn, fullgraph=True, dynamic=False,
+                             mode="reduce-overhead" if mode == "cudagraphs" else None)
+    log.info("forward and loss compiled as one graph (model.compile: %s)", mode)
+    return compiled

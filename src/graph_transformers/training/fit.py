@@ -30,7 +30,7 @@ from .callbacks import (EpochLog, EpochSummary, RunCheckpoint, RunEarlyStopping,
                         SliceDeadline, StopAtMinLR, early_stopping)
 from .checkpoint import AtomicCheckpointIO, load_checkpoint
 from .config import Config, ConfigError, load_config, save_config
-from .device import compile_model, trains_on_cpu
+from .device import compile_model, step_compile_mode, trains_on_cpu
 from .distributed import SeedPerRank, ddp_strategy, launch_is_rank_zero
 from .finish import finish_run, sigterm_raises
 from .loaders import make_loaders
@@ -183,9 +183,11 @@ def _build_module(config: Config, data: _RunData, out: Path, resume_from: Path |
              data.spec.name, num_params, {s: len(d) for s, d in data.splits.items()})
     task = make_task(config, data.spec, data.splits["train"], model)
     watch_in_debug_mode(model)
-    if config.model.compile:
+    step_mode = step_compile_mode(config.model.compile, config.trainer.accelerator)
+    if config.model.compile is True:
         compile_model(model)
-    return GraphTaskModule(model, data.spec, config.optim, task=task), num_params
+    return (GraphTaskModule(model, data.spec, config.optim, task=task, compile=step_mode),
+            num_params)
 
 
 def _stopped_by(config: Config, trainer: L.Trainer, callbacks: list[L.Callback],

@@ -3,20 +3,27 @@ seed nodes or Cluster-GCN batches of one graph (:func:`make_loader`), and the ev
 loaders of the final evaluation (:func:`eval_loader`)."""
 from __future__ import annotations
 
+import functools
+import logging
 from pathlib import Path
 
 import torch
 from torch.utils.data import BatchSampler, SequentialSampler
 from torch_geometric.loader import DataLoader
 
+from ..data.device_split import DeviceLoader
 from ..data.sampler import (
     DistributedBatchSampler,
     DistributedSizeBucketBatchSampler,
     EpochShuffleSampler,
     graph_sizes,
 )
+from ..data.static_shapes import padding_report, static_loader
+from ..errors import ConfigError
 from .config import Config
-from .device import loader_options
+from .device import eval_device, loader_options
+
+_log = logging.getLogger(__name__)
 
 
 class SeedNodeMask:
@@ -55,6 +62,15 @@ def make_loader(config: Config, dataset, split: str):
     evaluation batches exactly the single-process ones, each on one rank. In a single process
     they are the batches of PyG's ``DataLoader`` (``shuffle`` for training) unchanged.
 
+    With ``data.static_shapes`` the training batches are packed and padded to fixed budgets
+    (:mod:`graph_transformers.data.static_shapes`); evaluation batches stay ordinary PyG
+    batches (exactly today's metrics, batch-mean ones included).
+
+    With ``data.on_device`` the graph loaders are
+    :class:`~graph_transformers.data.device_split.DeviceLoader` objects over the same batch
+    samplers (the same batches, static-shape padding included): the split stored once on the
+    run's device (resolved when first iterated), each batch gathered there.
+
     Args:
         config: the run's config.
         dataset: the split's dataset.
@@ -66,6 +82,10 @@ def make_loader(config: Config, dataset, split: str):
     Raises:
         ValueError: when neighbour sampling or cluster batches are asked of a dataset that is
             not one graph with a node mask.
+        ConfigError: ``data.static_shapes`` with neighbour sampling, cluster batches or size
+            buckets; ``data.on_device`` with neighbour sampling, cluster batches or a dataset
+            with a per-access transform.
+        DataError: a graph that fits no static-shape batch.
         MissingDependencyError: for cluster batches without a METIS backend (names the
             ``large`` extra).
     """
@@ -75,6 +95,17 @@ def make_loader(config: Config, dataset, split: str):
     workers = loader_options(config.data.num_workers, config.data.pin_memory,
                              config.trainer.accelerator, config.trainer.devices)
     cluster = config.data.sampler == "cluster"
+    if config.data.on_device and (config.data.num_neighbors is not None or cluster):
+        raise ConfigError("data.on_device stores splits of whole graphs; neighbour sampling "
+                          "(data.num_neighbors) and Cluster-GCN batches (data.sampler: cluster) "
+                          "cut one graph per step: set data.on_device: false")
+    if getattr(config.data, "static_shapes", False):
+        if config.data.num_neighbors is not None or cluster or config.data.bucket_by_size:
+            raise ConfigError("data.static_shapes packs whole graphs into fixed budgets: it "
+                              "does not combine with data.num_neighbors, data.sampler: cluster "
+                              "or data.bucket_by_size")
+        if train:
+            return _device_loader(config, dataset, _static_loader(config, dataset, bs, workers))
     if config.data.num_neighbors is None and not cluster:
         if config.data.bucket_by_size and train:
             sampler = DistributedSizeBucketBatchSampler(
@@ -86,7 +117,8 @@ def make_loader(config: Config, dataset, split: str):
             sampler = DistributedBatchSampler(
                 BatchSampler(SequentialSampler(range(len(dataset))), bs, False),
                 remainder="uneven")
-        return DataLoader(dataset, batch_sampler=sampler, **workers)
+        return _device_loader(config, dataset,
+                              DataLoader(dataset, batch_sampler=sampler, **workers))
     from ..data.sampling import neighbor_loader
     if len(dataset) != 1 or getattr(dataset[0], "node_mask", None) is None:
         what = ("data.sampler: cluster (Cluster-GCN batches)" if cluster else
@@ -100,6 +132,48 @@ def make_loader(config: Config, dataset, split: str):
     return neighbor_loader(data, config.data.num_neighbors, batch_size=bs,
                            input_nodes=data.node_mask, shuffle=train, transform=SeedNodeMask(),
                            **workers)
+
+
+def _static_loader(config: Config, dataset, batch_size: int, workers: dict):
+    """The training loader of ``data.static_shapes`` (:func:`make_loader`): packed, padded
+    batches (:func:`~graph_transformers.data.static_shapes.static_loader`) of budgets chosen
+    from the split at ``batch_size``; the budgets and their padding fractions (one epoch's
+    packing) are logged at INFO."""
+    loader = static_loader(dataset, batch_size=batch_size, shuffle=True, seed=config.seed,
+                           **workers)
+    packing = loader.batch_sampler.sampler
+    report = padding_report(packing.num_nodes, packing.num_edges, loader.budget,
+                            packing.batches())
+    b = loader.budget
+    _log.info("static shapes: %d graphs, %d nodes, %d edges per batch, %d nodes per graph; "
+              "padding %.1f%% of nodes, %.1f%% of edges, %.1f%% of graphs, %.1f%% of dense "
+              "pairs; %.1f real graphs per batch", b.num_graphs, b.num_nodes, b.num_edges,
+              b.max_nodes, 100 * report["nodes"], 100 * report["edges"], 100 * report["graphs"],
+              100 * report["pairs"], report["graphs_per_batch"])
+    return loader
+
+
+def _device_loader(config: Config, dataset, loader):
+    """``loader`` itself, or with ``data.on_device`` a
+    :class:`~graph_transformers.data.device_split.DeviceLoader` of the same batch sampler (and
+    the same static-shape padding when ``loader`` has a ``budget``) on the run's device
+    (:func:`~.device.eval_device`, read at the first iteration: a DDP rank's own GPU)."""
+    if not config.data.on_device:
+        return loader
+    transform = getattr(dataset, "transform", None)
+    if transform is not None:
+        raise ConfigError(f"data.on_device stores the split once, but {config.data.name!r} "
+                          f"applies a transform on every access ({transform!r}): set "
+                          "data.on_device: false")
+    pad = None
+    if getattr(loader, "budget", None) is not None:
+        from ..data.static_shapes import pad_batch
+        pad = functools.partial(pad_batch, budget=loader.budget)
+    if getattr(loader, "num_workers", 0):
+        _log.info("data.on_device: batches are gathered on the device in the training process; "
+                  "data.num_workers is not used")
+    return DeviceLoader(dataset, batch_sampler=loader.batch_sampler, transform=pad,
+                        device=lambda: eval_device(config.trainer.accelerator))
 
 
 def _cluster_loader(config: Config, dataset, train: bool,

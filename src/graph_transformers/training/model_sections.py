@@ -13,9 +13,11 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic import (BaseModel, BeforeValidator, Field, TypeAdapter, ValidationError,
+                      create_model, model_validator)
+from pydantic_core import PydanticCustomError
 
 from ..encodings.registry import ENCODINGS
 from .sections import Section
@@ -40,6 +42,25 @@ FORMER_MODEL_KEYS: dict[str, str] = {
 }
 
 
+def _compile_setting(value: Any) -> bool | str:
+    """``model.compile``: a boolean (as pydantic reads one) or ``"full"`` / ``"cudagraphs"``.
+
+    Raises:
+        PydanticCustomError: one message naming the accepted values.
+    """
+    if isinstance(value, str) and value in ("full", "cudagraphs"):
+        return value
+    try:
+        return TypeAdapter(bool).validate_python(value)
+    except ValidationError:
+        raise PydanticCustomError("compile_setting", "Input should be a valid boolean, 'full' "
+                                  "or 'cudagraphs'") from None
+
+
+#: the type of ``model.compile``
+CompileSetting = Annotated[bool | Literal["full", "cudagraphs"], BeforeValidator(_compile_setting)]
+
+
 class ModelSection(Section):
     """Base of every derived model section (:func:`model_section`): the keys every model
     section has besides its model's constructor arguments, and the checks that call the
@@ -53,9 +74,15 @@ class ModelSection(Section):
     #: the encodings the model reads constructor arguments from (``encodings.<name>``)
     required_encodings: ClassVar[tuple[str, ...]] = ()
 
-    #: compile the model with ``torch.compile`` (dynamic shapes; see training.device)
-    compile: bool = Field(False, description="compile the model with torch.compile (dynamic "
-                                             "shapes; see training.device)")
+    #: ``torch.compile`` of the training step (:func:`~.device.compile_mode`): ``false``;
+    #: ``true`` (the model, dynamic shapes); ``"full"`` (forward + loss as one graph, static
+    #: shapes: needs ``data.static_shapes: true``); ``"cudagraphs"`` (``full`` in CUDA graphs)
+    compile: CompileSetting = Field(
+        False, description="torch.compile: false; true (the model, dynamic shapes); 'full' (the "
+        "model's forward and the loss as one graph, fullgraph=True and dynamic=False: needs "
+        "data.static_shapes: true); 'cudagraphs' ('full' with mode='reduce-overhead', CUDA "
+        "graphs, and the fused Adam/AdamW; on a CPU run it warns and runs as 'full'). See "
+        "docs/speed.md, 'One compiled graph per step'")
 
     @model_validator(mode="after")
     def _check_heads(self) -> ModelSection:

@@ -22,6 +22,14 @@ def split_output(out) -> tuple[Tensor, Tensor | None]:
     return out, None
 
 
+def forward_loss(model: nn.Module, task: Task, batch) -> tuple[Tensor, Tensor | None, Tensor]:
+    """The part of a step that ``model.compile: full`` compiles as one graph: the model's
+    forward on ``batch`` and the task loss, ``(prediction, auxiliary loss or None, task
+    loss)`` (the auxiliary loss, EGT's distance prediction, is added by the caller)."""
+    out, aux = split_output(model(batch))
+    return out, aux, task.loss(out, batch)
+
+
 class GraphTaskModule(L.LightningModule):
     """Trains ``model`` on the task a :class:`DatasetSpec` describes.
 
@@ -30,14 +38,22 @@ class GraphTaskModule(L.LightningModule):
     no metric, only the loss. Under DDP the logged values are reduced over the ranks (``sync_dist``,
     torchmetrics states) and validation runs with rank 0's buffers on every rank. ``task`` overrides
     the default :class:`Task` of ``spec`` (global class weights, split-level weighted accuracy).
+    ``compile`` (``"full"`` or ``"cudagraphs"``, ``model.compile``) runs the forward and the
+    loss of every step compiled as one graph (:func:`~.device.compile_step` of
+    :func:`forward_loss`).
     """
 
     def __init__(self, model: nn.Module, spec: DatasetSpec, optim: OptimConfig,
-                 task: Task | None = None) -> None:
+                 task: Task | None = None, compile: str | None = None) -> None:
         super().__init__()
         self.model = model
         self.task = task if task is not None else Task(spec)
         self.optim = optim
+        self.compile_mode = compile
+        self._forward_loss = forward_loss
+        if compile is not None:
+            from .device import compile_step
+            self._forward_loss = compile_step(forward_loss, compile)
         self.train_metrics = self.task.metrics().clone(prefix="train/")
         self.val_metrics = self.task.metrics().clone(prefix="val/")
 
@@ -45,8 +61,9 @@ class GraphTaskModule(L.LightningModule):
         return split_output(self.model(batch))[0]
 
     def _step(self, batch, stage: str, metrics: torchmetrics.MetricCollection) -> Tensor:
-        out, aux = split_output(self.model(batch))
-        loss = self.task.loss(out, batch)
+        if self.compile_mode == "cudagraphs":  # a new step: earlier graph outputs are done with
+            torch.compiler.cudagraph_mark_step_begin()
+        out, aux, loss = self._forward_loss(self.model, self.task, batch)
         metrics.update(*self.task.metric_inputs(out, batch))
         n = self.task.count(batch)
         # ``{stage}/loss`` is the task loss (what the plateau schedule and early stopping watch);

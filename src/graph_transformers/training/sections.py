@@ -57,6 +57,17 @@ class DataConfig(Section):
     bucket_by_size: bool = False
     #: graphs per sorting window of the bucketing sampler, in batches
     bucket_window: PositiveInt = 50
+    #: static-shape training batches (``graph_transformers.data.static_shapes``, docs/speed.md):
+    #: graphs packed into fixed node / edge / graph budgets chosen from the training split
+    #: (about ``batch_size`` graphs each) and padded to exactly them with masked padding graphs,
+    #: so a compiled step sees one shape; BatchNorm, loss and metrics ignore the padding.
+    #: Evaluation batches stay ordinary PyG batches
+    static_shapes: bool = False
+    #: keep each split's graphs on the training device as flat tensors and build every batch
+    #: there by index gathers (``graph_transformers.data.device_split``, docs/gpu.md): the same
+    #: batches, no per-step collation or host-to-device copy; costs the splits' size in device
+    #: memory. Graph batches only (not with ``num_neighbors`` or ``sampler: cluster``)
+    on_device: bool = False
     #: a user's own data (``name`` is then ignored): a molecule CSV (``.csv``, ``.csv.gz``),
     #: featurized like MoleculeNet and split by scaffold (or ``split``; a label cell may hold a
     #: list, ``[0, 1, 0]``: one task per entry, ``nan`` = missing), or a saved list of PyG graphs

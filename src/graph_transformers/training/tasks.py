@@ -101,6 +101,10 @@ class Task:
         where a ``node_mask`` / ``edge_mask`` selects them, a 0-dim tensor on the batch's device
         (counted there, without a host sync; Lightning's ``log(batch_size=...)`` and
         :func:`~.module.evaluate` accumulate it as a tensor)."""
+        real = self._real_mask(batch)
+        if real is not None:  # a static-shape batch: its real items (a tensor, no host sync)
+            mask = getattr(batch, f"{self.spec.level}_mask", None)
+            return (real & mask).sum() if mask is not None else real.sum()
         if self.spec.level == "graph":
             return int(batch.num_graphs)
         if self.spec.level == "pair":
@@ -112,12 +116,35 @@ class Task:
             return int(batch.edge_index.size(1))
         return int(batch.num_nodes)
 
+    def _real_mask(self, batch) -> Tensor | None:
+        """A static-shape batch's (:mod:`graph_transformers.data.static_shapes`) real items of
+        the task's level, ``real_graph_mask`` / ``real_node_mask`` / ``real_edge_mask``
+        (``None`` for an ordinary batch, or a pair task: padding graphs have no labelled
+        pairs)."""
+        if self.spec.level == "pair":
+            return None
+        return getattr(batch, f"real_{self.spec.level}_mask", None)
+
     def select(self, out: Tensor, batch) -> tuple[Tensor, Tensor]:
         """``(output, target)`` of the items that count, shaped for the loss. A ``node_mask`` /
         ``edge_mask`` selects by boolean indexing, the one host sync left in a training step
         (transductive single-graph tasks only). A pair-level task's ``out`` is node embeddings
         ``[num_nodes, d]``, turned into one logit per labelled pair (``[num_pairs, 1]``, target
-        ``edge_label``)."""
+        ``edge_label``). The padding of a static-shape batch is kept here (static shapes); the
+        loss weighs it 0 and the metrics drop it (:meth:`real_rows`)."""
+        return self._select(out, batch)
+
+    def real_rows(self, out: Tensor, batch) -> Tensor | None:
+        """``[num_items]`` bool, the rows of :meth:`select`'s output that are real (not the
+        padding of a static-shape batch); ``None`` when all are."""
+        real = self._real_mask(batch)
+        if real is None:
+            return None
+        mask = getattr(batch, f"{self.spec.level}_mask", None)
+        return real[mask] if mask is not None and self.spec.level in ("node", "edge") else real
+
+    def _select(self, out: Tensor, batch) -> tuple[Tensor, Tensor]:
+        """:meth:`select`'s computation."""
         if self.spec.level == "pair":
             out, y = pair_dot_scores(out, batch.edge_label_index), batch.edge_label
         else:
@@ -143,6 +170,9 @@ class Task:
         ``bincount``) for graph-level tasks."""
         out, y = self.select(out, batch)
         out = out.to(torch.promote_types(out.dtype, torch.float32))
+        real = self.real_rows(out, batch)
+        if real is not None:  # a static-shape batch: a mean over its real items (weights 0/1)
+            return self._masked_loss(out, y, real)
         kind = self.spec.loss
         if self.spec.task == "regression":
             # a blank label in a CSV is NaN: missing, not counted; a masked mean keeps the loss
@@ -171,6 +201,43 @@ class Task:
             weight = (y.numel() - counts) / y.numel() * (counts > 0).to(out.dtype)
             return F.cross_entropy(out, y, weight=weight)
         return F.cross_entropy(out, y)
+
+    def _masked_loss(self, out: Tensor, y: Tensor, real: Tensor) -> Tensor:
+        """:meth:`loss` of a static-shape batch: the same loss over its ``real [num_items]``
+        rows only, as masked sums ``Σ w·l / Σ w`` (``w`` = real, and labelled where NaN marks a
+        missing label), read through ``torch.where`` so that no padding value (and no NaN)
+        reaches the value or the gradient; no boolean indexing (static shapes, no host sync).
+        Equal to :meth:`loss` of the unpadded batch."""
+        kind = self.spec.loss
+        rows = real.view((-1,) + (1,) * (y.dim() - 1)) if self.spec.task != "classification" \
+            else real
+        if self.spec.task in ("regression", "binary"):
+            labelled = ~torch.isnan(y) & rows
+            safe_y = torch.where(labelled, y, torch.zeros_like(y))
+            if self.spec.task == "binary":
+                per_item = F.binary_cross_entropy_with_logits(
+                    torch.where(labelled, out, torch.zeros_like(out)), safe_y, reduction="none")
+                return (per_item * labelled).sum() / labelled.sum()
+            diff = torch.where(labelled, out - safe_y, torch.zeros_like(out))
+            if self.target_std is not None:
+                diff = diff / self.target_std.to(device=diff.device, dtype=diff.dtype)
+            per_item = diff.square() if kind == "mse" else diff.abs()
+            return (per_item * labelled).sum() / labelled.sum().clamp_min(1)
+        w = real.to(out.dtype)
+        safe_out = torch.where(real.unsqueeze(-1), out, torch.zeros_like(out))
+        safe_y = torch.where(real, y, torch.zeros_like(y))
+        per_item = F.cross_entropy(safe_out, safe_y, reduction="none")
+        if kind == "weighted_ce" and self.class_counts is not None:
+            counts = self.class_counts.to(device=out.device, dtype=torch.float32)
+            weight = (counts.sum() - counts) / (counts.sum() - counts).sum()
+            return (weight[safe_y].to(per_item.dtype) * per_item * w).sum() / w.sum()
+        if kind == "weighted_ce":  # per-batch class weights over the real items
+            counts = out.new_zeros(out.size(-1)).index_add_(0, safe_y, w)
+            total = w.sum()
+            weight = (total - counts) / total * (counts > 0).to(out.dtype)
+            item_w = weight[safe_y] * w
+            return (item_w * per_item).sum() / item_w.sum()
+        return (per_item * w).sum() / w.sum()
 
     def metrics(self, **kwargs) -> torchmetrics.MetricCollection:
         """The dataset's metrics, keyed as in ``metrics.json``; ``kwargs`` go to every
@@ -219,6 +286,9 @@ class Task:
             return pair_score_grid(out, batch.edge_label_index, batch.edge_label,
                                    getattr(batch, "batch", None))
         out, y = self.select(out, batch)
+        real = self.real_rows(out, batch)
+        if real is not None:  # a static-shape batch: its padding counts in no metric
+            out, y = out[real], y[real]
         if self.spec.task == "regression":
             labelled = ~torch.isnan(y)  # missing labels count in no metric
             if not bool(labelled.all()):

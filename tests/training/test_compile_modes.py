@@ -1,0 +1,57 @@
+"""``model.compile: false | true | full | cudagraphs`` (issue 56, item 3): the values the config
+takes, the static-shape requirement of ``full``, and ``cudagraphs`` on a CPU run."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from graph_transformers.training.config import ConfigError, build_config
+from graph_transformers.training.device import compile_step, step_compile_mode
+
+BASE = {"model": {"name": "gt"}, "encodings": {"lap_pe": {}}}
+
+
+def _config(compile, **data):
+    return build_config({**BASE, "model": {"name": "gt", "compile": compile},
+                         **({"data": data} if data else {})})
+
+
+def test_compile_values():
+    assert _config(False).model.compile is False
+    assert _config(True).model.compile is True
+    with pytest.raises(ConfigError, match="model.compile"):
+        _config("fastest")
+
+
+@pytest.mark.parametrize("mode", ["full", "cudagraphs"])
+def test_full_needs_static_shapes(mode):
+    with pytest.raises(ConfigError, match="data.static_shapes: true") as err:
+        _config(mode)
+    assert "\n" not in str(err.value)
+
+
+def test_full_with_static_shapes():
+    try:
+        cfg = _config("full", static_shapes=True)
+    except ConfigError as err:
+        if "static_shapes" in str(err) and "unknown key" in str(err):
+            pytest.skip("data.static_shapes is not in this checkout yet")
+        raise
+    assert cfg.model.compile == "full"
+
+
+def test_step_mode_by_setting_and_device(caplog):
+    assert step_compile_mode(False, "cpu") is None
+    assert step_compile_mode(True, "cpu") is None      # the model alone, dynamic shapes
+    assert step_compile_mode("full", "cpu") == "full"
+    with caplog.at_level(logging.WARNING, logger="graph_transformers.training.device"):
+        assert step_compile_mode("cudagraphs", "cpu") == "full"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "cudagraphs" in warnings[0].getMessage()
+    assert "\n" not in warnings[0].getMessage()
+
+
+def test_compile_step_refuses_other_modes():
+    with pytest.raises(ValueError, match="full"):
+        compile_step(lambda x: x, "dynamic")

@@ -5,12 +5,16 @@ figure that predicts its GPU speed is the op count. For each model of the device
 (:data:`graph_transformers.device_check.MODELS`, its ZINC config, one batch of ``--batch-size``
 ZINC training graphs, the trainer's fused Adam) this script measures on the CPU:
 
-- ``eager_ops_per_step``: ATen ops of one eager training step (forward, loss, backward, Adam),
-  :func:`graph_transformers.step_profile.step_ops`, and ``forward_backward_ops`` without Adam;
-  ``host_syncs`` among them;
+- ``eager_ops_per_step``: ATen ops of one eager training step (forward, loss, backward, Adam)
+  on the ordinary PyG batch, :func:`graph_transformers.step_profile.step_ops`, and
+  ``forward_backward_ops`` without Adam; ``host_syncs`` among them (reads of device values;
+  on the CPU they cost nothing, on a GPU each waits for the device);
+  ``static_eager_ops_per_step``: the same step, eager, on the same graphs as a static-shape
+  batch (``static_max_nodes`` set: GRPE and Graphormer then run one size group);
 - ``graph_breaks``: graph breaks of the forward + loss under ``torch._dynamo.explain`` on the
   batch with ``static_max_nodes`` set (the static-shape contract, docs/speed.md), with the reasons;
-- ``cpu_step_ms``: the step's median wall time eager and with the forward + loss compiled
+- ``cpu_step_ms``: the step's median wall time eager (ordinary batch) and with the forward +
+  loss compiled on the static-shape batch of the same graphs
   (``torch.compile(fullgraph=True, dynamic=False)``; backward and Adam eager), at 1 and 2 threads,
   interleaved (eager and compiled alternate on the same batch within each round, so a change of
   machine load hits both). A model whose forward does not compile as one graph gets
@@ -101,15 +105,18 @@ def measure(name: str, cfg, batch, args) -> dict:
     spec = resolve_spec(cfg.data)
     task = Task(spec)
     model = make_model(cfg, spec).train()
-    batch = _static_batch(without_keys(batch, uncached_keys(cfg)))
+    plain = without_keys(batch, uncached_keys(cfg))
+    static = _static_batch(plain)
     entry: dict = {"config": MODELS[name][0], "params": count_parameters(model)}
     opt = _optimizer(model)
-    ops = step_ops(model, batch, task, opt)
-    fb = count_ops(lambda: train_step(model, batch, task))
+    ops = step_ops(model, plain, task, opt)
+    fb = count_ops(lambda: train_step(model, plain, task))
     model.zero_grad(set_to_none=True)
+    static_ops = step_ops(model, static, task, opt)
     entry.update(eager_ops_per_step=ops.total, forward_backward_ops=fb.total,
-                 host_syncs=ops.host_syncs, top_ops=dict(ops.top(8)))
-    breaks, reasons = _graph_breaks(model, batch, task)
+                 host_syncs=ops.host_syncs, static_eager_ops_per_step=static_ops.total,
+                 static_host_syncs=static_ops.host_syncs, top_ops=dict(ops.top(8)))
+    breaks, reasons = _graph_breaks(model, static, task)
     entry.update(graph_breaks=breaks, graph_break_reasons=reasons[:10])
     if args.no_timing:
         return entry
@@ -127,12 +134,12 @@ def measure(name: str, cfg, batch, args) -> dict:
                                 dynamic=False)
 
     def eager_step():
-        forward_loss(eager, batch).backward()
+        forward_loss(eager, plain).backward()
         eager_opt.step()
         eager_opt.zero_grad(set_to_none=True)
 
     def compiled_step():
-        compiled_fn(batch).backward()
+        compiled_fn(static).backward()
         compiled_opt.step()
         compiled_opt.zero_grad(set_to_none=True)
 
@@ -176,9 +183,10 @@ def markdown(result: dict) -> str:
              f"{meta['steps']} steps; load average {meta['load_before']} before, "
              f"{meta['load_after']} after. Compiled = forward + loss under "
              "`torch.compile(fullgraph=True, dynamic=False)`.", "",
-             "| model | params | ATen ops / step | fwd+bwd ops | host syncs | graph breaks | "
+             "| model | params | ATen ops / step | fwd+bwd ops | host syncs | ops / step, static "
+             "batch | graph breaks | "
              + " | ".join(f"eager ms ({t} thr) | compiled ms ({t} thr)" for t in threads)
-             + " |", "|---|---:|---:|---:|---:|---:|" + "---:|---:|" * len(threads)]
+             + " |", "|---|" + "---:|" * (6 + 2 * len(threads))]
     for name, e in result["models"].items():
         ms = e.get("cpu_step_ms") or {}
         cells = []
@@ -189,7 +197,8 @@ def markdown(result: dict) -> str:
                          ("fails" if "compile_error" in e else "–"))
         gb = "–" if e.get("graph_breaks") is None else e["graph_breaks"]
         lines.append(f"| {name} | {e['params']:,} | {e['eager_ops_per_step']:,} | "
-                     f"{e['forward_backward_ops']:,} | {e['host_syncs']} | {gb} | "
+                     f"{e['forward_backward_ops']:,} | {e['host_syncs']} | "
+                     f"{e['static_eager_ops_per_step']:,} | {gb} | "
                      + " | ".join(cells) + " |")
     errors = [(n, e["compile_error"]) for n, e in result["models"].items()
               if "compile_error" in e]

@@ -55,3 +55,23 @@ def test_step_mode_by_setting_and_device(caplog):
 def test_compile_step_refuses_other_modes():
     with pytest.raises(ValueError, match="full"):
         compile_step(lambda x: x, "dynamic")
+
+
+def test_how_each_speed_key_counts_against_a_stored_config():
+    # data.on_device builds the same batches (tested in tests/data/test_device_split.py): a
+    # resume, a stored split and the reproduction table's "config changed" check all accept a
+    # change of it. data.static_shapes changes the batches (padding, packing) but not the split:
+    # a resume refuses it, the split check accepts it, the reproduction table counts it.
+    from graph_transformers.training.binding import check_same_split_config
+    from graph_transformers.training.reproduction import _config_changed
+    from graph_transformers.training.rundir import config_differences
+
+    stored = _config(False).to_dict()
+    on_device = _config(False, on_device=True).to_dict()
+    static = _config(False, static_shapes=True).to_dict()
+    assert config_differences(stored, on_device) == []
+    assert config_differences(stored, static) == ["data.static_shapes: False -> True"]
+    for new in (on_device, static):
+        check_same_split_config(stored, new, "checkpoint best.ckpt", "config.yaml")
+    assert not _config_changed(on_device, stored)
+    assert _config_changed(static, stored)

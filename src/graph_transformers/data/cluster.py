@@ -33,14 +33,13 @@ import copy
 import hashlib
 import importlib.util
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch_geometric.typing as pyg_typing
 from torch import Tensor
-from torch.utils.data import Sampler
 from torch_geometric.data import Data
 from torch_geometric.index import index2ptr
 from torch_geometric.loader import ClusterData, ClusterLoader
@@ -49,7 +48,7 @@ from torch_geometric.utils import remove_self_loops, to_undirected
 from .._optional import require
 from ..fileio import atomic_save
 from .cache import cache_lock
-from .sampler import DistributedBatchSampler, epoch_batches
+from .sampler import DistributedBatchSampler, EpochSeededBatchSampler
 
 log = logging.getLogger(__name__)
 
@@ -296,7 +295,7 @@ def active_clusters(partition: ClusterPartition, node_mask: Tensor | None = None
     return torch.nonzero(counts > 0).view(-1).tolist()
 
 
-class ClusterBatchSampler(Sampler[list[int]]):
+class ClusterBatchSampler(EpochSeededBatchSampler):
     """Groups of ``clusters_per_batch`` cluster ids: with ``shuffle``, a random permutation of
     ``clusters`` per epoch (seeded by ``seed + epoch``, the same on every rank) cut into groups
     (the random choice of ``q`` clusters without replacement of Cluster-GCN's stochastic
@@ -322,19 +321,6 @@ class ClusterBatchSampler(Sampler[list[int]]):
         self.clusters_per_batch, self.shuffle, self.seed = clusters_per_batch, shuffle, seed
         self.epoch = 0
 
-    def set_epoch(self, epoch: int) -> None:
-        """Sets the epoch that seeds the next iteration (Lightning calls it every epoch)."""
-        self.epoch = epoch
-
-    def state_dict(self) -> dict[str, int]:
-        """``{"epoch", "seed"}``: what the next iteration draws from."""
-        return {"epoch": int(self.epoch), "seed": int(self.seed)}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        """Restores :meth:`state_dict`."""
-        self.epoch = int(state["epoch"])
-        self.seed = int(state.get("seed", self.seed))
-
     def batches(self) -> list[list[int]]:
         """This epoch's groups of cluster ids (without advancing the epoch)."""
         order = self.clusters
@@ -343,9 +329,6 @@ class ClusterBatchSampler(Sampler[list[int]]):
             order = order[torch.randperm(order.numel(), generator=g)]
         q = self.clusters_per_batch
         return [order[i:i + q].tolist() for i in range(0, order.numel(), q)]
-
-    def __iter__(self) -> Iterator[list[int]]:
-        return epoch_batches(self, self.batches())
 
     def __len__(self) -> int:
         return -(-self.clusters.numel() // self.clusters_per_batch)

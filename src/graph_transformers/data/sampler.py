@@ -113,7 +113,43 @@ def epoch_batches(sampler: Any, batches: list[list[int]]) -> Iterator[list[int]]
         sampler.epoch += 1
     return iter(batches)
 
-class SizeBucketBatchSampler(Sampler[list[int]]):
+class EpochSeededBatchSampler(Sampler[list[int]]):
+    """Base of the batch samplers whose epoch ``t`` draws with ``seed + t`` (the same on every
+    rank of a DDP run): :class:`SizeBucketBatchSampler`, the Cluster-GCN sampler
+    (:mod:`graph_transformers.data.cluster`) and the static-shape packing sampler
+    (:mod:`graph_transformers.data.static_shapes`). Subclasses set ``shuffle``, ``seed`` and
+    ``epoch = 0`` and implement ``batches()`` (this epoch's batches, without advancing it) and
+    ``__len__``; iterating yields ``batches()`` through :func:`epoch_batches`.
+    """
+
+    shuffle: bool
+    seed: int
+    epoch: int
+
+    def batches(self) -> list[list[int]]:
+        """This epoch's batches (what the next iteration yields), without advancing the epoch."""
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return epoch_batches(self, self.batches())
+
+    def set_epoch(self, epoch: int) -> None:
+        """Sets the epoch that seeds the next iteration (Lightning calls it every epoch, as for
+        ``DistributedSampler``)."""
+        self.epoch = epoch
+
+    def state_dict(self) -> dict[str, int]:
+        """``{"epoch", "seed"}``: what the next iteration draws from (saved in checkpoints so a
+        resumed run draws the same batches as an uninterrupted one)."""
+        return {"epoch": int(self.epoch), "seed": int(self.seed)}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        """Restores :meth:`state_dict`."""
+        self.epoch = int(state["epoch"])
+        self.seed = int(state.get("seed", self.seed))
+
+
+class SizeBucketBatchSampler(EpochSeededBatchSampler):
     """Yields batches of indices whose graphs have similar sizes.
 
     Each epoch: shuffle all indices, cut them into windows of ``window`` batches, sort each window
@@ -142,21 +178,8 @@ class SizeBucketBatchSampler(Sampler[list[int]]):
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
         self.epoch = 0
 
-    def set_epoch(self, epoch: int) -> None:
-        """Sets the epoch that seeds the next iteration (as ``DistributedSampler``)."""
-        self.epoch = epoch
-
-    def state_dict(self) -> dict[str, int]:
-        """``{"epoch", "seed"}``: what the next iteration draws from (saved in checkpoints so a
-        resumed run draws the same batches as an uninterrupted one)."""
-        return {"epoch": int(self.epoch), "seed": int(self.seed)}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        """Restores :meth:`state_dict`."""
-        self.epoch = int(state["epoch"])
-        self.seed = int(state.get("seed", self.seed))
-
-    def _batches(self) -> list[list[int]]:
+    def batches(self) -> list[list[int]]:
+        """This epoch's batches, without advancing the epoch."""
         g = torch.Generator().manual_seed(self.seed + self.epoch)
         n = self.sizes.numel()
         order = torch.randperm(n, generator=g) if self.shuffle else torch.arange(n)
@@ -177,9 +200,6 @@ class SizeBucketBatchSampler(Sampler[list[int]]):
             perm = torch.randperm(len(batches), generator=g).tolist()
             batches = [batches[p] for p in perm]
         return batches
-
-    def __iter__(self) -> Iterator[list[int]]:
-        return epoch_batches(self, self._batches())
 
     def __len__(self) -> int:
         n = self.sizes.numel()

@@ -26,16 +26,16 @@ See ``docs/speed.md``, "Static-shape batches".
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader, Sampler
+from torch.utils.data import DataLoader
 from torch_geometric.data import Batch, Data
 
 from ..errors import DataError
-from .sampler import DistributedBatchSampler, epoch_batches, graph_sizes
+from .sampler import DistributedBatchSampler, EpochSeededBatchSampler, graph_sizes
 
 #: the boolean masks a static-shape batch carries (True = real)
 MASKS = ("real_node_mask", "real_edge_mask", "real_graph_mask")
@@ -155,7 +155,7 @@ def pack(num_nodes: Sequence[int], num_edges: Sequence[int], budget: StaticBudge
     return batches
 
 
-class PackingBatchSampler(Sampler[list[int]]):
+class PackingBatchSampler(EpochSeededBatchSampler):
     """Batches of dataset indices that fit a :class:`StaticBudget` (:func:`pack`), in an order
     drawn per epoch from ``seed + epoch`` (the same on every rank of a DDP run, so it can be
     dealt out by :class:`~graph_transformers.data.sampler.DistributedBatchSampler`).
@@ -178,19 +178,6 @@ class PackingBatchSampler(Sampler[list[int]]):
         self.epoch = 0
         pack(self.num_nodes, self.num_edges, budget, range(len(self.num_nodes)))  # raises early
 
-    def set_epoch(self, epoch: int) -> None:
-        """Sets the epoch that seeds the next iteration."""
-        self.epoch = epoch
-
-    def state_dict(self) -> dict[str, int]:
-        """``{"epoch", "seed"}``: what the next iteration draws from."""
-        return {"epoch": int(self.epoch), "seed": int(self.seed)}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        """Restores :meth:`state_dict`."""
-        self.epoch = int(state["epoch"])
-        self.seed = int(state.get("seed", self.seed))
-
     def batches(self) -> list[list[int]]:
         """This epoch's batches (what the next iteration yields), without advancing the
         epoch."""
@@ -201,9 +188,6 @@ class PackingBatchSampler(Sampler[list[int]]):
         else:
             order = list(range(n))
         return pack(self.num_nodes, self.num_edges, self.budget, order)
-
-    def __iter__(self) -> Iterator[list[int]]:
-        return epoch_batches(self, self.batches())
 
     def __len__(self) -> int:
         return len(self.batches())

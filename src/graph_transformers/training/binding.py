@@ -38,12 +38,13 @@ from ..fileio import atomic_write_text
 RUN_FILE = "run.json"
 #: the graph attributes a data fingerprint covers (derived encodings are left out)
 FINGERPRINT_KEYS = ("x", "edge_index", "edge_attr", "y")
-#: data keys that say where data is read from, not what it is (may differ freely)
-WHERE_KEYS = ("data_dir", "cache_dir", "num_workers", "pin_memory")
+#: data keys that say where data is read from or where batches are built, not what they are (may
+#: differ freely: ``on_device`` builds the same batches as the ``DataLoader``, tested)
+WHERE_KEYS = ("data_dir", "cache_dir", "num_workers", "pin_memory", "on_device")
 #: data keys that change the batches, not the graphs or the split
 BATCH_KEYS = ("batch_size", "eval_batch_size", "bucket_by_size", "bucket_window",
               "num_neighbors", "sampler", "num_parts", "clusters_per_batch",
-              "eval_clusters_per_batch")
+              "eval_clusters_per_batch", "static_shapes")
 
 
 def new_run_id() -> str:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fileio import atomic_write_text
+from .binding import WHERE_KEYS
 from .config import ConfigError, build_config, load_config
 from .stats import RULES, mean_std, parity_verdict, within_paper
 from .tables import PERCENT_METRICS
@@ -88,7 +89,6 @@ def config_references(config_dir: str | Path
 
 #: data keys that only describe a user's own file (``data.path``)
 _USER_DATA_KEYS = ("smiles_column", "target_columns", "task", "level", "split_files")
-_WHERE_KEYS = ("data_dir", "cache_dir", "num_workers", "pin_memory")
 #: keys only a node table (``data.name: node_table``) reads
 _NODE_TABLE_KEYS = ("edges", "nodes", "id_column", "label_column", "feature_columns",
                     "undirected", "allow_no_edges")
@@ -104,7 +104,7 @@ def _config_changed(run_config: dict[str, Any], current: dict[str, Any]) -> bool
     for section in ("model", "data", "encodings"):
         a, b = dict(run.get(section) or {}), dict(current.get(section) or {})
         if section == "data":
-            for key in _WHERE_KEYS:
+            for key in WHERE_KEYS:
                 a.pop(key, None), b.pop(key, None)
             if a.get("path") is None and b.get("path") is None:  # keys of a user's own data
                 for key in _USER_DATA_KEYS:

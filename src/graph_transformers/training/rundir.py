@@ -170,10 +170,10 @@ def resume_checkpoint(run_dir: str | os.PathLike) -> tuple[Path, dict[str, Any]]
     return path, state
 
 
-#: config keys a ``--resume`` may change: training limits, where files are read from, and the
-#: published reference (metadata)
+#: config keys a ``--resume`` may change: training limits, where files are read from and where
+#: batches are built (``data.on_device`` builds the same batches), and the published reference
 RESUME_MAY_CHANGE = ("name", "trainer.", "data.data_dir", "data.cache_dir", "data.num_workers",
-                     "data.pin_memory", "reference", "reference.")
+                     "data.pin_memory", "data.on_device", "reference", "reference.")
 
 
 def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:

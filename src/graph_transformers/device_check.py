@@ -21,7 +21,11 @@ labelled synthetic batch of molecule-sized graphs when the data is absent):
   bf16-mixed: graphs/s timed with CUDA events (wall clock on the CPU) and the peak memory of a
   step (``torch.cuda.max_memory_allocated``; not measured on the CPU);
 - **epoch**: the time of one epoch over the ZINC training split (or ``--epoch-graphs`` graphs), in
-  float32 and bf16-mixed, including data loading.
+  float32 and bf16-mixed, including data loading;
+- with ``--compiled``, the same model again as ``docs/gpu.md`` recommends training it on a GPU
+  (static-shape batches built on the device, the forward and loss compiled as one graph, CUDA
+  graphs on CUDA): graph breaks, the compiled padded loss against the eager one, compilation
+  time, step speed and one epoch in fp32 and bf16 (:mod:`graph_transformers.device_compiled`).
 
 Writes ``gpu_check.json`` and ``gpu_check.md`` to ``--out`` (default ``benchmarks/results``).
 This module holds the models, the data and the report; the measurements and their tolerances
@@ -41,6 +45,7 @@ from typing import Any
 
 import torch
 
+from .device_compiled import TOL_COMPILED_LOSS, StaticTrainData, measure_compiled, step_mode
 from .device_measure import (FP32_MARGIN, TOL_BF16_LOSS, TOL_FP32, TOL_FP64, measure_model,
                              verdict)
 
@@ -232,6 +237,9 @@ def _check_models(args: argparse.Namespace, device: torch.device) -> dict:
     workers = loader_options("auto", "auto", "cpu" if device.type == "cpu" else "gpu")
     result = _environment(device, data, args.tiny, getattr(args, "calibrate_norms", True),
                           getattr(args, "deterministic", False))
+    compiled = getattr(args, "compiled", False)
+    result["compiled_mode"] = step_mode(device) if compiled else None
+    static_data: dict[tuple, StaticTrainData] = {}  # (batch size, dropped keys) → packed split
     for name, cfg in configs.items():
         t0 = time.perf_counter()
         torch.manual_seed(0)
@@ -242,14 +250,26 @@ def _check_models(args: argparse.Namespace, device: torch.device) -> dict:
         if drop:
             entry["computed_per_batch"] = list(drop)
         try:
-            measure_model(entry, model, Task(spec), device, data, args, cfg.data.batch_size,
+            task = Task(spec)
+            measure_model(entry, model, task, device, data, args, cfg.data.batch_size,
                           workers, drop)
             entry["ok"] = verdict(entry)
+            if compiled:
+                key = (cfg.data.batch_size, drop)
+                if key not in static_data:
+                    static_data[key] = StaticTrainData(data.train, cfg.data.batch_size, device,
+                                                       drop)
+                entry["compiled"] = measure_compiled(model, task, device, static_data[key],
+                                                     args.steps, args.epoch)
+                entry["ok"] = entry["ok"] and entry["compiled"]["ok"]
         except Exception as err:  # noqa: BLE001 - a failing model is a result, not a crash
             entry["error"] = f"{type(err).__name__}: {err}"
             entry["ok"] = False
         entry["seconds"] = round(time.perf_counter() - t0, 1)
         result["models"][name] = entry
+        if getattr(args, "out", None):  # what is done so far survives a command's time limit
+            write_reports({**result, "seconds": round(time.perf_counter() - t_start, 1),
+                           "ok": False, "partial": True}, Path(args.out), echo=False)
         print(f"check-device: {name}: {'ok' if entry['ok'] else 'FAILED'} "
               f"({entry['seconds']} s){' ' + entry['error'] if 'error' in entry else ''}",
               file=sys.stderr, flush=True)
@@ -285,7 +305,8 @@ def _fmt(v: float | None, spec: str = ".1e") -> str:
 
 def markdown(result: dict) -> str:
     """The result as a Markdown report."""
-    lines = [f"# Device check: {result['device']} ({result['device_type']})", "",
+    partial = " (partial: stopped before every model was checked)" if result.get("partial") else ""
+    lines = [f"# Device check: {result['device']} ({result['device_type']}){partial}", "",
              f"torch {result['torch']}, CUDA {result['cuda']}, Python {result['python']}; "
              f"{result['seconds']} s in all.", "",
              f"Data: {result['data']}; fixed batch of {result['batch_graphs']} graphs "
@@ -324,7 +345,60 @@ def markdown(result: dict) -> str:
             f"| {s32['graphs_per_s']} / {s16['graphs_per_s']} "
             f"| {_fmt(s32['peak_mib'], '.0f')} / {_fmt(s16['peak_mib'], '.0f')} | {ep} "
             f"| {'yes' if e['ok'] else 'NO'} |")
+    if result.get("compiled_mode"):
+        lines += compiled_markdown(result)
     return "\n".join(lines) + "\n"
+
+
+def compiled_markdown(result: dict) -> list[str]:
+    """The report's section on the compiled mode (``--compiled``), as lines."""
+    mode = result["compiled_mode"]
+    lines = ["", f"## Compiled mode: static shapes on the device, `model.compile: {mode}`", "",
+             "Training batches packed to fixed budgets (G graphs, Nn nodes, Ne edges, N nodes per "
+             "graph; `data.static_shapes`), gathered and padded on the device from the split "
+             "stored there once (`data.on_device`); the forward and loss compiled as one graph "
+             "(`fullgraph=True, dynamic=False`"
+             + (", CUDA graphs of forward and backward" if mode == "cudagraphs" else "")
+             + "), fused Adam. Loss Δ: the compiled eval-mode loss on the padded first batch "
+             f"against the eager loss on its graphs unpadded (tolerance {TOL_COMPILED_LOSS:g}). "
+             "Graphs/s count real graphs only, on one static batch of about `data.batch_size` "
+             "graphs; epoch: the whole packed split, gathering and padding included (storing it "
+             "on the device once: store s); epoch speed-up: the eager fp32 epoch (PyG's "
+             "DataLoader) over the compiled one.", "",
+             "| model | graph breaks | budget G / Nn / Ne / N | padding nodes | loss Δ "
+             "| compile s | graphs/s fp32 / bf16 | epoch speed-up fp32 | peak MiB fp32 / bf16 "
+             "| epoch s fp32 / bf16 | store s | ok |",
+             "|---|---:|---|---:|---:|---:|---|---:|---|---|---:|---|"]
+    for name, e in result["models"].items():
+        c = e.get("compiled")
+        if c is None:
+            continue
+        b = c["budget"]
+        budget = f"{b['num_graphs']} / {b['num_nodes']} / {b['num_edges']} / {b['max_nodes']}"
+        pad = f"{100 * c['padding']['nodes']:.1f}%"
+        if "speed_fp32" not in c:
+            breaks = c.get("graph_breaks", "–")
+            lines.append(f"| {name} | {breaks} | {budget} | {pad} | error: "
+                         f"{c.get('error', '')} | | | | | | | no |")
+            continue
+        s32, s16 = c["speed_fp32"], c.get("speed_bf16") or {}
+        eager_epoch = (e.get("epoch_fp32") or {}).get("seconds")
+        speedup = (f"{eager_epoch / c['epoch_fp32']['seconds']:.2f}×"
+                   if eager_epoch and c.get("epoch_fp32", {}).get("seconds") else "–")
+        ep = (f"{c['epoch_fp32']['seconds']} / {c['epoch_bf16']['seconds']}"
+              if "epoch_bf16" in c else "–")
+        lines.append(
+            f"| {name} | {c['graph_breaks']} | {budget} | {pad} "
+            f"| {_fmt(c['parity']['loss_rel'])} | {c.get('compile_s', '–')} "
+            f"| {s32['graphs_per_s']} / {s16.get('graphs_per_s', '–')} | {speedup} "
+            f"| {_fmt(s32['peak_mib'], '.0f')} / {_fmt(s16.get('peak_mib'), '.0f')} | {ep} "
+            f"| {c['store_s']} | {'yes' if c['ok'] else 'NO'} "
+            + (f"(error: {c['error']}) |" if "error" in c else "|"))
+    reasons = [(n, r) for n, e in result["models"].items()
+               for r in (e.get("compiled") or {}).get("graph_break_reasons", [])]
+    if reasons:
+        lines += ["", "Graph breaks:", ""] + [f"- {n}: `{r}`" for n, r in reasons]
+    return lines
 
 
 def parser() -> argparse.ArgumentParser:
@@ -355,6 +429,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deterministic", action="store_true",
                    help="torch.use_deterministic_algorithms (warn_only) during the check: "
                         "tells summation-order effects (atomics) from others")
+    p.add_argument("--compiled", action="store_true",
+                   help="also measure the compiled mode (static-shape batches built on the "
+                        "device, model.compile: full, on CUDA cudagraphs) beside the eager one")
     p.add_argument("--config-dir", default=str(REPO / "configs" / "zinc"),
                    help="the ZINC configs of the models")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "results"),
@@ -366,13 +443,21 @@ def main(argv: list[str] | None = None, args: argparse.Namespace | None = None) 
     if args is None:
         args = parser().parse_args(argv)
     result = check(args)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "gpu_check.json").write_text(json.dumps(result, indent=1) + "\n")
-    report = markdown(result)
-    (out / "gpu_check.md").write_text(report)
-    print(report)
+    write_reports(result, Path(args.out))
     return 0 if result["ok"] else 1
+
+
+def write_reports(result: dict, out: Path, echo: bool = True) -> None:
+    """Writes ``gpu_check.json`` and ``gpu_check.md`` to ``out`` (atomically; a ``partial``
+    result, written after each model, says so in its title) and prints the report when
+    ``echo``."""
+    from .fileio import atomic_write_text
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "gpu_check.json", json.dumps(result, indent=1) + "\n")
+    report = markdown(result)
+    atomic_write_text(out / "gpu_check.md", report)
+    if echo:
+        print(report)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from graph_transformers import device_check, device_measure
+from graph_transformers import device_check, device_compiled, device_measure
 from graph_transformers.cli.parser import build_parser
 
 SDPA_MODELS = {"graphormer", "gps"}
@@ -123,3 +123,30 @@ def test_synthetic_molecules_are_molecule_sized():
         assert int(g.x.max()) < 28 and int(g.edge_attr.min()) >= 1 and int(g.edge_attr.max()) <= 3
         assert g.edge_index.size(1) == g.edge_attr.size(0)
         assert int(g.edge_index.max()) < g.num_nodes
+
+
+@pytest.mark.slow
+def test_cpu_smoke_run_of_the_compiled_mode(tmp_path):
+    """``--compiled`` beside the eager mode (issue 56, item 5): GT compiles as one graph whose
+    padded loss equals the eager one, with speed and epoch figures; GRIT computing its RRWP
+    pairs per batch (graph breaks) is reported as failing the compiled mode, not a crash."""
+    out = tmp_path / "compiled"
+    rc = device_check.main(["--device", "cpu", "--synthetic", "--tiny", "--batch-size", "8",
+                            "--steps", "1", "--epoch-graphs", "16", "--compiled",
+                            "--models", "gt", "grit_batch_rrwp", "--out", str(out)])
+    result = json.loads((out / "gpu_check.json").read_text())
+    report = (out / "gpu_check.md").read_text()
+    assert rc == 1 and result["compiled_mode"] == "full"
+    gt = result["models"]["gt"]
+    c = gt["compiled"]
+    assert gt["ok"] and c["ok"] and c["graph_breaks"] == 0 and "error" not in c
+    assert c["parity"]["loss_rel"] <= device_compiled.TOL_COMPILED_LOSS
+    assert c["speed_fp32"]["graphs_per_s"] > 0 and c["speed_bf16"]["step_ms"] > 0
+    assert c["epoch_fp32"]["graphs"] == 16 and c["epoch_bf16"]["seconds"] > 0
+    b = c["budget"]
+    assert b["max_nodes"] <= 38 and b["num_nodes"] >= 16 * 9 and 0 <= c["padding"]["nodes"] < 1
+    grit = result["models"]["grit_batch_rrwp"]
+    assert grit["compiled"]["graph_breaks"] > 0 and not grit["compiled"]["ok"]
+    assert "error" in grit["compiled"] and not grit["ok"]
+    assert "## Compiled mode" in report and "| gt | 0 |" in report
+    assert "Graph breaks:" in report

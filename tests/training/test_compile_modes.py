@@ -75,3 +75,51 @@ def test_how_each_speed_key_counts_against_a_stored_config():
         check_same_split_config(stored, new, "checkpoint best.ckpt", "config.yaml")
     assert not _config_changed(on_device, stored)
     assert _config_changed(static, stored)
+
+
+def _tiny_gt_module(monkeypatch, scale):
+    """A GraphTaskModule of a tiny GT with ``compile="full"`` whose "compiler" returns the step
+    function with its task loss multiplied by ``scale`` (1.0: a faithful compiler), and a batch
+    of synthetic molecules."""
+    from torch_geometric.data import Batch
+
+    from graph_transformers.device_check import REPO, load_data, model_configs
+    from graph_transformers.data.registry import resolve_spec
+    from graph_transformers.training import device
+    from graph_transformers.training.build import make_model
+    from graph_transformers.training.module import GraphTaskModule
+
+    def fake_compile_step(fn, mode):
+        def step(model, task, batch):
+            out, aux, loss = fn(model, task, batch)
+            return out, aux, loss * scale
+        return step
+    monkeypatch.setattr(device, "compile_step", fake_compile_step)
+    cfg = model_configs(["gt"], REPO / "configs" / "zinc", tiny=True)["gt"]
+    data = load_data({"gt": cfg}, None, 6, None, synthetic=True)
+    spec = resolve_spec(cfg.data)
+    module = GraphTaskModule(make_model(cfg, spec).eval(), spec, cfg.optim, compile="full")
+    return module, Batch.from_data_list(data.batch.to_data_list())
+
+
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
+def test_a_compiled_loss_unlike_eager_stops_the_run(monkeypatch):
+    """The first validation batch of a compiled run is also computed eagerly: a "compiler" whose
+    loss is 1% off (as torch 2.13's CPU inductor on GPS, 6.5e-3) raises a one-line
+    TrainingError naming the fix; a faithful one passes, and the check runs once."""
+    import torch
+
+    from graph_transformers.errors import TrainingError
+    module, batch = _tiny_gt_module(monkeypatch, 1.01)
+    with torch.no_grad(), pytest.raises(TrainingError, match="model.compile: false") as err:
+        module.validation_step(batch, 0)
+    assert "\n" not in str(err.value) and "relative difference 1.0e-02" in str(err.value)
+    module, batch = _tiny_gt_module(monkeypatch, 1.0)
+    calls = []
+    original = module.check_compiled_loss
+    monkeypatch.setattr(module, "check_compiled_loss",
+                        lambda *a: (calls.append(1), original(*a))[1])
+    with torch.no_grad():
+        module.validation_step(batch, 0)
+        module.validation_step(batch, 1)
+    assert calls == [1]

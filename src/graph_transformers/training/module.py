@@ -14,6 +14,13 @@ from .sections import CosineConfig, LinearConfig, OptimConfig, PlateauConfig
 from .tasks import Task
 
 
+#: relative difference allowed between the compiled and the eager loss of one evaluation batch
+#: (float32: rounding gives 1e-7 to 1e-5; a miscompilation measured 6.5e-3)
+COMPILED_LOSS_TOL = 1e-3
+#: the same under autocast (bf16 matrix products round differently in the two)
+COMPILED_LOSS_TOL_AUTOCAST = 3e-2
+
+
 def split_output(out) -> tuple[Tensor, Tensor | None]:
     """A model's return value → ``(prediction, auxiliary loss or None)``; models with an auxiliary
     objective (EGT's distance prediction) return a ``ModelOutput(out, aux_loss)``."""
@@ -40,7 +47,10 @@ class GraphTaskModule(L.LightningModule):
     the default :class:`Task` of ``spec`` (global class weights, split-level weighted accuracy).
     ``compile`` (``"full"`` or ``"cudagraphs"``, ``model.compile``) runs the forward and the
     loss of every step compiled as one graph (:func:`~.device.compile_step` of
-    :func:`forward_loss`).
+    :func:`forward_loss`); the first validation batch of the run (Lightning's sanity check
+    included) is also computed eagerly, and a compiled loss that differs from the eager one by
+    more than :data:`COMPILED_LOSS_TOL` stops the run (:meth:`check_compiled_loss`): a compiler
+    that miscompiles the model must not train it silently.
     """
 
     def __init__(self, model: nn.Module, spec: DatasetSpec, optim: OptimConfig,
@@ -51,6 +61,7 @@ class GraphTaskModule(L.LightningModule):
         self.optim = optim
         self.compile_mode = compile
         self._forward_loss = forward_loss
+        self._compiled_loss_checked = compile is None
         if compile is not None:
             from .device import compile_step
             self._forward_loss = compile_step(forward_loss, compile)
@@ -66,6 +77,8 @@ class GraphTaskModule(L.LightningModule):
         out, aux, loss = self._forward_loss(self.model, self.task, batch)
         metrics.update(*self.task.metric_inputs(out, batch))
         n = self.task.count(batch)
+        if stage == "val" and not self._compiled_loss_checked:
+            self.check_compiled_loss(batch, loss)
         # ``{stage}/loss`` is the task loss (what the plateau schedule and early stopping watch);
         # an auxiliary objective is logged beside it and added to what is optimized
         self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True, batch_size=n,
@@ -75,6 +88,31 @@ class GraphTaskModule(L.LightningModule):
                      sync_dist=True)
             loss = loss + aux
         return loss
+
+    def check_compiled_loss(self, batch, compiled: Tensor) -> None:
+        """Holds the compiled task loss of an evaluation batch against the eager one (once per
+        run; one host read). The tolerance is :data:`COMPILED_LOSS_TOL` in float32 and
+        ``COMPILED_LOSS_TOL_AUTOCAST`` under autocast (bf16 on both sides, rounded apart).
+
+        Raises:
+            TrainingError: when they differ by more than that (measured: GPS on torch 2.13's
+                CPU inductor, relative 6.5e-3 in float32 and 4.5e-3 in float64; see
+                ``docs/speed.md``).
+        """
+        self._compiled_loss_checked = True
+        with torch.no_grad():
+            eager = forward_loss(self.model, self.task, batch)[2]
+        a, b = float(compiled), float(eager)
+        rel = abs(a - b) / max(abs(b), 1e-12)
+        autocast = torch.is_autocast_enabled(compiled.device.type)
+        tol = COMPILED_LOSS_TOL_AUTOCAST if autocast else COMPILED_LOSS_TOL
+        if not math.isfinite(rel) or rel > tol:
+            from ..errors import TrainingError
+            raise TrainingError(
+                f"model.compile: {self.compile_mode} computes another loss than eager on the "
+                f"first validation batch (compiled {a:.6g}, eager {b:.6g}, relative difference "
+                f"{rel:.1e} > {tol:g}): torch.compile miscompiles this model here; train it "
+                "with model.compile: false (docs/speed.md, 'Compiled steps')")
 
     def training_step(self, batch, batch_idx: int) -> Tensor:
         """One optimisation step's loss.

@@ -11,15 +11,20 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 
 
-def shared_data_dir() -> Path | None:
-    """``$GRAPH_TRANSFORMERS_DATA`` or ``../shared/data`` next to the repository, if present."""
+def data_root() -> Path:
+    """Where the tests look for the shared benchmark files: ``$GRAPH_TRANSFORMERS_DATA``, else
+    ``../shared/data`` next to the repository (the path may not exist: tests reading it skip)."""
     env = os.environ.get("GRAPH_TRANSFORMERS_DATA")
-    candidates = [Path(env)] if env else []
-    candidates.append(REPO.parent / "shared" / "data")
-    for c in candidates:
-        if (c / "ZINC").is_dir() or (c / "CSL").is_dir():
-            return c
-    return None
+    return Path(env) if env else REPO.parent / "shared" / "data"
+
+
+def shared_data_dir(*needs: str) -> Path | None:
+    """:func:`data_root` if it holds every one of ``needs`` (paths below it; default: a
+    ``ZINC`` or ``CSL`` folder), else ``None``."""
+    root = data_root()
+    if needs:
+        return root if all((root / n).exists() for n in needs) else None
+    return root if (root / "ZINC").is_dir() or (root / "CSL").is_dir() else None
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ The comparisons with the original benchmark files need the shared data directory
 from __future__ import annotations
 
 import io
-import os
 import pickle
 import zipfile
 from importlib import resources
@@ -26,13 +25,13 @@ from graph_transformers.datasets.synthetic.csl import (
     csl_split_indices,
     generate_csl,
 )
+from conftest import data_root
 
 N = 41
 
 
 def _data_dir() -> Path:
-    env = os.environ.get("GRAPH_TRANSFORMERS_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data"
+    return data_root()
 
 
 CSL_DIR = _data_dir() / "CSL"

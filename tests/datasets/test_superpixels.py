@@ -19,6 +19,7 @@ import torch
 
 from graph_transformers.datasets.images import superpixels as S
 from graph_transformers.data.cache import DataNotFoundError
+from conftest import data_root
 
 N_IMAGES = 50
 K = S.KNN_K
@@ -35,8 +36,7 @@ def _mnist_test(data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
 def graphs_50():
     """Graphs of the first 50 MNIST test images, built as the dataset builds them (cached for the
     module: SLIC is the slow part)."""
-    env = os.environ.get("GRAPH_TRANSFORMERS_DATA")
-    d = Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data"
+    d = data_root()
     images, labels = _mnist_test(d)
     graphs = S.superpixel_graphs(images[:N_IMAGES], labels[:N_IMAGES], n_segments=75,
                                  compactness=0.25, source_id=1, first_index=0)

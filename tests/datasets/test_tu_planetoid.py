@@ -6,7 +6,6 @@ loaded once per module into a module-level cache directory.
 """
 from __future__ import annotations
 
-import os
 import socket
 import urllib.request
 import zipfile
@@ -27,18 +26,13 @@ from graph_transformers.datasets.tu_folds import (
     read_benchmark_index,
     stratified_fold_split,
 )
+from conftest import shared_data_dir
 
 SPLITS = ("train", "val", "test")
 
 
 def _shared_data() -> Path | None:
-    env = os.environ.get(DATA_ENV)
-    candidates = ([Path(env)] if env else []) + [
-        Path(__file__).resolve().parents[3] / "shared" / "data"]
-    for c in candidates:
-        if (c / "TU").is_dir() and (c / "Planetoid").is_dir():
-            return c
-    return None
+    return shared_data_dir("TU", "Planetoid")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import zipfile
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from graph_transformers.datasets.tu_features import CappedOneHotDegree
 from graph_transformers.training.config import ConfigError, build_config, load_config
 from graph_transformers.training.model_sections import model_section
 from graph_transformers.training.build import model_kwargs
+from conftest import shared_data_dir
 
 REPO = Path(__file__).resolve().parents[2]
 SPLITS = ("train", "val", "test")
@@ -41,10 +41,9 @@ def _logs_reach_caplog(monkeypatch):
 
 @pytest.fixture
 def shared_tu() -> Path:
-    env = os.environ.get("GRAPH_TRANSFORMERS_DATA")
-    for c in ([Path(env)] if env else []) + [REPO.parent / "shared" / "data"]:
-        if (c / "TU" / "MUTAG.zip").is_file() and (c / "TU" / "ENZYMES_train.index").is_file():
-            return c
+    c = shared_data_dir("TU/MUTAG.zip", "TU/ENZYMES_train.index")
+    if c is not None:
+        return c
     pytest.skip("shared TU data not found (../shared/data/TU with MUTAG.zip and the ENZYMES "
                 "index files): set GRAPH_TRANSFORMERS_DATA or place the project's shared/data "
                 "next to the repository")

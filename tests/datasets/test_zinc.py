@@ -5,7 +5,6 @@ import gzip
 import hashlib
 import json
 import logging
-import os
 import pickle
 import shutil
 import time
@@ -24,11 +23,11 @@ from graph_transformers.data.download import OFFLINE_ENV
 from graph_transformers.datasets.molecules import zinc as Z
 from graph_transformers.datasets.molecules import zinc_chemistry as ZC
 from graph_transformers.datasets.molecules import zinc_files as ZF
+from conftest import data_root
 
 
 def _data_dir() -> Path:
-    env = os.environ.get(DATA_ENV)
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data"
+    return data_root()
 
 
 DATA = _data_dir()

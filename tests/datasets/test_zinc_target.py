@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,11 +11,11 @@ import pytest
 
 from graph_transformers.datasets.molecules import zinc_chemistry as ZC
 from graph_transformers.data.cache import DATA_ENV
+from conftest import data_root
 
 
 def _data_dir() -> Path:
-    env = os.environ.get(DATA_ENV)
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data"
+    return data_root()
 
 
 ZDIR = _data_dir() / "ZINC"

@@ -14,8 +14,9 @@ from graph_transformers.training.checkpoint import load_checkpoint
 from graph_transformers.training.config import build_config
 from graph_transformers.training.build import make_model
 from test_graph_list import _ring
+from conftest import data_root
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+DATA = data_root()
 
 
 

@@ -48,9 +48,10 @@ from .safe_pickle import load_safe_pickle
 from .textfiles import decode_text
 
 __all__ = ["DEFAULT_FRACTIONS", "SPLIT_FORMS", "SplitFile", "SplitRule", "check_index_sets",
+           "split_row_ids",
            "count_folds", "file_split", "format_fractions", "parse_fractions",
            "parse_split_rule", "random_split", "read_benchmark_index", "read_split_file",
-           "rule_record"]
+           "rule_record", "split_row_ids"]
 
 #: fractions of ``random`` / ``scaffold`` without any
 DEFAULT_FRACTIONS: tuple[float, float, float] = (0.8, 0.1, 0.1)
@@ -91,6 +92,58 @@ class SplitRule:
     fractions: tuple[float, float, float] | None = None
     column: str | None = None
     path: str | None = None
+
+
+def split_row_ids(obj: dict, keys: Sequence[str], path: Path, num_rows: int | None = None
+                  ) -> dict[str, np.ndarray]:
+    """The row ids of each split of a published split file (OGB-LSC's ``split_dict.pt``, LRGB's
+    split pickles), checked: every split of ``keys`` present, each a 1-D array of integers (a
+    tensor, NumPy array or list; not a boolean mask), within ``0..num_rows-1`` when
+    ``num_rows`` is given, no id twice, no row in two splits.
+
+    Args:
+        obj: the file's dict, split name → ids.
+        keys: the splits it must hold, in order.
+        path: the file (named in every error).
+        num_rows: rows of the data file the ids index; ``None``: the range is not checked.
+
+    Returns:
+        ``{key: int64 array}`` in ``keys``' order.
+
+    Raises:
+        DataError: one line naming the file and the split.
+    """
+    missing = [k for k in keys if k not in obj]
+    if missing:
+        raise DataError(f"{path}: no split {', '.join(map(repr, missing))} (keys: "
+                        f"{sorted(map(str, obj))}; expected {list(keys)})")
+    seen = np.zeros(num_rows, dtype=bool) if num_rows is not None else None
+    out: dict[str, np.ndarray] = {}
+    for key in keys:
+        value = obj[key]
+        arr = value.numpy() if hasattr(value, "numpy") and not isinstance(value, np.ndarray) \
+            else np.asarray(value)
+        if arr.dtype == np.bool_:
+            raise DataError(f"{path}: split {key!r} is a boolean mask, not an array of row ids")
+        if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+            raise DataError(f"{path}: split {key!r} is {arr.dtype} of shape {list(arr.shape)}, "
+                            "not a 1-D array of row ids")
+        arr = arr.astype(np.int64)
+        if arr.size and (int(arr.min()) < 0 or (num_rows is not None
+                                                and int(arr.max()) >= num_rows)):
+            bad = int(arr.min()) if int(arr.min()) < 0 else int(arr.max())
+            rows = "" if num_rows is None else (f", outside 0..{num_rows - 1} (the data file has "
+                                                f"{num_rows} rows)")
+            raise DataError(f"{path}: split {key!r} holds row id {bad}{rows or ', a negative id'}")
+        if np.unique(arr).size != arr.size:
+            raise DataError(f"{path}: split {key!r} lists a row id twice")
+        if seen is not None:
+            if seen[arr].any():
+                raise DataError(f"{path}: split {key!r} shares row {int(arr[seen[arr]][0])} "
+                                "with an earlier split")
+            seen[arr] = True
+        out[key] = arr
+    return out
 
 
 def usage(forms: Sequence[str], got: Any) -> str:

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from ...data.cache import DATA_ENV, DataNotFoundError
 from ...data.generated import PathLike
 from ...data.published import looked
 from ...data.safe_pickle import load_safe_pickle
+from ...data.split_rules import split_row_ids
 from ...errors import DataError
 
 __all__ = ["LRGBFile", "LRGB_FILES", "locate_lrgb", "md5_of", "check_release",
@@ -162,17 +162,6 @@ def check_release(title: str, file: LRGBFile, path: Path) -> bool:
     return False
 
 
-def _ids(value: object, path: Path, key: str) -> np.ndarray:
-    """One split's ids as an int64 array, checked to be a 1-D array of integers."""
-    arr = value.numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
-    if arr.dtype == np.bool_:
-        raise DataError(f"{path}: split {key!r} is a boolean mask, not an array of row ids")
-    if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-        raise DataError(f"{path}: split {key!r} is {arr.dtype} of shape {list(arr.shape)}, not a "
-                        "1-D array of row ids")
-    return arr.astype(np.int64)
-
-
 def read_lrgb_split(path: PathLike, num_rows: int, keys: Sequence[str] = ("train", "val", "test")
                     ) -> dict[str, np.ndarray]:
     """An LRGB split file (``splits_random_stratified_*.pickle``: a dict of split name → the
@@ -199,23 +188,4 @@ def read_lrgb_split(path: PathLike, num_rows: int, keys: Sequence[str] = ("train
     if not isinstance(obj, dict):
         raise DataError(f"{path}: holds a {type(obj).__name__}, not a dict of split indices "
                         f"(LRGB's split files map {', '.join(keys)} to row ids)")
-    missing = [k for k in keys if k not in obj]
-    if missing:
-        raise DataError(f"{path}: no split {', '.join(map(repr, missing))} (keys: "
-                        f"{sorted(map(str, obj))}; expected {list(keys)})")
-    seen = np.zeros(num_rows, dtype=bool)
-    out: dict[str, np.ndarray] = {}
-    for key in keys:
-        arr = _ids(obj[key], path, key)
-        if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= num_rows):
-            bad = int(arr.min()) if int(arr.min()) < 0 else int(arr.max())
-            raise DataError(f"{path}: split {key!r} holds row id {bad}, outside 0..{num_rows - 1} "
-                            f"(the data file has {num_rows} rows)")
-        if np.unique(arr).size != arr.size:
-            raise DataError(f"{path}: split {key!r} lists a row id twice")
-        if seen[arr].any():
-            raise DataError(f"{path}: split {key!r} shares row {int(arr[seen[arr]][0])} with an "
-                            "earlier split")
-        seen[arr] = True
-        out[key] = arr
-    return out
+    return split_row_ids(obj, keys, path, num_rows)

@@ -68,6 +68,7 @@ from ...data.generated import PathLike, Transform, check_split
 from ...data.ondisk import GraphStore, build_graph_store, store_problem
 from ...data.parallel import default_workers
 from ...data.registry import DatasetSpec
+from ...data.split_rules import split_row_ids
 from ...errors import DataError
 from ...data.published import canonical_root, files_tag, looked
 from .featurization import (
@@ -191,33 +192,7 @@ def read_split_dict(path: PathLike, keys: tuple[str, ...], num_rows: int | None 
                         f"weights_only=True: {first})") from None
     if not isinstance(obj, dict):
         raise DataError(f"{path}: holds a {type(obj).__name__}, not a dict of split indices")
-    missing = [k for k in keys if k not in obj]
-    if missing:
-        raise DataError(f"{path}: no split {', '.join(map(repr, missing))} (keys: "
-                        f"{sorted(map(str, obj))}; expected {list(keys)})")
-    out: dict[str, np.ndarray] = {}
-    seen = np.zeros(num_rows, dtype=bool) if num_rows is not None else None
-    for key in keys:
-        value = obj[key]
-        arr = value.numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
-        if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-            raise DataError(f"{path}: split {key!r} is {arr.dtype} of shape {list(arr.shape)}, "
-                            "not a 1-D array of row ids")
-        arr = arr.astype(np.int64)
-        if arr.size and int(arr.min()) < 0:
-            raise DataError(f"{path}: split {key!r} holds the negative row id {int(arr.min())}")
-        if num_rows is not None and arr.size and int(arr.max()) >= num_rows:
-            raise DataError(f"{path}: split {key!r} holds row id {int(arr.max())}, but "
-                            f"data.csv.gz has {num_rows} molecules")
-        if np.unique(arr).size != arr.size:
-            raise DataError(f"{path}: split {key!r} lists a row id twice")
-        if seen is not None:
-            if seen[arr].any():
-                raise DataError(f"{path}: split {key!r} shares row {int(arr[seen[arr]][0])} "
-                                "with an earlier split")
-            seen[arr] = True
-        out[key] = arr
-    return out
+    return split_row_ids(obj, keys, path, num_rows)
 
 
 def _parse_gap(text: str, path: Path, line: int) -> float:

@@ -104,22 +104,52 @@ def _tiny_gt_module(monkeypatch, scale):
 
 @pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
 def test_a_compiled_loss_unlike_eager_stops_the_run(monkeypatch):
-    """The first validation batch of a compiled run is also computed eagerly: a "compiler" whose
-    loss is 1% off (as torch 2.13's CPU inductor on GPS, 6.5e-3) raises a one-line
-    TrainingError naming the fix; a faithful one passes, and the check runs once."""
+    """The first training batch of a compiled run is also computed eagerly (evaluation mode):
+    a "compiler" whose loss is 1% off (as torch 2.13's CPU inductor on GPS, 6.5e-3) raises a
+    one-line TrainingError naming the fix before any step; a faithful one passes, the check
+    runs once, the model is back in training mode, and evaluation never calls the compiled
+    function (its batches are not padded to one shape)."""
     import torch
 
     from graph_transformers.errors import TrainingError
     module, batch = _tiny_gt_module(monkeypatch, 1.01)
-    with torch.no_grad(), pytest.raises(TrainingError, match="model.compile: false") as err:
-        module.validation_step(batch, 0)
+    module.model.train()
+    with pytest.raises(TrainingError, match="model.compile: false") as err:
+        module.training_step(batch, 0)
     assert "\n" not in str(err.value) and "relative difference 1.0e-02" in str(err.value)
+    assert module.model.training
     module, batch = _tiny_gt_module(monkeypatch, 1.0)
-    calls = []
-    original = module.check_compiled_loss
+    module.model.train()
+    checks, compiled = [], []
+    original_check, original_fn = module.check_compiled_loss, module._forward_loss
     monkeypatch.setattr(module, "check_compiled_loss",
-                        lambda *a: (calls.append(1), original(*a))[1])
+                        lambda *a: (checks.append(1), original_check(*a))[1])
+    monkeypatch.setattr(module, "_forward_loss",
+                        lambda *a: (compiled.append(1), original_fn(*a))[1])
+    module.training_step(batch, 0)
+    module.training_step(batch, 1)
+    assert checks == [1] and len(compiled) == 3 and module.model.training  # check + 2 steps
+    module.model.eval()
     with torch.no_grad():
         module.validation_step(batch, 0)
-        module.validation_step(batch, 1)
-    assert calls == [1]
+    assert len(compiled) == 3
+
+
+@pytest.mark.slow
+def test_a_compiled_run_trains_and_evaluates_to_the_end(tmp_path):
+    """A whole run with ``model.compile: full`` and static shapes (tiny GT on CSL, 2 epochs):
+    the compiled step, the eager check, validation, the final evaluation, finite metrics. The
+    bug of 2026-12-03 (the compiled function also ran the validation batches, whose shapes
+    change from batch to batch, so a ZINC run recompiled until TorchDynamo's limit and failed,
+    ``FailOnRecompileLimitHit``) is held by the test above: CSL's graphs all have 41 nodes, so
+    its validation batches share one shape."""
+    import math
+
+    import graph_transformers as gtr
+    cfg = {"model": {"name": "gt", "hidden_dim": 16, "num_layers": 1, "num_heads": 2,
+                     "compile": "full"},
+           "data": {"name": "csl", "batch_size": 10, "static_shapes": True},
+           "encodings": {"lap_pe": {"k": 4}}, "trainer": {"max_epochs": 2}}
+    metrics = gtr.train(build_config(cfg), out_dir=tmp_path / "run")
+    assert metrics["epochs"] == 2
+    assert all(math.isfinite(metrics[s]["loss"]) for s in ("train", "val", "test"))

@@ -47,10 +47,11 @@ class GraphTaskModule(L.LightningModule):
     the default :class:`Task` of ``spec`` (global class weights, split-level weighted accuracy).
     ``compile`` (``"full"`` or ``"cudagraphs"``, ``model.compile``) runs the forward and the
     loss of every step compiled as one graph (:func:`~.device.compile_step` of
-    :func:`forward_loss`); the first validation batch of the run (Lightning's sanity check
-    included) is also computed eagerly, and a compiled loss that differs from the eager one by
-    more than :data:`COMPILED_LOSS_TOL` stops the run (:meth:`check_compiled_loss`): a compiler
-    that miscompiles the model must not train it silently.
+    :func:`forward_loss`) in training; evaluation runs eagerly (its batches are not padded to
+    one shape). The run's first training batch is also computed both ways in evaluation mode,
+    and a compiled loss more than :data:`COMPILED_LOSS_TOL` from the eager one stops the run
+    before the first step (:meth:`check_compiled_loss`): a compiler that miscompiles the model
+    must not train it silently.
     """
 
     def __init__(self, model: nn.Module, spec: DatasetSpec, optim: OptimConfig,
@@ -72,13 +73,17 @@ class GraphTaskModule(L.LightningModule):
         return split_output(self.model(batch))[0]
 
     def _step(self, batch, stage: str, metrics: torchmetrics.MetricCollection) -> Tensor:
-        if self.compile_mode == "cudagraphs":  # a new step: earlier graph outputs are done with
-            torch.compiler.cudagraph_mark_step_begin()
-        out, aux, loss = self._forward_loss(self.model, self.task, batch)
+        # the compiled step serves training only: evaluation batches keep their own shapes
+        # (``data.static_shapes`` pads the training batches), which a ``dynamic=False`` graph
+        # would recompile for batch after batch
+        fn = forward_loss
+        if stage == "train" and self.compile_mode is not None:
+            if self.compile_mode == "cudagraphs":  # a new step: earlier outputs are done with
+                torch.compiler.cudagraph_mark_step_begin()
+            fn = self._forward_loss
+        out, aux, loss = fn(self.model, self.task, batch)
         metrics.update(*self.task.metric_inputs(out, batch))
         n = self.task.count(batch)
-        if stage == "val" and not self._compiled_loss_checked:
-            self.check_compiled_loss(batch, loss)
         # ``{stage}/loss`` is the task loss (what the plateau schedule and early stopping watch);
         # an auxiliary objective is logged beside it and added to what is optimized
         self.log(f"{stage}/loss", loss, on_step=False, on_epoch=True, batch_size=n,
@@ -89,10 +94,13 @@ class GraphTaskModule(L.LightningModule):
             loss = loss + aux
         return loss
 
-    def check_compiled_loss(self, batch, compiled: Tensor) -> None:
-        """Holds the compiled task loss of an evaluation batch against the eager one (once per
-        run; one host read). The tolerance is :data:`COMPILED_LOSS_TOL` in float32 and
-        ``COMPILED_LOSS_TOL_AUTOCAST`` under autocast (bf16 on both sides, rounded apart).
+    def check_compiled_loss(self, batch) -> None:
+        """Holds the compiled task loss of ``batch`` (the run's first training batch, a
+        static-shape one) against the eager loss, both in evaluation mode (no dropout, no sign
+        flips, BatchNorm on its running statistics) and without gradients; once per run, one
+        host read, one more compilation (the evaluation-mode graph). The tolerance is
+        :data:`COMPILED_LOSS_TOL` in float32 and :data:`COMPILED_LOSS_TOL_AUTOCAST` under
+        autocast (bf16 on both sides, rounded apart).
 
         Raises:
             TrainingError: when they differ by more than that (measured: GPS on torch 2.13's
@@ -100,19 +108,29 @@ class GraphTaskModule(L.LightningModule):
                 ``docs/speed.md``).
         """
         self._compiled_loss_checked = True
-        with torch.no_grad():
-            eager = forward_loss(self.model, self.task, batch)[2]
-        a, b = float(compiled), float(eager)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                if self.compile_mode == "cudagraphs":
+                    torch.compiler.cudagraph_mark_step_begin()
+                compiled = self._forward_loss(self.model, self.task, batch)[2]
+                a = float(compiled)
+                eager = forward_loss(self.model, self.task, batch)[2]
+                b = float(eager)
+        finally:
+            self.model.train(was_training)
         rel = abs(a - b) / max(abs(b), 1e-12)
-        autocast = torch.is_autocast_enabled(compiled.device.type)
+        autocast = torch.is_autocast_enabled(eager.device.type)
         tol = COMPILED_LOSS_TOL_AUTOCAST if autocast else COMPILED_LOSS_TOL
         if not math.isfinite(rel) or rel > tol:
             from ..errors import TrainingError
             raise TrainingError(
                 f"model.compile: {self.compile_mode} computes another loss than eager on the "
-                f"first validation batch (compiled {a:.6g}, eager {b:.6g}, relative difference "
-                f"{rel:.1e} > {tol:g}): torch.compile miscompiles this model here; train it "
-                "with model.compile: false (docs/speed.md, 'Compiled steps')")
+                f"first training batch (evaluation mode: compiled {a:.6g}, eager {b:.6g}, "
+                f"relative difference {rel:.1e} > {tol:g}): torch.compile miscompiles this "
+                "model here; train it with model.compile: false (docs/speed.md, 'Compiled "
+                "steps')")
 
     def training_step(self, batch, batch_idx: int) -> Tensor:
         """One optimisation step's loss.
@@ -123,6 +141,8 @@ class GraphTaskModule(L.LightningModule):
                 last checkpoint is the previous epoch's.
             ValueError: a batch too small for BatchNorm in training (one node), naming it.
         """
+        if not self._compiled_loss_checked:
+            self.check_compiled_loss(batch)
         try:
             loss = self._step(batch, "train", self.train_metrics)
         except ValueError as err:

@@ -147,9 +147,9 @@ def markdown(result: dict) -> str:
                 return f"{s['mean']:.4f}" + (f" ± {s['std']:.4f}" if s["std"] else "")
             verdict = e.get("verdict_last_test_mae") if mode == "compiled" else None
             p = verdict["p_value"] if verdict else None
+            epoch_s = f"{m['epoch_time_s']['mean']:.1f}" if "epoch_time_s" in m else "–"
             lines.append(f"| {model} | {mode} | {len(m['runs'])} | {fmt('last_test_mae')} "
-                         f"| {fmt('last_val_mae')} "
-                         f"| {m['epoch_time_s']['mean']:.1f} "
+                         f"| {fmt('last_val_mae')} | {epoch_s} "
                          f"| {verdict['label'] if verdict else ''} "
                          f"| {'' if p is None else f'{p:.2f}'} |")
     return "\n".join(lines) + "\n"

@@ -153,3 +153,24 @@ def test_a_compiled_run_trains_and_evaluates_to_the_end(tmp_path):
     metrics = gtr.train(build_config(cfg), out_dir=tmp_path / "run")
     assert metrics["epochs"] == 2
     assert all(math.isfinite(metrics[s]["loss"]) for s in ("train", "val", "test"))
+
+
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
+def test_a_step_that_recompiles_too_often_is_a_one_line_error(monkeypatch):
+    """TorchDynamo's recompile limit under ``fullgraph=True`` (a model whose static-shape
+    batches still change shape: GRIT's pair count) becomes a TrainingError naming the fix, not
+    a traceback from inside torch."""
+    from graph_transformers.errors import TrainingError
+    module, batch = _tiny_gt_module(monkeypatch, 1.0)
+    module.model.train()
+    module._compiled_loss_checked = True
+
+    class FailOnRecompileLimitHit(Exception):  # the name torch._dynamo.exc raises
+        pass
+
+    def recompiles(*args):
+        raise FailOnRecompileLimitHit("Hard failure due to fullgraph=True")
+    monkeypatch.setattr(module, "_forward_loss", recompiles)
+    with pytest.raises(TrainingError, match="recompile limit.*model.compile: false") as err:
+        module.training_step(batch, 0)
+    assert "\n" not in str(err.value)

@@ -81,7 +81,18 @@ class GraphTaskModule(L.LightningModule):
             if self.compile_mode == "cudagraphs":  # a new step: earlier outputs are done with
                 torch.compiler.cudagraph_mark_step_begin()
             fn = self._forward_loss
-        out, aux, loss = fn(self.model, self.task, batch)
+        try:
+            out, aux, loss = fn(self.model, self.task, batch)
+        except Exception as err:
+            if type(err).__name__ != "FailOnRecompileLimitHit":  # torch._dynamo.exc's
+                raise
+            from ..errors import TrainingError
+            raise TrainingError(
+                f"model.compile: {self.compile_mode} recompiled the training step for too many "
+                "batch shapes (TorchDynamo's recompile limit): this model's static-shape batches "
+                "still differ in some tensor's shape (GRIT's node-pair count, for one); train it "
+                "with model.compile: false (docs/speed.md, 'One compiled graph per step')"
+            ) from None
         metrics.update(*self.task.metric_inputs(out, batch))
         n = self.task.count(batch)
         # ``{stage}/loss`` is the task loss (what the plateau schedule and early stopping watch);

@@ -11,7 +11,8 @@ validation MAE per seed, mean ± s.d., and Welch's test (:func:`graph_transforme
 parity_verdict`: "parity" unless p < 0.05). It writes ``equal_learning.{json,md,png}`` to
 ``--out`` (the validation curves of every run, eager solid, compiled dashed) and copies each
 finished run's ``metrics.json``, ``epochs.csv`` and ``config.yaml`` to
-``--results/<model>/<mode>/seed_<s>/``.
+``--results/<model>/<mode>/seed_<s>/`` (default ``benchmarks/results/equal_learning_runs``:
+not under ``results/``, whose runs are read as reproduction rows).
 
 The two modes do not see the same batches (packing to fixed budgets groups the graphs
 otherwise), so they are compared as two seeds of one model are: within the seed spread.
@@ -201,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", default=str(REPO.parent / "runs" / "equal-learning"),
                    help="run directories (outside the work tree: checkpoints)")
     p.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
-    p.add_argument("--results", default=str(REPO / "results" / "equal_learning"),
+    p.add_argument("--results",
+                   default=str(REPO / "benchmarks" / "results" / "equal_learning_runs"),
                    help="where finished runs' metrics, curves and configs are copied")
     p.add_argument("--report-only", action="store_true", help="no training: report what ran")
     args = p.parse_args(argv)

@@ -33,6 +33,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from .device_measure import _sync
+
 #: tolerance of the compiled, padded loss against the eager, unpadded one (float32, relative)
 TOL_COMPILED_LOSS = 1e-4
 
@@ -104,11 +106,6 @@ class StaticTrainData:
         """
         idx = self.sampler(shuffle=False).batches()[0]
         return next(iter(self.loader(shuffle=False))), idx
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _optimizer(model: nn.Module) -> torch.optim.Optimizer:

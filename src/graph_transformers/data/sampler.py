@@ -7,6 +7,8 @@ Under DDP every rank computes the same global list of batches for an epoch (seed
 """
 from __future__ import annotations
 
+import abc
+
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -113,7 +115,7 @@ def epoch_batches(sampler: Any, batches: list[list[int]]) -> Iterator[list[int]]
         sampler.epoch += 1
     return iter(batches)
 
-class EpochSeededBatchSampler(Sampler[list[int]]):
+class EpochSeededBatchSampler(Sampler[list[int]], abc.ABC):
     """Base of the batch samplers whose epoch ``t`` draws with ``seed + t`` (the same on every
     rank of a DDP run): :class:`SizeBucketBatchSampler`, the Cluster-GCN sampler
     (:mod:`graph_transformers.data.cluster`) and the static-shape packing sampler
@@ -126,9 +128,9 @@ class EpochSeededBatchSampler(Sampler[list[int]]):
     seed: int
     epoch: int
 
+    @abc.abstractmethod
     def batches(self) -> list[list[int]]:
         """This epoch's batches (what the next iteration yields), without advancing the epoch."""
-        raise NotImplementedError
 
     def __iter__(self) -> Iterator[list[int]]:
         return epoch_batches(self, self.batches())

@@ -11,21 +11,24 @@ from deep inside or a silent wrong result.
 * :func:`check_header`: a column name given twice in the header, where the reader uses it;
 * :func:`csv_records`: ``csv.reader`` whose records carry their first line, that refuses a cell
   holding a line break (a stray ``"`` would otherwise swallow the rows below it, silently) and
-  turns ``csv.Error`` into a :class:`DataError` naming the line.
+  turns ``csv.Error`` into a :class:`DataError` naming the line;
+* :func:`parse_float_cell`: a cell as a finite float (or NaN for a missing one), its error
+  naming the cell.
 """
 from __future__ import annotations
 
 import csv
 import gzip
+import math
 import os
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ..errors import DataError
 
 __all__ = ["TEXT_TABLE", "HEAD_BYTES", "read_head", "check_text_head", "decode_text",
-           "check_header", "csv_records"]
+           "check_header", "csv_records", "parse_float_cell"]
 
 #: what a reader of this module expects, in its messages
 TEXT_TABLE = "a CSV/text table"
@@ -217,3 +220,37 @@ def csv_records(path: str | os.PathLike, lines: Iterable[str], **fmt) -> Iterato
     except UnicodeDecodeError as err:
         raise DataError(f"{path}: not UTF-8 text (byte {err.object[err.start]:#04x} at offset "
                         f"{err.start} of a block); save it as UTF-8") from None
+
+
+def parse_float_cell(text: str, where: str, *, missing: Collection[str] = (),
+                     hint: str = "") -> float:
+    """A table cell as a finite float, or NaN where the cell (stripped, lower-cased) is one of
+    ``missing``.
+
+    Args:
+        text: the cell.
+        where: names the cell in the messages, e.g. ``"f.csv: line 3, column 'y': label"``.
+        missing: the cells read as a missing value (NaN), lower-case; none by default.
+        hint: said in brackets after a message (how to write a missing value, ...).
+
+    Raises:
+        DataError: ``{where} '…' is not a number`` or ``… is not a finite number`` (the cell
+            quoted up to 40 characters).
+
+    Example:
+        >>> parse_float_cell(" 0.5 ", "f.csv: line 2: y")
+        0.5
+        >>> parse_float_cell("NA", "f.csv: line 2: y", missing={"", "na"})
+        nan
+    """
+    t = text.strip()
+    if t.lower() in missing:
+        return math.nan
+    tail = f" ({hint})" if hint else ""
+    try:
+        v = float(t)
+    except ValueError:
+        raise DataError(f"{where} {t[:40]!r} is not a number{tail}") from None
+    if not math.isfinite(v):
+        raise DataError(f"{where} {t[:40]!r} is not a finite number{tail}")
+    return v

@@ -49,7 +49,6 @@ import csv
 import gzip
 import json
 import logging
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +64,8 @@ from ...data.cache import (KeyedCacheDataset, pre_transform_key, resolve_data_di
 from ...data.generated import SPLITS, PathLike, Transform, check_split
 from ...data.published import canonical_root
 from ...data.registry import DatasetSpec
-from ...data.textfiles import check_header, check_text_head, csv_records, read_head
+from ...data.textfiles import (check_header, check_text_head, csv_records, parse_float_cell,
+                               read_head)
 from ...errors import DataError
 from .lrgb_files import LRGB_FILES, check_release, locate_lrgb, read_lrgb_split
 
@@ -168,22 +168,6 @@ def _parse_labels(text: str, path: Path, line: int, num: int) -> list[float]:
     return [float(v) for v in value]
 
 
-def _parse_target(text: str, path: Path, line: int, column: str) -> float:
-    """A target cell as a finite float.
-
-    Raises:
-        DataError: empty, not a number, or not finite (naming line and column).
-    """
-    try:
-        v = float(text)
-    except ValueError:
-        raise DataError(f"{path} line {line}: {column} {text.strip()[:40]!r} is not a number "
-                        "(LRGB's targets are all present)") from None
-    if not math.isfinite(v):
-        raise DataError(f"{path} line {line}: {column} {text.strip()!r} is not finite")
-    return v
-
-
 def _columns(path: Path, header: list[str], info: PeptidesInfo) -> tuple[int, list[int]]:
     """Positions of the SMILES column and of the label column(s) in ``header``.
 
@@ -240,7 +224,8 @@ def read_peptides_csv(path: PathLike, info: PeptidesInfo) -> tuple[list[str], np
             if info.label_column:
                 labels.append(_parse_labels(rec[i_labels[0]], path, line, len(info.targets)))
             else:
-                labels.append([_parse_target(rec[j], path, line, c)
+                labels.append([parse_float_cell(rec[j], f"{path} line {line}: {c}",
+                                                hint="LRGB's targets are all present")
                                for j, c in zip(i_labels, info.targets)])
     if not smiles:
         raise DataError(f"{path}: no data row below the header")

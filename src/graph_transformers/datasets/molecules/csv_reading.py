@@ -11,7 +11,6 @@ import contextlib
 import csv
 import functools
 import gzip
-import math
 import re
 import zlib
 from collections.abc import Sequence
@@ -19,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ...data.generated import SPLITS
-from ...data.textfiles import check_header, check_text_head, csv_records, read_head
+from ...data.textfiles import (check_header, check_text_head, csv_records, parse_float_cell,
+                               read_head)
 from ...errors import DataError
 
 __all__ = ["CSV_TASKS", "check_csv_arguments", "format_lines", "format_skipped", "label_widths",
@@ -83,21 +83,10 @@ def parse_label(text: str, task: str, path: Path, line: int, column: str) -> flo
         DataError: not a number, not finite, beyond float32's range, or (``classification``)
             not 0 or 1.
     """
-    t = text.strip()
-    if t.lower() in _MISSING:
-        return float("nan")
-    try:
-        v = float(t)
-    except ValueError:
-        raise DataError(
-            f"{path}: line {line}, column {column!r}: label {text!r} is not a number "
-            f"(leave the cell blank for a missing label)"
-        ) from None
-    if not math.isfinite(v):
-        raise DataError(
-            f"{path}: line {line}, column {column!r}: label {text!r} is not a finite number "
-            f"(leave the cell blank for a missing label)"
-        )
+    v = parse_float_cell(text, f"{path}: line {line}, column {column!r}: label", missing=_MISSING,
+                         hint="leave the cell blank for a missing label")
+    if v != v:  # missing
+        return v
     if abs(v) > _FLOAT32_MAX:
         raise DataError(
             f"{path}: line {line}, column {column!r}: label {text!r} is beyond float32's range "

@@ -50,7 +50,6 @@ from __future__ import annotations
 import csv
 import gzip
 import logging
-import math
 import pickle
 import zipfile
 import zlib
@@ -69,6 +68,7 @@ from ...data.ondisk import GraphStore, build_graph_store, store_problem
 from ...data.parallel import default_workers
 from ...data.registry import DatasetSpec
 from ...data.split_rules import split_row_ids
+from ...data.textfiles import parse_float_cell
 from ...errors import DataError
 from ...data.published import canonical_root, files_tag, looked
 from .featurization import (
@@ -195,20 +195,6 @@ def read_split_dict(path: PathLike, keys: tuple[str, ...], num_rows: int | None 
     return split_row_ids(obj, keys, path, num_rows)
 
 
-def _parse_gap(text: str, path: Path, line: int) -> float:
-    t = text.strip()
-    if t.lower() in _MISSING:
-        return math.nan
-    try:
-        v = float(t)
-    except ValueError:
-        raise DataError(f"{path}: line {line}: homolumogap {text!r} is not a number (an empty "
-                        "cell is a missing label)") from None
-    if not math.isfinite(v):
-        raise DataError(f"{path}: line {line}: homolumogap {text!r} is not finite")
-    return v
-
-
 def read_lsc_csv(path: PathLike) -> tuple[list[str], np.ndarray]:
     """The molecules of an OGB-LSC ``data.csv.gz``: ``(smiles, gaps)``, row ``i`` = molecule
     ``idx = i``, ``gaps`` float64 ``[num_rows]`` (NaN where the cell is empty: the test
@@ -240,7 +226,9 @@ def read_lsc_csv(path: PathLike) -> tuple[list[str], np.ndarray]:
                     raise DataError(f"{path}: line {line}: idx {rec[i_idx]!r}, expected "
                                     f"{row_no} (split_dict.pt indexes the rows in order)")
                 smiles.append(rec[i_smi].strip())
-                gaps.append(_parse_gap(rec[i_gap], path, line))
+                gaps.append(parse_float_cell(rec[i_gap], f"{path}: line {line}: homolumogap",
+                                             missing=_MISSING,
+                                             hint="an empty cell is a missing label"))
     except (EOFError, gzip.BadGzipFile, zlib.error) as err:
         raise DataError(f"{path}: cannot read it: not a gzip file, or a truncated one ({err})") \
             from None

@@ -455,7 +455,7 @@ def test_f1_positive_matches_hand_computation():
 def test_f1_positive_rejects_bad_input():
     with pytest.raises(ValueError, match="sizes differ"):
         f1_positive(torch.tensor([0, 1]), torch.tensor([0, 1, 1]))
-    with pytest.raises(ValueError, match="0 or 1"):
+    with pytest.raises(ValueError, match="pred labels must be in 0..1"):
         f1_positive(torch.tensor([0, 2]), torch.tensor([0, 1]))
     with pytest.raises(ValueError, match="2 columns"):
         f1_positive(torch.zeros(3, 3), torch.tensor([0, 1, 1]))

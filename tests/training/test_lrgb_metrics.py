@@ -36,6 +36,8 @@ def test_macro_f1_of_a_small_confusion_by_hand():
     assert macro_f1(logits, target, 4) == pytest.approx(want, abs=1e-6)
     with pytest.raises(ValueError, match="labels must be in 0..3"):
         macro_f1(torch.tensor([0, 4]), torch.tensor([0, 1]), 4)
+    with pytest.raises(ValueError, match="macro_f1: target labels must be integers"):
+        macro_f1(torch.tensor([0, 1]), torch.tensor([0.0, 0.7]), 4)  # was truncated to 0
 
 
 def test_macro_f1_equals_sklearn_and_the_task_metric_over_batches():

@@ -49,6 +49,8 @@ from torch import Tensor
 from torch_geometric.utils import to_dense_adj, to_dense_batch
 from torchmetrics.functional.classification import multiclass_f1_score
 
+from .metrics import predicted_labels
+
 __all__ = ["MRR_MODES", "FilteredMRR", "macro_f1", "mean_reciprocal_rank", "pair_dot_scores",
            "pair_score_grid", "reciprocal_ranks"]
 
@@ -73,22 +75,7 @@ def macro_f1(pred: Tensor, target: Tensor, num_classes: int) -> float:
         ValueError: no target, sizes that differ, scores of another width, or labels outside
             ``0..num_classes-1``.
     """
-    target = torch.as_tensor(target).reshape(-1).long()
-    pred = torch.as_tensor(pred)
-    if pred.dim() == 2:
-        if pred.size(1) != num_classes:
-            raise ValueError(f"macro_f1: scores must have {num_classes} columns, got "
-                             f"{tuple(pred.shape)}")
-        pred = pred.argmax(dim=1)
-    pred = pred.reshape(-1).long()
-    if target.numel() == 0:
-        raise ValueError("macro_f1 needs at least one target")
-    if pred.shape != target.shape:
-        raise ValueError(f"macro_f1: pred and target sizes differ: {tuple(pred.shape)} vs "
-                         f"{tuple(target.shape)}")
-    for name, t in (("pred", pred), ("target", target)):
-        if int(t.min()) < 0 or int(t.max()) >= num_classes:
-            raise ValueError(f"macro_f1: {name} labels must be in 0..{num_classes - 1}")
+    pred, target = predicted_labels(pred, target, num_classes, "macro_f1")
     return float(multiclass_f1_score(pred.cpu(), target.cpu(), num_classes=num_classes,
                                      average="macro"))
 

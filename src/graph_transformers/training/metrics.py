@@ -14,27 +14,35 @@ from torchmetrics.functional.classification import multiclass_accuracy
 log = logging.getLogger(__name__)
 
 
-def _predicted_labels(pred: Tensor, target: Tensor, num_classes: int,
-                      who: str) -> tuple[Tensor, Tensor]:
-    """``(pred, target)`` flattened to ``[N]``, with the argmax taken of scores
-    ``[N, num_classes]``; dtypes are kept.
+def predicted_labels(pred: Tensor, target: Tensor, num_classes: int,
+                     who: str) -> tuple[Tensor, Tensor]:
+    """``(pred, target)`` as integer labels ``[N]`` in ``0..num_classes-1``, the argmax taken of
+    scores ``[N, num_classes]``: the checks of the label metrics (:func:`weighted_accuracy`,
+    :func:`f1_positive`, :func:`~graph_transformers.training.lrgb_metrics.macro_f1`).
 
     Raises:
-        ValueError: naming ``who`` for scores of another width, no target, or different sizes.
+        ValueError: naming ``who``: scores of another width, no target, different sizes, or
+            labels outside ``0..num_classes-1``.
     """
     target = torch.as_tensor(target).reshape(-1)
     pred = torch.as_tensor(pred)
     if pred.dim() == 2:
         if pred.shape[1] != num_classes:
-            raise ValueError(f"scores must have {num_classes} columns, got {tuple(pred.shape)}")
+            raise ValueError(f"{who}: scores must have {num_classes} columns, got "
+                             f"{tuple(pred.shape)}")
         pred = pred.argmax(dim=1)
     pred = pred.reshape(-1)
     if target.numel() == 0:
         raise ValueError(f"{who} needs at least one target")
     if pred.shape != target.shape:
-        raise ValueError(f"pred and target sizes differ: {tuple(pred.shape)} vs "
+        raise ValueError(f"{who}: pred and target sizes differ: {tuple(pred.shape)} vs "
                          f"{tuple(target.shape)}")
-    return pred, target
+    for name, t in (("pred", pred), ("target", target)):
+        if t.is_floating_point() and not bool((t == t.round()).all()):
+            raise ValueError(f"{who}: {name} labels must be integers")
+        if int(t.min()) < 0 or int(t.max()) >= num_classes:
+            raise ValueError(f"{who}: {name} labels must be in 0..{num_classes - 1}")
+    return pred.long(), target.long()
 
 
 def weighted_accuracy(pred: Tensor, target: Tensor, num_classes: int) -> float:
@@ -70,11 +78,7 @@ def weighted_accuracy(pred: Tensor, target: Tensor, num_classes: int) -> float:
     Raises:
         ValueError: for empty or mismatched inputs, or labels outside ``0..num_classes-1``.
     """
-    pred, target = _predicted_labels(pred, target, num_classes, "weighted_accuracy")
-    pred, target = pred.long(), target.long()
-    for name, t in (("pred", pred), ("target", target)):
-        if int(t.min()) < 0 or int(t.max()) >= num_classes:
-            raise ValueError(f"{name} labels must be in 0..{num_classes - 1}")
+    pred, target = predicted_labels(pred, target, num_classes, "weighted_accuracy")
     return float(multiclass_accuracy(pred.cpu(), target.cpu(), num_classes=num_classes,
                                      average="macro"))
 
@@ -104,12 +108,8 @@ def f1_positive(pred: Tensor, target: Tensor) -> float:
     """
     from torchmetrics.classification import BinaryF1Score
 
-    pred, target = _predicted_labels(pred, target, 2, "f1_positive")
-    for name, t in (("pred", pred), ("target", target)):
-        if not bool(((t == 0) | (t == 1)).all()):
-            raise ValueError(f"{name} labels must be 0 or 1")
-    metric = BinaryF1Score()
-    return float(metric(pred.long().cpu(), target.long().cpu()))
+    pred, target = predicted_labels(pred, target, 2, "f1_positive")
+    return float(BinaryF1Score()(pred.cpu(), target.cpu()))
 
 
 def weighted_accuracy_tensor(pred: Tensor, target: Tensor, num_classes: int) -> Tensor:

@@ -52,7 +52,6 @@ node level with ``hidden_dim`` outputs, :mod:`graph_transformers.training.tasks`
 """
 from __future__ import annotations
 
-import logging
 import pickle
 import re
 import zipfile
@@ -65,20 +64,19 @@ from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 from torch_geometric.utils import coalesce, structured_negative_sampling
 
-from ...data.cache import DATA_ENV, DataNotFoundError, KeyedCacheDataset, pre_transform_key, \
-    resolve_data_dir
+from ...data.cache import DATA_ENV, DataNotFoundError, resolve_data_dir
 from ...data.generated import PathLike, Transform, chain, check_split
-from ...data.published import canonical_root, dir_with, files_tag, looked
+from ...data.published import dir_with, looked
 from ...data.registry import DatasetSpec
 from ...data.safe_pickle import SAFE_PICKLE_GLOBALS
 from ...errors import DataError
 from .graph_tuples import as_tensor, check_node_ids, graph_tuple, integral, shaped
+from .lrgb_dataset import LRGBSplitFile, lrgb_loader
 from .peptides import OGB_ATOM_FEATURE_DIMS, OGB_BOND_FEATURE_DIMS
 
 __all__ = ["ContactNegatives", "EVAL_NEGATIVES_SEED", "NEGATIVES_PER_POSITIVE", "PCQMContact",
            "PCQM_CONTACT_SPEC", "PCQM_CONTACT_URL", "load_pcqm_contact", "read_contact_graphs"]
 
-log = logging.getLogger(__name__)
 
 #: bumped when the stored fields change (it is in the cache key)
 _FORMAT = 1
@@ -254,7 +252,7 @@ class ContactNegatives(BaseTransform):
 
 
 # ------------------------------------------------------------------------------ the dataset
-class PCQMContact(KeyedCacheDataset):
+class PCQMContact(LRGBSplitFile):
     r"""One split of PCQM-Contact read from LRGB's per-split files (module docstring), with
     ``pre_transform`` (the encodings) computed per graph when the split is first processed,
     cached and checksummed; ``train`` draws its negative pairs anew at every access
@@ -285,16 +283,11 @@ class PCQMContact(KeyedCacheDataset):
                  transform: Transform = None, pre_transform: Transform = None,
                  force_reload: bool = False, *, data_dir: PathLike | None = None) -> None:
         check_split(_TITLE, split)
-        self.split = split
+        self.split, self.title = split, _TITLE
         self.path = _locate(resolve_data_dir(data_dir)) / f"{split}.pt"
-        base = Path(root).expanduser() if root is not None else canonical_root()
-        self._key = f"{pre_transform_key(pre_transform)}_{files_tag([self.path])}_v{_FORMAT}"
         if split == "train":
             transform = chain(ContactNegatives(), transform)
-        super().__init__(str(base / _TITLE), transform, pre_transform,
-                         force_reload=force_reload)
-        self.load(self.processed_paths[0])
-        self.provenance: dict[str, str] = {split: "exact"}
+        super().__init__(root, transform, pre_transform, force_reload, version=_FORMAT)
         self.canonical_info: dict[str, Any] = {
             "loader": f"{__name__}.PCQMContact",
             "files": str(self.path.parent),
@@ -304,41 +297,19 @@ class PCQMContact(KeyedCacheDataset):
                             f"drawn once with seed {EVAL_NEGATIVES_SEED}"),
         }
 
-    @property
-    def processed_file_names(self) -> list[str]:
-        return [f"{self.split}.pt"]
-
-    def process(self) -> None:
-        """Reads the split's file, draws the fixed negatives of ``val`` / ``test``, applies
-        ``pre_transform`` and saves the split."""
-        log.info("%s %s: processing %s", _TITLE, self.split, self.path)
+    def read_graphs(self) -> list[Data]:
+        """The split's graphs, ``val`` / ``test`` with their fixed negatives drawn."""
         graphs = read_contact_graphs(self.path)
         if self.split != "train":
             negatives = ContactNegatives()
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(EVAL_NEGATIVES_SEED)
                 graphs = [negatives(g) for g in graphs]
-        if self.pre_transform is not None:
-            graphs = [self.pre_transform(g) for g in graphs]
-        self.save(graphs, self.processed_paths[0])
-
-    def __repr__(self) -> str:
-        return f"{_TITLE}({len(self)}, split={self.split!r})"
+        return graphs
 
 
-def load_pcqm_contact(
-    root: PathLike, split: str = "train", transform: Transform = None,
-    pre_transform: Transform = None, force_reload: bool = False, *,
-    data_dir: PathLike | None = None,
-) -> PCQMContact:
-    """One split of ``data.name: pcqm-contact`` (LRGB's files in ``data_dir``), processed under
-    ``root/canonical/PCQM-Contact/``.
-
-    Raises:
-        ValueError, DataNotFoundError, DataError: as :class:`PCQMContact`.
-    """
-    return PCQMContact(canonical_root(root), split, transform, pre_transform, force_reload,
-                       data_dir=data_dir)
+#: the loader of ``data.name: pcqm-contact``
+load_pcqm_contact = lrgb_loader(PCQMContact, "pcqm-contact")
 
 
 #: ``data.name: pcqm-contact`` (LRGB; contacts between atoms, filtered MRR)

@@ -59,14 +59,14 @@ import torch
 from torch_geometric.data import Data
 
 from ..._optional import require
-from ...data.cache import (KeyedCacheDataset, pre_transform_key, resolve_data_dir, sha256_of,
-                           write_cache_json)
+from ...data.cache import pre_transform_key, resolve_data_dir, sha256_of, write_cache_json
 from ...data.generated import SPLITS, PathLike, Transform, check_split
 from ...data.published import canonical_root
 from ...data.registry import DatasetSpec
 from ...data.textfiles import (check_header, check_text_head, csv_records, parse_float_cell,
                                read_head)
 from ...errors import DataError
+from .lrgb_dataset import LRGBDataset, lrgb_loader
 from .lrgb_files import LRGB_FILES, check_release, locate_lrgb, read_lrgb_split
 
 __all__ = ["OGB_ATOM_FEATURE_DIMS", "OGB_BOND_FEATURE_DIMS", "PEPTIDES", "PEPTIDES_FUNC_SPEC",
@@ -302,7 +302,7 @@ def peptide_graph(smiles: str) -> Data:
                 num_nodes=int(graph["num_nodes"]))
 
 
-class Peptides(KeyedCacheDataset):
+class Peptides(LRGBDataset):
     r"""One split of Peptides-func or Peptides-struct read from LRGB's published files (module
     docstring): the rows of the split file, featurized by OGB's ``smiles2graph``, with
     ``pre_transform`` (the encodings) computed when the cache is built.
@@ -345,6 +345,7 @@ class Peptides(KeyedCacheDataset):
             raise ValueError(f"unknown Peptides dataset {name!r}; known: {sorted(PEPTIDES)}")
         info = self.info = PEPTIDES[name]
         check_split(info.title, split)
+        self.split, self.title = split, info.title
         slots = [[LRGB_FILES[k] for k in info.data_files], [LRGB_FILES[info.split_file]]]
         (self.data_file, self.csv_path), (self.split_file, self.split_path) = locate_lrgb(
             info.title, slots, resolve_data_dir(data_dir))
@@ -355,7 +356,6 @@ class Peptides(KeyedCacheDataset):
                          force_reload=force_reload)
         self.load(self.processed_paths[SPLITS.index(split)])  # verified, rebuilt if damaged
         meta = json.loads(Path(self.processed_paths[-1]).read_text())
-        self.split = split
         self.source_ids = torch.tensor(meta["splits"][split], dtype=torch.long)
         self.skipped: list[dict[str, Any]] = [s for s in meta["skipped"] if s["split"] == split]
         if self.skipped:
@@ -428,38 +428,11 @@ class Peptides(KeyedCacheDataset):
             "targets": how, "splits": kept, "skipped": skipped,
             "pre_transform": repr(self.pre_transform)})
 
-    def __repr__(self) -> str:
-        return f"{self.info.title}({len(self)}, split={self.split!r})"
 
-
-def load_peptides_func(
-    root: PathLike, split: str = "train", transform: Transform = None,
-    pre_transform: Transform = None, force_reload: bool = False, *,
-    data_dir: PathLike | None = None,
-) -> Peptides:
-    """One split of ``data.name: peptides-func`` (LRGB's files in ``data_dir``), processed
-    under ``root/canonical/peptides-functional/``.
-
-    Raises:
-        ValueError, DataNotFoundError, DataError, MissingDependencyError: as :class:`Peptides`.
-    """
-    return Peptides(canonical_root(root), "peptides-func", split, transform, pre_transform,
-                    force_reload, data_dir=data_dir)
-
-
-def load_peptides_struct(
-    root: PathLike, split: str = "train", transform: Transform = None,
-    pre_transform: Transform = None, force_reload: bool = False, *,
-    data_dir: PathLike | None = None,
-) -> Peptides:
-    """One split of ``data.name: peptides-struct`` (LRGB's files in ``data_dir``), processed
-    under ``root/canonical/peptides-structural/``.
-
-    Raises:
-        ValueError, DataNotFoundError, DataError, MissingDependencyError: as :class:`Peptides`.
-    """
-    return Peptides(canonical_root(root), "peptides-struct", split, transform, pre_transform,
-                    force_reload, data_dir=data_dir)
+#: the loader of ``data.name: peptides-func``
+load_peptides_func = lrgb_loader(Peptides, "peptides-func", "peptides-func")
+#: the loader of ``data.name: peptides-struct``
+load_peptides_struct = lrgb_loader(Peptides, "peptides-struct", "peptides-struct")
 
 
 _COMMON = dict(node_types=OGB_ATOM_FEATURE_DIMS, edge_types=OGB_BOND_FEATURE_DIMS,

@@ -45,7 +45,6 @@ chosen.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,20 +53,19 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from ...data.cache import DATA_ENV, DataNotFoundError, KeyedCacheDataset, pre_transform_key, \
-    resolve_data_dir
+from ...data.cache import DATA_ENV, DataNotFoundError, resolve_data_dir
 from ...data.generated import PathLike, Transform, check_split
-from ...data.published import canonical_root, dir_with, files_tag, looked
+from ...data.published import dir_with, looked
 from ...data.registry import DatasetSpec
 from ...data.safe_pickle import load_safe_pickle
 from ...errors import DataError
 from .graph_tuples import as_tensor, check_node_ids, graph_tuple, integral, shaped
+from .lrgb_dataset import LRGBSplitFile, lrgb_loader
 
 __all__ = ["COCO_CATEGORY_IDS", "COCO_SP_SPEC", "LRGBSuperpixels", "PASCALVOC_SP_SPEC",
            "SP_DATASETS", "SuperpixelSet", "load_coco_sp", "load_pascalvoc_sp",
            "read_superpixel_graphs"]
 
-log = logging.getLogger(__name__)
 
 #: bumped when the stored fields change (it is in the cache key)
 _FORMAT = 1
@@ -208,7 +206,7 @@ def read_superpixel_graphs(path: PathLike, name: str = "pascalvoc-sp") -> list[D
 
 
 # ----------------------------------------------------------------------------- the dataset
-class LRGBSuperpixels(KeyedCacheDataset):
+class LRGBSuperpixels(LRGBSplitFile):
     r"""One split of PascalVOC-SP or COCO-SP read from LRGB's published pickles (module
     docstring), with ``pre_transform`` (the encodings) computed per graph when the split is first
     processed, cached and checksummed.
@@ -244,64 +242,23 @@ class LRGBSuperpixels(KeyedCacheDataset):
                              f"{sorted(SP_DATASETS)}")
         info = self.info = SP_DATASETS[name]
         check_split(info.title, split)
-        self.name, self.split = name, split
+        self.name, self.split, self.title = name, split, info.title
         self.path = _locate(info, resolve_data_dir(data_dir)) / f"{split}.pickle"
-        base = Path(root).expanduser() if root is not None else canonical_root()
-        self._key = f"{pre_transform_key(pre_transform)}_{files_tag([self.path])}_v{_FORMAT}"
-        super().__init__(str(base / info.title), transform, pre_transform,
-                         force_reload=force_reload)
-        self.load(self.processed_paths[0])
-        self.provenance: dict[str, str] = {split: "exact"}
+        super().__init__(root, transform, pre_transform, force_reload, version=_FORMAT)
         self.canonical_info: dict[str, Any] = {
             "loader": f"{__name__}.LRGBSuperpixels({name!r})",
             "files": str(self.path.parent),
             "split": f"LRGB's {split}.pickle",
         }
 
-    @property
-    def processed_file_names(self) -> list[str]:
-        return [f"{self.split}.pt"]
-
-    def process(self) -> None:
-        """Reads the split's pickle, applies ``pre_transform`` and saves the split."""
-        log.info("%s %s: processing %s", self.info.title, self.split, self.path)
-        graphs = read_superpixel_graphs(self.path, self.name)
-        if self.pre_transform is not None:
-            graphs = [self.pre_transform(g) for g in graphs]
-        self.save(graphs, self.processed_paths[0])
-
-    def __repr__(self) -> str:
-        return f"{self.info.title}({len(self)}, split={self.split!r})"
+    def read_graphs(self) -> list[Data]:
+        return read_superpixel_graphs(self.path, self.name)
 
 
-def load_pascalvoc_sp(
-    root: PathLike, split: str = "train", transform: Transform = None,
-    pre_transform: Transform = None, force_reload: bool = False, *,
-    data_dir: PathLike | None = None,
-) -> LRGBSuperpixels:
-    """One split of ``data.name: pascalvoc-sp`` (LRGB's pickles in ``data_dir``), processed
-    under ``root/canonical/PascalVOC-SP/``.
-
-    Raises:
-        ValueError, DataNotFoundError, DataError: as :class:`LRGBSuperpixels`.
-    """
-    return LRGBSuperpixels(canonical_root(root), "pascalvoc-sp", split, transform,
-                           pre_transform, force_reload, data_dir=data_dir)
-
-
-def load_coco_sp(
-    root: PathLike, split: str = "train", transform: Transform = None,
-    pre_transform: Transform = None, force_reload: bool = False, *,
-    data_dir: PathLike | None = None,
-) -> LRGBSuperpixels:
-    """One split of ``data.name: coco-sp`` (LRGB's pickles in ``data_dir``), processed under
-    ``root/canonical/COCO-SP/``.
-
-    Raises:
-        ValueError, DataNotFoundError, DataError: as :class:`LRGBSuperpixels`.
-    """
-    return LRGBSuperpixels(canonical_root(root), "coco-sp", split, transform, pre_transform,
-                           force_reload, data_dir=data_dir)
+#: the loader of ``data.name: pascalvoc-sp``
+load_pascalvoc_sp = lrgb_loader(LRGBSuperpixels, "pascalvoc-sp", "pascalvoc-sp")
+#: the loader of ``data.name: coco-sp``
+load_coco_sp = lrgb_loader(LRGBSuperpixels, "coco-sp", "coco-sp")
 
 
 _COMMON = dict(node_dim=NODE_DIM, edge_dim=EDGE_DIM, loss="weighted_ce", source="canonical",

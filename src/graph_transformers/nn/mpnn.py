@@ -47,7 +47,22 @@ def make_activation(name: str) -> nn.Module:
     return ACTIVATIONS[name]()
 
 
-class MeanGraphConv(MessagePassing):
+class _ProjectedConv(MessagePassing):
+    """A convolution that projects the node features by ``lin`` (``W``, no bias) before the
+    aggregation ``aggr`` and adds its own ``bias`` (``b``, ``[out_dim]``) after it; subclasses
+    set the message and ``reset_parameters``."""
+
+    def __init__(self, in_dim: int, out_dim: int, aggr: str) -> None:
+        super().__init__(aggr=aggr)
+        self.lin = nn.Linear(in_dim, out_dim, bias=False)
+        self.bias = nn.Parameter(torch.empty(out_dim))
+        self.reset_parameters()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.lin.in_features}, {self.lin.out_features})"
+
+
+class MeanGraphConv(_ProjectedConv):
     r"""The GCN layer of benchmarking-gnns as its ZINC numbers were produced: a linear map of the
     mean of the neighbours' features, without a self-loop and without degree normalization.
 
@@ -71,10 +86,7 @@ class MeanGraphConv(MessagePassing):
     """
 
     def __init__(self, in_dim: int, out_dim: int) -> None:
-        super().__init__(aggr="mean")
-        self.lin = nn.Linear(in_dim, out_dim, bias=False)
-        self.bias = nn.Parameter(torch.empty(out_dim))
-        self.reset_parameters()
+        super().__init__(in_dim, out_dim, aggr="mean")
 
     def reset_parameters(self) -> None:
         # nn.Linear's own initialization (the benchmark's layer is an nn.Linear)
@@ -88,11 +100,8 @@ class MeanGraphConv(MessagePassing):
         # W·mean(h_j) = mean(W·h_j): project first, then average
         return self.propagate(edge_index, x=self.lin(x), size=(x.size(0), x.size(0))) + self.bias
 
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}({self.lin.in_features}, {self.lin.out_features})"
 
-
-class EdgeGCNConv(MessagePassing):
+class EdgeGCNConv(_ProjectedConv):
     r"""GCN with edge features as GNN+ runs it (Luo, Shi & Wu, "Can Classic GNNs Be Strong
     Baselines for Graph-level Tasks?", ICML 2025): each message is the neighbour's projected
     features plus the edge's, through a ReLU, summed without self-loops or degree weights.
@@ -114,10 +123,7 @@ class EdgeGCNConv(MessagePassing):
     """
 
     def __init__(self, in_dim: int, out_dim: int) -> None:
-        super().__init__(aggr="add")
-        self.lin = nn.Linear(in_dim, out_dim, bias=False)
-        self.bias = nn.Parameter(torch.empty(out_dim))
-        self.reset_parameters()
+        super().__init__(in_dim, out_dim, aggr="add")
 
     def reset_parameters(self) -> None:
         self.lin.reset_parameters()
@@ -136,9 +142,6 @@ class EdgeGCNConv(MessagePassing):
 
     def message(self, x_j: Tensor, edge_attr: Tensor) -> Tensor:
         return torch.relu(x_j + edge_attr)
-
-    def __repr__(self) -> str:
-        return f"{self.__class__.__name__}({self.lin.in_features}, {self.lin.out_features})"
 
 
 class GNNPlusFFN(nn.Module):

@@ -2,11 +2,14 @@
 helpers several test files use (``from conftest import ...``)."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -82,3 +85,58 @@ def grpe_inputs(B=3, N=7, d=16, T=9, E=7, seed=0):
     for b in range(1, B):  # padding at the end of every graph but the first
         mask[b, max(1, N - 2 * b):] = False
     return x, topo, edge, mask
+
+
+class HostReads(TorchDispatchMode):
+    """Records the operations that read a tensor's value to the host (``.item()``, ``int()``,
+    boolean indexing's ``nonzero``): what makes a GPU step wait. ``reads`` lists them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket.__name__ in ("_local_scalar_dense", "nonzero", "item"):
+            self.reads.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def train_one_epoch(tmp_path: Path, data_dir: Path, name: str, model: str) -> dict[str, Any]:
+    """``metrics.json`` of ``graph-transformers train`` for one epoch of ``data.name: name``
+    (files in ``data_dir``; batches of 4, LapPE with k = 3, one thread) with ``model`` (a YAML
+    flow mapping, ``{name: gcn, ...}``), run under ``tmp_path/run``; asserts exit code 0."""
+    from graph_transformers.cli import main
+
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"""name: test-{name}
+model: {model}
+data:
+  name: {name}
+  batch_size: 4
+  num_workers: 0
+encodings:
+  lap_pe:
+    k: 3
+trainer:
+  max_epochs: 1
+  enable_progress_bar: false
+  threads: 1
+""")
+    out = tmp_path / "run"
+    assert main(["train", "--config", str(cfg), "--data-dir", str(data_dir), "--out",
+                 str(out)]) == 0
+    return json.loads((out / "metrics.json").read_text())
+
+
+def grpe_graph(n: int, edges: list[tuple[int, int]], types: list[int], x: list) -> Any:
+    """A small undirected graph for GRPE (``edges`` one way, typed by ``types``, both ways in
+    ``edge_index``) with its shortest paths (``AddShortestPaths(3)``) and a dummy ``y``."""
+    from torch_geometric.data import Data
+
+    from graph_transformers.encodings import AddShortestPaths
+
+    ei = torch.tensor(edges, dtype=torch.long).T
+    ei = torch.cat([ei, ei.flip(0)], 1)
+    ea = torch.tensor(types + types, dtype=torch.long)
+    return AddShortestPaths(3)(Data(x=torch.tensor(x), edge_index=ei, edge_attr=ea,
+                                    y=torch.zeros(1), num_nodes=n))

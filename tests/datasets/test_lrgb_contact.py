@@ -7,16 +7,15 @@ malicious or damaged file is a one-line error (the malicious one is never run), 
 through the CLI reports the filtered MRR for the MPNN and GPS models. Nothing is downloaded."""
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import train_one_epoch
 from torch_geometric.loader import DataLoader
 
-from graph_transformers.cli import main
 from graph_transformers.data.cache import DataNotFoundError
 from graph_transformers.data.registry import get_spec
 from graph_transformers.datasets.lrgb.pcqm_contact import (NEGATIVES_PER_POSITIVE,
@@ -204,24 +203,7 @@ def test_damaged_or_malformed_files_are_one_line_errors(tmp_path):
 def test_one_epoch_through_the_cli_reports_the_filtered_mrr(model, tmp_path):
     data = tmp_path / "data"
     write_contact(data)
-    cfg = tmp_path / "run.yaml"
-    cfg.write_text(f"""name: test-pcqm-contact
-model: {model}
-data:
-  name: pcqm-contact
-  batch_size: 4
-  num_workers: 0
-encodings:
-  lap_pe:
-    k: 3
-trainer:
-  max_epochs: 1
-  enable_progress_bar: false
-  threads: 1
-""")
-    out = tmp_path / "run"
-    assert main(["train", "--config", str(cfg), "--data-dir", str(data), "--out", str(out)]) == 0
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = train_one_epoch(tmp_path, data, "pcqm-contact", model)
     assert metrics["metric"] == "mrr" and metrics["epochs"] == 1
     assert metrics["num_graphs"] == SIZES
     for split in ("train", "val", "test"):

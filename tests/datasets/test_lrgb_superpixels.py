@@ -7,7 +7,6 @@ each a pickled list of ``(x, edge_attr, edge_index, y)`` tensor tuples; also PyG
 is downloaded (the test environment is offline, ``conftest.py``)."""
 from __future__ import annotations
 
-import json
 import math
 import os
 import pickle
@@ -15,8 +14,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import train_one_epoch
 
-from graph_transformers.cli import main
 from graph_transformers.data.cache import DataNotFoundError
 from graph_transformers.data.registry import get_spec
 from graph_transformers.datasets.lrgb.superpixels_sp import (COCO_CATEGORY_IDS, SP_DATASETS,
@@ -178,35 +177,10 @@ def test_damaged_or_malformed_pickles_are_one_line_errors(tmp_path):
 def test_one_epoch_through_the_cli_reports_macro_f1(name, tmp_path):
     data = tmp_path / "data"
     write_sp(data, name)
-    cfg = tmp_path / "run.yaml"
-    cfg.write_text(f"""name: test-{name}
-model:
-  name: gps
-  hidden_dim: 16
-  num_layers: 1
-  num_heads: 2
-  mpnn: gatedgcn
-  attention: full
-  use_edge_features: true
-  pe: lap
-  pe_embed_dim: 4
-  norm_position: post
-  mlp_layers: 1
-data:
-  name: {name}
-  batch_size: 4
-  num_workers: 0
-encodings:
-  lap_pe:
-    k: 3
-trainer:
-  max_epochs: 1
-  enable_progress_bar: false
-  threads: 1
-""")
-    out = tmp_path / "run"
-    assert main(["train", "--config", str(cfg), "--data-dir", str(data), "--out", str(out)]) == 0
-    metrics = json.loads((out / "metrics.json").read_text())
+    model = ("{name: gps, hidden_dim: 16, num_layers: 1, num_heads: 2, mpnn: gatedgcn, "
+             "attention: full, use_edge_features: true, pe: lap, pe_embed_dim: 4, "
+             "norm_position: post, mlp_layers: 1}")
+    metrics = train_one_epoch(tmp_path, data, name, model)
     assert metrics["metric"] == "f1_macro" and metrics["epochs"] == 1
     assert metrics["num_graphs"] == SIZES
     for split in ("train", "val", "test"):

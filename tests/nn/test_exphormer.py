@@ -25,6 +25,7 @@ import math
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from conftest import HostReads
 from torch_geometric.data import Batch, Data
 from torch_geometric.utils import degree
 
@@ -356,25 +357,12 @@ def test_float32_and_bf16_autocast_agree_with_float64():
     assert (low.double() - ref).abs().max() / ref.abs().max() < 5e-2
 
 
-class _HostReads(TorchDispatchMode):
-    """Records reads of a tensor's value to the host."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reads: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func.overloadpacket.__name__ in ("_local_scalar_dense", "nonzero", "item"):
-            self.reads.append(str(func))
-        return func(*args, **(kwargs or {}))
-
-
 @pytest.mark.parametrize("num_graphs", [2, None])
 def test_no_host_reads_on_the_meta_device(num_graphs):
     layer = _layer(2, dtype=torch.float32).train().to("meta")
     x = torch.randn(9, D, device="meta", requires_grad=True)
     ei = torch.zeros(2, 12, dtype=torch.long, device="meta")
-    audit = _HostReads()
+    audit = HostReads()
     with audit:
         layer(x, ei, torch.randn(12, D, device="meta"), torch.zeros(9, dtype=torch.long,
                                                                      device="meta"),

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from conftest import grpe_graph
 from conftest import grpe_inputs
 from torch_geometric.data import Batch, Data
 
@@ -140,19 +141,13 @@ def test_byte_dropout():
 
 
 # ----------------------------------------------------------------------------- the model
-def _graph(n, edges, types, x):
-    ei = torch.tensor(edges, dtype=torch.long).T
-    ei = torch.cat([ei, ei.flip(0)], 1)
-    ea = torch.tensor(types + types, dtype=torch.long)
-    return AddShortestPaths(3)(Data(x=torch.tensor(x), edge_index=ei, edge_attr=ea,
-                                    y=torch.zeros(1), num_nodes=n))
 
 
 def _graphs():
     return [
-        _graph(5, [(0, 1), (1, 2), (2, 3), (3, 4)], [1, 2, 1, 3], [0, 1, 2, 1, 0]),
-        _graph(3, [(0, 1)], [2], [2, 2, 1]),  # node 2 isolated: unreachable pairs
-        _graph(7, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6)], [1] * 6,
+        grpe_graph(5, [(0, 1), (1, 2), (2, 3), (3, 4)], [1, 2, 1, 3], [0, 1, 2, 1, 0]),
+        grpe_graph(3, [(0, 1)], [2], [2, 2, 1]),  # node 2 isolated: unreachable pairs
+        grpe_graph(7, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6)], [1] * 6,
                [0, 0, 0, 0, 0, 0, 1]),  # distances up to 6 > L = 3: far
     ]
 

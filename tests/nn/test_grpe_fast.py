@@ -8,11 +8,10 @@ import itertools
 
 import pytest
 import torch
-from conftest import grpe_inputs
-from torch_geometric.data import Batch, Data
+from conftest import grpe_graph, grpe_inputs
+from torch_geometric.data import Batch
 
 import graph_transformers.nn.grpe as grpe
-from graph_transformers.encodings import AddShortestPaths
 from graph_transformers.models import GRPE
 from graph_transformers.nn.grpe import GRPEAttention, GRPEEncodings, GRPELayer
 from graph_transformers.nn.grpe_gather import FUSE_LIMIT, fuse_relations
@@ -128,12 +127,6 @@ def test_prepared_mismatches_are_refused():
         att.prepare_relations(topo[:, :3], edge, enc)
 
 
-def _graph(n, edges, types, x):
-    ei = torch.tensor(edges, dtype=torch.long).T
-    ei = torch.cat([ei, ei.flip(0)], 1)
-    ea = torch.tensor(types + types, dtype=torch.long)
-    return AddShortestPaths(3)(Data(x=torch.tensor(x), edge_index=ei, edge_attr=ea,
-                                    y=torch.zeros(1), num_nodes=n))
 
 
 @pytest.mark.parametrize("share", [True, False])
@@ -143,9 +136,9 @@ def test_model_gather_equals_materialized(share, fuse, monkeypatch):
     once per forward) in float64: outputs and every parameter's gradient."""
     monkeypatch.setattr(grpe, "fuse_relations", lambda *a: fuse)  # where GRPEAttention reads it
     graphs = [
-        _graph(5, [(0, 1), (1, 2), (2, 3), (3, 4)], [1, 2, 1, 3], [0, 1, 2, 1, 0]),
-        _graph(3, [(0, 1)], [2], [2, 2, 1]),  # node 2 isolated: unreachable pairs
-        _graph(7, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6)], [1] * 6,
+        grpe_graph(5, [(0, 1), (1, 2), (2, 3), (3, 4)], [1, 2, 1, 3], [0, 1, 2, 1, 0]),
+        grpe_graph(3, [(0, 1)], [2], [2, 2, 1]),  # node 2 isolated: unreachable pairs
+        grpe_graph(7, [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6)], [1] * 6,
                [0, 0, 0, 0, 0, 0, 1]),  # distances up to 6 > L = 3: far
     ]
     batch = Batch.from_data_list(graphs * 2)

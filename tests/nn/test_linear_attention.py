@@ -15,6 +15,7 @@ import math
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from conftest import HostReads
 from torch_geometric.data import Batch, Data
 
 import graph_transformers as gtr
@@ -213,27 +214,13 @@ def test_bf16_autocast_keeps_sums_in_float32(kind):
     assert (out.float() - ref).abs().max() / ref.abs().max() < 5e-2
 
 
-class _HostReads(TorchDispatchMode):
-    """Records reads of a device tensor's value to the host (``.item()``, ``int()``, boolean
-    indexing's ``nonzero``)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reads: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func.overloadpacket.__name__ in ("_local_scalar_dense", "nonzero", "item"):
-            self.reads.append(str(func))
-        return func(*args, **(kwargs or {}))
-
-
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("num_graphs", [3, None])
 def test_no_host_reads_on_the_meta_device(kind, num_graphs):
     layer = _layer(kind, dtype=torch.float32).train().to("meta")
     x = torch.randn(9, D, device="meta", requires_grad=True)
     batch = torch.zeros(9, dtype=torch.long, device="meta")
-    audit = _HostReads()
+    audit = HostReads()
     with audit:
         layer(x, batch=batch, num_graphs=num_graphs).sum().backward()
     assert not audit.reads, audit.reads
@@ -245,7 +232,7 @@ def test_gps_model_on_the_meta_device_without_host_reads(attention):
     model = GPS(16, 2, 2, out_dim=1, num_node_types=28, num_edge_types=4, pe=None,
                 attention=attention).to("meta").train()
     batch = Batch.from_data_list(synthetic_molecules(4, seed=2)).to("meta")
-    audit = _HostReads()
+    audit = HostReads()
     with audit:
         model(batch).sum().backward()
     assert not audit.reads, audit.reads

@@ -191,6 +191,36 @@ def test_tu_pre_transform_gets_own_cache(shared, tu_root):
     assert not hasattr(plain[0], "mark")
 
 
+def test_tu_processing_counts_the_pre_transform_on_a_bar(shared, tmp_path, monkeypatch):
+    """Regression (issue 57): PyG's own processing of a TU set ran its pre-transform with no
+    count; the bar counts every graph, and the cache folder is the pre-transform's own."""
+    from graph_transformers.data import progress as progress_module
+    from graph_transformers.data.cache import pre_transform_key
+
+    class Mark:
+        def __call__(self, data):
+            data.mark = torch.ones(1)
+            return data
+
+        def __repr__(self):
+            return "Mark()"
+
+    monkeypatch.setenv(progress_module.ENV, "1")
+    bars = []
+
+    def recording_counter(what, total=None, unit="graph"):
+        bars.append(real_counter(what, total, unit))
+        return bars[-1]
+
+    real_counter = progress_module.counter
+    monkeypatch.setattr(progress_module, "counter", recording_counter)
+    d = TU(tmp_path, "MUTAG", split="test", fold=0, data_dir=shared, pre_transform=Mark())
+    assert [(b.desc, b.n) for b in bars] == [("TU MUTAG: encodings", 188)]  # all graphs counted
+    assert repr(d.pre_transform) == "Mark()" and type(d.pre_transform).__name__ == "Mark"
+    assert Path(d.processed_dir).name == pre_transform_key(Mark())
+    assert hasattr(d[0], "mark")
+
+
 def test_tu_bad_arguments(shared, tu_root):
     with pytest.raises(ValueError, match="split"):
         TU(name="MUTAG", root=tu_root, split="dev", data_dir=shared)

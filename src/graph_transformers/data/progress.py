@@ -1,8 +1,9 @@
 """Progress bars for the long phases outside the training loop: processing a dataset graph by
 graph (featurizing molecules, computing the encodings, packing a graph store) and the final
-evaluation of a run (:func:`progress`; :func:`counter` for a count kept by hand), shown with
-``tqdm`` (a dependency of PyG and Lightning both: count, rate and time left), and whether they
-are shown (:func:`progress_enabled`).
+evaluation of a run (:func:`progress`; :func:`counter` for a count kept by hand;
+:func:`counted_pre_transform` for the ``pre_transform`` of a PyG dataset's own ``process``),
+shown with ``tqdm`` (a dependency of PyG and Lightning both: count, rate and time left), and
+whether they are shown (:func:`progress_enabled`).
 
 A bar is drawn only where someone watches: on a terminal (the stream it writes to is a TTY),
 or where asked (``GRAPH_TRANSFORMERS_PROGRESS=1``); never with ``GRAPH_TRANSFORMERS_PROGRESS=0``
@@ -12,12 +13,15 @@ its one line per epoch. A bar appears only once its loop has run for
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO, TypeVar
 
-__all__ = ["DELAY_S", "ENV", "counter", "progress", "progress_enabled", "set_progress"]
+__all__ = ["DELAY_S", "ENV", "counted_pre_transform", "counter", "progress", "progress_enabled",
+           "set_progress"]
 
 T = TypeVar("T")
 
@@ -25,6 +29,7 @@ T = TypeVar("T")
 ENV = "GRAPH_TRANSFORMERS_PROGRESS"
 #: seconds a loop runs before its bar appears (tqdm's ``delay``)
 DELAY_S = 2.0
+log = logging.getLogger(__name__)
 _forced: dict[str, bool] = {}  # "enabled": set_progress's choice, where one was made
 
 
@@ -117,3 +122,49 @@ def counter(what: str, total: int | None = None, unit: str = "graph") -> Any:
     from tqdm import tqdm
     return tqdm(desc=what, total=total, unit=unit, delay=DELAY_S, leave=False,
                 dynamic_ncols=True)
+
+
+class _Counted:
+    """``fn`` that ticks ``bar`` at each call; its ``repr`` is ``fn``'s, so a cache key made of
+    the ``repr`` (:func:`~graph_transformers.data.cache.pre_transform_key`, PyG's
+    ``pre_transform.pt``) does not change."""
+
+    def __init__(self, fn: Callable[[Any], Any], bar: Any) -> None:
+        self.fn, self.bar = fn, bar
+
+    def __call__(self, data: Any) -> Any:
+        out = self.fn(data)
+        self.bar.update()
+        return out
+
+    def __repr__(self) -> str:
+        return repr(self.fn)
+
+
+@contextmanager
+def counted_pre_transform(dataset: Any, what: str) -> Iterator[None]:
+    """Inside this block ``dataset.pre_transform`` (when set) counts the graphs it processes on
+    a :func:`counter` bar labelled ``what`` (a count and a rate: PyG's own ``process`` of
+    ``TUDataset`` / ``Planetoid`` reads the graphs itself, so the total is not known), and one
+    INFO line says the phase has begun; the pre-transform is restored on leaving.
+
+    Example:
+        >>> class Dataset:
+        ...     pre_transform = staticmethod(lambda d: d + 1)
+        >>> ds = Dataset()
+        >>> with counted_pre_transform(ds, "toy: encodings"):
+        ...     [ds.pre_transform(d) for d in range(3)]
+        [1, 2, 3]
+    """
+    pre = dataset.pre_transform
+    if pre is None:
+        yield
+        return
+    log.info("%s: computing the pre-transform graph by graph (%r)", what, pre)
+    bar = counter(what)
+    dataset.pre_transform = _Counted(pre, bar)
+    try:
+        yield
+    finally:
+        dataset.pre_transform = pre
+        bar.close()

@@ -33,6 +33,7 @@ from ..data.cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transfo
                           resolve_cache_dir, resolve_data_dir)
 from ..data.download import OFFLINE_ENV, offline
 from ..data.generated import PathLike, Transform, split_mask
+from ..data.progress import counted_pre_transform
 from ..data.registry import DatasetSpec
 
 __all__ = ["CITESEER_SPEC", "CORA_SPEC", "PlanetoidGraph", "PLANETOID_NAMES", "PLANETOID_STATS",
@@ -164,6 +165,10 @@ class PlanetoidGraph(Planetoid):
     @property
     def processed_dir(self) -> str:
         return osp.join(self.root, self.name, "processed", pre_transform_key(self.pre_transform))
+
+    def process(self) -> None:  # PyG's, with a progress bar over the pre-transform
+        with counted_pre_transform(self, f"{self.name}: encodings"):
+            super().process()
 
     def download(self) -> None:
         """Called by PyG only when ``raw_dir`` lacks a raw file: copy the eight files from the

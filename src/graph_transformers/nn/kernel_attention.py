@@ -162,8 +162,13 @@ def sgformer_attention(q: Tensor, k: Tensor, v: Tensor, batch: Tensor | None = N
     (n_g + \tilde q_i^\top \sum_{j\in g} \tilde k_j)`, ``n_g`` = nodes of ``i``'s graph.
 
     Args:
-        q, k, v, batch, num_graphs: as :func:`linear_attention` (``q``, ``k``
-            ``[num_nodes, heads, c]``).
+        q: queries ``[num_nodes, heads, c]``.
+        k: keys ``[num_nodes, heads, c]``.
+        v: values ``[num_nodes, heads, d_v]``.
+        batch: ``[num_nodes]`` graph id of each node (any order); ``None`` = one graph (as
+            :func:`segment_sum`).
+        num_graphs: the number of graphs, as :func:`segment_sum` (``None``: sized by
+            ``num_nodes``).
         qk_norm: ``"frobenius"`` (the paper and the authors' code: ``Q`` divided by the
             Frobenius norm of the graph's whole ``[n_g, heads, c]`` query tensor, ``K`` alike)
             or ``"row"`` (PyG's ``SGFormerAttention``: each node's per-head ``q_i``, ``k_j``

@@ -14,6 +14,7 @@ from torch_geometric.data import Data
 
 from ...data.cache import KeyedCacheDataset, pre_transform_key
 from ...data.generated import PathLike, Transform
+from ...data.progress import progress
 from ...data.published import canonical_root, files_tag
 
 __all__ = ["LRGBDataset", "LRGBSplitFile", "lrgb_loader"]
@@ -65,11 +66,13 @@ class LRGBSplitFile(LRGBDataset, ABC):
         """
 
     def process(self) -> None:
-        """Reads the split's file, applies ``pre_transform`` and saves the split."""
+        """Reads the split's file, applies ``pre_transform`` (with a progress bar) and saves the
+        split."""
         log.info("%s %s: processing %s", self.title, self.split, self.path)
         graphs = self.read_graphs()
         if self.pre_transform is not None:
-            graphs = [self.pre_transform(g) for g in graphs]
+            graphs = [self.pre_transform(g)
+                      for g in progress(graphs, f"{self.title} {self.split}: encodings")]
         self.save(graphs, self.processed_paths[0])
 
 

@@ -61,6 +61,7 @@ from torch_geometric.data import Data
 from ..._optional import require
 from ...data.cache import pre_transform_key, resolve_data_dir, sha256_of, write_cache_json
 from ...data.generated import SPLITS, PathLike, Transform, check_split
+from ...data.progress import progress
 from ...data.published import canonical_root
 from ...data.registry import DatasetSpec
 from ...data.textfiles import (check_header, check_text_head, csv_records, parse_float_cell,
@@ -406,7 +407,8 @@ class Peptides(LRGBDataset):
                  sum(len(r) for r in rows.values()), self.csv_path)
         for i, split in enumerate(SPLITS):
             graphs, kept[split] = [], []
-            for row in rows[split].tolist():
+            for row in progress(rows[split].tolist(), f"{self.info.title} {split}: graphs",
+                                unit="molecule"):
                 try:
                     graph = peptide_graph(smiles[row])
                 except ValueError as err:

@@ -28,6 +28,7 @@ from torch_geometric.data import InMemoryDataset as _InMemoryDataset
 
 from ..errors import DataError
 from ..fileio import atomic_save, atomic_write_text
+from .progress import counted_pre_transform
 
 log = logging.getLogger(__name__)
 
@@ -316,3 +317,23 @@ class FileBackedDataset(KeyedCacheDataset):
 
     def download(self) -> None:  # pragma: no cover - the file's existence is checked earlier
         raise DataNotFoundError(f"{self._missing} not found: {self.path}")
+
+
+class PreTransformKeyed:
+    """A mixin for a PyG dataset processed by PyG's own ``process`` (``TUDataset``,
+    ``Planetoid``; put it first among the bases): the processed files go to
+    ``root/<name>/processed/<pre_transform_key(pre_transform)>/``, so that other encodings never
+    share a cache, and the pre-transform is counted on a progress bar
+    (:func:`~graph_transformers.data.progress.counted_pre_transform`, labelled
+    ``"<family> <name>: encodings"``). Subclasses may set ``family`` (e.g. ``"TU"``)."""
+
+    family = ""
+
+    @property
+    def processed_dir(self) -> str:
+        return os.path.join(self.root, self.name, "processed",
+                            pre_transform_key(self.pre_transform))
+
+    def process(self) -> None:
+        with counted_pre_transform(self, f"{self.family} {self.name}: encodings".lstrip()):
+            super().process()

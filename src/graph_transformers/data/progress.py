@@ -153,8 +153,8 @@ def counted_pre_transform(dataset: Any, what: str) -> Iterator[None]:
         ...     pre_transform = staticmethod(lambda d: d + 1)
         >>> ds = Dataset()
         >>> with counted_pre_transform(ds, "toy: encodings"):
-        ...     [ds.pre_transform(d) for d in range(3)]
-        [1, 2, 3]
+        ...     tuple(ds.pre_transform(d) for d in range(3))
+        (1, 2, 3)
     """
     pre = dataset.pre_transform
     if pre is None:

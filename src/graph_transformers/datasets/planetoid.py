@@ -22,18 +22,16 @@ sees the same single graph, and a trainer for single-graph transductive tasks co
 from __future__ import annotations
 
 import os
-import os.path as osp
 import shutil
 from functools import partial
 from pathlib import Path
 
 from torch_geometric.datasets import Planetoid
 
-from ..data.cache import (DATA_ENV, DataNotFoundError, check_sha256, pre_transform_key,
+from ..data.cache import (DATA_ENV, DataNotFoundError, PreTransformKeyed, check_sha256,
                           resolve_cache_dir, resolve_data_dir)
 from ..data.download import OFFLINE_ENV, offline
 from ..data.generated import PathLike, Transform, split_mask
-from ..data.progress import counted_pre_transform
 from ..data.registry import DatasetSpec
 
 __all__ = ["CITESEER_SPEC", "CORA_SPEC", "PlanetoidGraph", "PLANETOID_NAMES", "PLANETOID_STATS",
@@ -89,7 +87,7 @@ def _planetoid_dir(data_dir: Path) -> Path:
     return data_dir / "Planetoid"
 
 
-class PlanetoidGraph(Planetoid):
+class PlanetoidGraph(PreTransformKeyed, Planetoid):
     r"""The Cora or CiteSeer citation graph with the public Planetoid split, loaded by PyG's
     :class:`~torch_geometric.datasets.Planetoid` (``split="public"``; see the module docstring
     for the sources).
@@ -161,14 +159,6 @@ class PlanetoidGraph(Planetoid):
         root = Path(root).expanduser() if root is not None else resolve_cache_dir() / "Planetoid"
         super().__init__(str(root), name, split="public", transform=transform,
                          pre_transform=pre_transform, force_reload=force_reload)
-
-    @property
-    def processed_dir(self) -> str:
-        return osp.join(self.root, self.name, "processed", pre_transform_key(self.pre_transform))
-
-    def process(self) -> None:  # PyG's, with a progress bar over the pre-transform
-        with counted_pre_transform(self, f"{self.name}: encodings"):
-            super().process()
 
     def download(self) -> None:
         """Called by PyG only when ``raw_dir`` lacks a raw file: copy the eight files from the

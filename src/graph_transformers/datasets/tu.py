@@ -81,7 +81,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os.path as osp
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -92,11 +91,10 @@ import torch
 from torch_geometric.datasets import TUDataset
 from torch_geometric.transforms import Constant
 
-from ..data.cache import (DATA_ENV, DataNotFoundError, pre_transform_key,
-                          resolve_cache_dir, resolve_data_dir, sha256_of)
+from ..data.cache import (DATA_ENV, DataNotFoundError, PreTransformKeyed, resolve_cache_dir,
+                          resolve_data_dir, sha256_of)
 from ..data.download import OFFLINE_ENV, fetch_url, offline
 from ..data.generated import SPLITS, PathLike, Transform, chain, check_split
-from ..data.progress import counted_pre_transform
 from ..data.registry import DatasetSpec
 from ..data.split_rules import file_split, parse_split_rule
 from ..fileio import check_name
@@ -143,7 +141,7 @@ def _canonical_name(name: str) -> str:
 # --------------------------------------------------------------------------------------------
 # Dataset
 # --------------------------------------------------------------------------------------------
-class TU(TUDataset):
+class TU(PreTransformKeyed, TUDataset):
     r"""One split of one fold of a TU graph-classification benchmark (MUTAG, ENZYMES, NCI1),
     loaded by PyG's :class:`~torch_geometric.datasets.TUDataset` (see the module docstring for
     the sources, the split protocol and the features).
@@ -214,6 +212,7 @@ class TU(TUDataset):
             downloadable; the message lists where it looked and how to get them.
     """
 
+    family = "TU"
     metric = "accuracy"
     level = "graph"
     task = "graph_classification"
@@ -274,14 +273,6 @@ class TU(TUDataset):
         self.data, self.slices = self.collate(data_list)
 
     # -- PyG hooks ---------------------------------------------------------------------------
-    @property
-    def processed_dir(self) -> str:
-        return osp.join(self.root, self.name, "processed", pre_transform_key(self.pre_transform))
-
-    def process(self) -> None:  # PyG's, with a progress bar over the pre-transform
-        with counted_pre_transform(self, f"TU {self.name}: encodings"):
-            super().process()
-
     def download(self) -> None:
         """Called by PyG only when ``raw_dir`` lacks the raw files: fill it from the data
         directory (zip or extracted folder), else by TUDataset's own download."""

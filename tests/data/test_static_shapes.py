@@ -114,6 +114,25 @@ def test_pad_batch_shapes_masks_and_zero_padding():
         pad_batch(Batch.from_data_list(graphs), StaticBudget(6, n, e + 5, max(nodes)))
 
 
+def test_pad_batch_reads_no_value_of_a_device_batch():
+    """Regression (issue 56): ``pad_batch`` read ``batch.ptr`` to the host, a device sync per
+    step for a batch on a GPU. On the ``meta`` device no value can be read at all: padding such a
+    batch must work from the host's collation tables alone and give the CPU padding's shapes and
+    tables."""
+    graphs = _graphs(5)
+    nodes, edges = _sizes(graphs)
+    budget = StaticBudget(num_graphs=8, num_nodes=sum(nodes) + 9, num_edges=sum(edges) + 7,
+                          max_nodes=max(nodes) + 2)
+    on_cpu = pad_batch(Batch.from_data_list(graphs), budget)
+    on_meta = pad_batch(Batch.from_data_list(graphs).to("meta"), budget)
+    assert on_meta.x.device.type == "meta" and on_meta.num_graphs == on_cpu.num_graphs
+    for key in on_cpu.keys():
+        if isinstance(on_cpu[key], torch.Tensor):
+            assert on_meta[key].shape == on_cpu[key].shape, key
+    for key, sl in on_cpu._slice_dict.items():
+        assert torch.equal(on_meta._slice_dict[key], sl), key
+
+
 def test_padding_a_clone_leaves_the_original_batch_intact():
     """Regression: ``Batch.clone`` shares the collation tables, and ``pad_batch`` once extended
     them in place, so the original batch's ``to_data_list`` failed on ``real_node_mask``."""

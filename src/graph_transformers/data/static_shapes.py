@@ -34,6 +34,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 from torch_geometric.data import Batch, Data
 
+from ..core.dense import host_num_nodes
 from ..errors import DataError
 from .sampler import DistributedBatchSampler, EpochSeededBatchSampler, graph_sizes
 
@@ -298,9 +299,8 @@ def pad_batch(batch: Batch, budget: StaticBudget) -> Batch:
     batch._slice_dict = slices = dict(batch._slice_dict)
     batch._inc_dict = dict(batch._inc_dict)
     g = int(batch.num_graphs)
-    ptr = batch.ptr.cpu()
-    nodes = torch.diff(ptr)
-    n_real, e_real = int(ptr[-1]), int(batch.edge_index.size(1))
+    nodes = host_num_nodes(batch)  # from the host's slice table: no device sync
+    n_real, e_real = int(nodes.sum()), int(batch.edge_index.size(1))
     if g and int(nodes.max()) > budget.max_nodes:
         big = int(nodes.argmax())
         raise DataError(f"graph {big} of the batch has {int(nodes[big])} nodes, more than the "
@@ -346,7 +346,8 @@ def pad_batch(batch: Batch, budget: StaticBudget) -> Batch:
     batch.real_node_mask = arange(budget.num_nodes, device=device) < n_real
     batch.real_edge_mask = arange(budget.num_edges, device=device) < e_real
     batch.real_graph_mask = arange(budget.num_graphs, device=device) < g
-    node_sl = slices.get("x", batch.ptr.cpu())
+    node_sl = slices["x"] if "x" in slices else torch.cat(
+        [torch.zeros(1, dtype=torch.long), nodes.cumsum(0), pad.ptr[1:] + n_real])
     graph_sl = torch.arange(budget.num_graphs + 1)
     slices["real_node_mask"] = node_sl
     slices["real_edge_mask"] = slices.get("edge_index", torch.tensor([0, budget.num_edges]))

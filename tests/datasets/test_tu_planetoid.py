@@ -176,15 +176,18 @@ def test_generated_folds(shared, tu_root, name):
         assert d.indices_in_full == splits[k]["val"]
 
 
+class Mark:
+    """A pre-transform that marks each graph."""
+
+    def __call__(self, data):
+        data.mark = torch.ones(1)
+        return data
+
+    def __repr__(self):
+        return "Mark()"
+
+
 def test_tu_pre_transform_gets_own_cache(shared, tu_root):
-    class Mark:
-        def __call__(self, data):
-            data.mark = torch.ones(1)
-            return data
-
-        def __repr__(self):
-            return "Mark()"
-
     d = TU(tu_root, "mutag", split="test", fold=2, data_dir=shared, pre_transform=Mark())
     assert d.name == "MUTAG" and hasattr(d[0], "mark")
     plain = TU(name="MUTAG", root=tu_root, split="test", fold=2, data_dir=shared)
@@ -196,14 +199,6 @@ def test_tu_processing_counts_the_pre_transform_on_a_bar(shared, tmp_path, monke
     count; the bar counts every graph, and the cache folder is the pre-transform's own."""
     from graph_transformers.data import progress as progress_module
     from graph_transformers.data.cache import pre_transform_key
-
-    class Mark:
-        def __call__(self, data):
-            data.mark = torch.ones(1)
-            return data
-
-        def __repr__(self):
-            return "Mark()"
 
     monkeypatch.setenv(progress_module.ENV, "1")
     bars = []

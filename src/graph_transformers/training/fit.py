@@ -21,6 +21,7 @@ from ..data.registry import DatasetSpec
 from ..encodings.registry import float_encodings
 from ..errors import RunError, RunInterrupted, RunTerminated
 from ..models import count_parameters
+from ..nn.fused import load_kernels
 from . import targets
 from .allocator import configure_for_training
 from .binding import (check_same_data, data_fingerprint, new_run_id, read_run_id, stored_binding,
@@ -184,6 +185,8 @@ def _build_module(config: Config, data: _RunData, out: Path, resume_from: Path |
     task = make_task(config, data.spec, data.splits["train"], model)
     watch_in_debug_mode(model)
     step_mode = step_compile_mode(config.model.compile, config.trainer.accelerator)
+    if step_mode is not None and trains_on_cpu(config.trainer.accelerator):
+        load_kernels()  # the compiled graph takes the fused CPU kernels only if loaded before
     if config.model.compile is True:
         compile_model(model)
     return (GraphTaskModule(model, data.spec, config.optim, task=task, compile=step_mode),

@@ -114,9 +114,8 @@ def _build():
 def _register_fakes() -> None:
     """Shape-only ("fake") versions of the three ops, so that ``torch.compile`` traces them into
     its graph as opaque kernels instead of breaking the graph (or, as before, taking the plain
-    PyTorch path, which inductor's CPU code runs about 5x slower than the kernels: GT's ZINC step
-    compiled went from 116 to 65 ms at 2 threads, ``benchmarks/launch_overhead.py``). The shapes
-    are those the C++ functions allocate."""
+    PyTorch path, which inductor's CPU code runs about 5x slower than the kernels; figures in
+    ``docs/speed.md``). The shapes are those the C++ functions allocate."""
     lib = "graph_transformers::"
 
     @torch.library.register_fake(lib + "csr_index")
@@ -164,6 +163,12 @@ def load_kernels():
                                    f"{_state['error']}")
         return None
     return _state["ops"]
+
+
+def _loaded_kernels():
+    """:func:`load_kernels`, or while ``torch.compile`` traces only the kernels loaded before
+    (the loader's lock and build cannot be traced)."""
+    return _state.get("ops") if torch.compiler.is_compiling() else load_kernels()
 
 
 def kernels_available() -> bool:
@@ -237,9 +242,7 @@ def fused_sparse_attention(q: Tensor, k: Tensor, v: Tensor, edge_index: Tensor, 
         FusedKernelError / RuntimeError: when the kernels are unavailable, or (from the kernel)
             for mismatched shapes, dtypes or node ids outside ``[0, num_nodes)``.
     """
-    loaded = (_state.get("ops") if torch.compiler.is_compiling()  # the lock cannot be traced
-              else load_kernels())
-    if loaded is None:
+    if _loaded_kernels() is None:
         raise FusedKernelError(f"the fused kernels are unavailable ({ENV}={kernel_mode()}): "
                                "use graph_transformers.nn.attention.sparse_attention")
     out, per_dim = _SparseAttention.apply(q, k, v, edge_gate, edge_index, float(scale),
@@ -255,9 +258,7 @@ def use_fused_sparse_attention(q: Tensor, return_weights: bool) -> bool:
     cannot be traced, and without them the plain path is the graph's."""
     if return_weights or q.device.type != "cpu" or q.dtype not in (torch.float32, torch.float64):
         return False
-    if torch.compiler.is_compiling():
-        return _state.get("ops") is not None
-    return load_kernels() is not None
+    return _loaded_kernels() is not None
 
 
 __all__ = ["ENV", "FusedKernelError", "csr_index", "fused_sparse_attention",

@@ -66,11 +66,23 @@ def run_dir(work: Path, model: str, mode: str, seed: int) -> Path:
     return work / model / mode / f"seed_{seed}"
 
 
+def finished_run(model: str, mode: str, seed: int, work: Path,
+                 results: Path | None = None) -> Path | None:
+    """The folder of a finished run (one with ``metrics.json``): the run directory under
+    ``work`` or, where that is gone (a new machine: run folders outside the work tree do not
+    carry over), its committed copy under ``results``; None if neither has it."""
+    for root in (work, results):
+        if root is not None and (run_dir(root, model, mode, seed) / "metrics.json").is_file():
+            return run_dir(root, model, mode, seed)
+    return None
+
+
 def train(model: str, mode: str, seed: int, args: argparse.Namespace) -> Path:
     """Trains one run (or keeps a finished one); returns its directory."""
     out = run_dir(Path(args.work), model, mode, seed)
-    if (out / "metrics.json").is_file():
-        return out
+    done = finished_run(model, mode, seed, Path(args.work), Path(args.results))
+    if done is not None:
+        return done
     cmd = [sys.executable, "-m", "graph_transformers.cli", "train", "--config",
            str(REPO / MODELS[model][0]), "--out", str(out), "-q", "--set",
            *overrides(model, mode, seed, args.epochs)]
@@ -89,16 +101,18 @@ def train(model: str, mode: str, seed: int, args: argparse.Namespace) -> Path:
     return out
 
 
-def summarize(work: Path, models: list[str], seeds: list[int]) -> dict:
-    """The comparison of the finished runs (module docstring)."""
+def summarize(work: Path, models: list[str], seeds: list[int],
+              results: Path | None = None) -> dict:
+    """The comparison of the finished runs (module docstring), each read from ``work`` or from
+    its copy under ``results`` (:func:`finished_run`)."""
     result: dict = {"models": {}}
     for model in models:
         entry: dict = {"config": MODELS[model][0], "modes": {}}
         for mode in MODES:
             runs = []
             for seed in seeds:
-                d = run_dir(work, model, mode, seed)
-                if not (d / "metrics.json").is_file():
+                d = finished_run(model, mode, seed, work, results)
+                if d is None:
                     continue
                 m = json.loads((d / "metrics.json").read_text())
                 epochs = read_epochs(d / "epochs.csv")
@@ -216,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             for seed in args.seeds:
                 for mode in MODES:  # interleaved: a change of machine load hits both modes
                     train(model, mode, seed, args)
-    result = summarize(work, args.models, args.seeds)
+    result = summarize(work, args.models, args.seeds, Path(args.results))
     result["meta"] = {"epochs": args.epochs, "seeds": args.seeds, "cpu": cpu_name(),
                       "threads": torch.get_num_threads(), "torch": torch.__version__,
                       "load": round(os.getloadavg()[0], 2), "date": time.strftime("%Y-%m-%d")}

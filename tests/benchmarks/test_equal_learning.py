@@ -61,3 +61,20 @@ def test_a_model_with_one_mode_missing_gets_no_verdict(tmp_path):
     result = el.summarize(tmp_path, ["gt"], [0, 1])
     assert "verdict_last_test_mae" not in result["models"]["gt"]
     assert result["models"]["gt"]["modes"]["compiled"]["runs"] == []
+
+
+def test_a_run_gone_from_the_work_folder_is_read_from_its_committed_copy(tmp_path):
+    """A new machine has no run folders: the committed copy counts as finished (not retrained)
+    and enters the comparison; a run in the work folder wins over its copy."""
+    work, results = tmp_path / "work", tmp_path / "results"
+    _run(el.run_dir(results, "gt", "eager", 0), 0.40, 0.40)
+    _run(el.run_dir(results, "gt", "compiled", 0), 0.50, 0.50)
+    _run(el.run_dir(work, "gt", "compiled", 0), 0.30, 0.30)
+    assert el.finished_run("gt", "eager", 0, work, results) == el.run_dir(results, "gt", "eager", 0)
+    assert el.finished_run("gt", "eager", 1, work, results) is None
+    args = type("Args", (), {"work": str(work), "results": str(results)})()
+    assert el.train("gt", "eager", 0, args) == el.run_dir(results, "gt", "eager", 0)
+    modes = el.summarize(work, ["gt"], [0, 1], results)["models"]["gt"]["modes"]
+    assert modes["eager"]["last_test_mae"]["mean"] == 0.40
+    assert modes["compiled"]["last_test_mae"]["mean"] == 0.30
+    assert el.summarize(work, ["gt"], [0, 1])["models"]["gt"]["modes"]["eager"]["runs"] == []

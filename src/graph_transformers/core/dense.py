@@ -396,13 +396,22 @@ class DenseBatch:
 
     # ------------------------------------------------------------------ node tensors
     def to_dense(self, x: Tensor, fill: float = 0.0) -> Tensor:
-        """``x [num_nodes, *]`` → ``[B, N, *]``, padding with ``fill``."""
+        """``x [num_nodes, *]`` → ``[B, N, *]``, padding with ``fill``.
+
+        A gather (slot ``[b, i]`` reads node ``ptr[b] + i``, padding slots a ``fill`` row), not
+        a scatter into a new tensor: torch 2.13's CPU inductor miscompiled the scatter form
+        (``out[batch, pos] = x``) inside GPS's compiled forward (``docs/speed.md``, "Compiled
+        steps must compute what eager computes"). The values are the same either way.
+        """
         if x.size(0) != self.batch.numel():
             raise ValueError(f"node tensor has {x.size(0)} rows, the batch {self.batch.numel()} "
                              "nodes")
-        out = x.new_full((self.num_graphs, self.max_num_nodes) + tuple(x.shape[1:]), fill)
-        out[self.batch, self.pos] = x
-        return out
+        n = x.size(0)
+        first = torch.cumsum(self.num_nodes, 0) - self.num_nodes  # [B] first node of each graph
+        index = first.unsqueeze(1) + torch.arange(self.max_num_nodes, device=x.device)
+        index = torch.where(self.mask, index, n)  # padding slots read the fill row
+        rows = torch.cat([x, x.new_full((1,) + tuple(x.shape[1:]), fill)])
+        return rows[index]
 
     def to_sparse(self, x: Tensor) -> Tensor:
         """``x [B, N, *]`` → ``[num_nodes, *]`` (real nodes only, in the batch's order)."""

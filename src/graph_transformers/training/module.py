@@ -115,8 +115,8 @@ class GraphTaskModule(L.LightningModule):
 
         Raises:
             TrainingError: when they differ by more than that (measured: GPS on torch 2.13's
-                CPU inductor, relative 6.5e-3 in float32 and 4.5e-3 in float64; see
-                ``docs/speed.md``).
+                CPU inductor before DenseBatch.to_dense became a gather, relative 6.5e-3 in
+                float32 and 4.5e-3 in float64; see ``docs/speed.md``).
         """
         self._compiled_loss_checked = True
         was_training = self.model.training

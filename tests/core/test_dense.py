@@ -69,6 +69,28 @@ def test_dense_round_trips_and_pairs():
     assert adj[1, 0, 4] and adj[1, 4, 0] and not adj[1, 1, 2]
 
 
+def test_to_dense_reuses_one_index_and_matches_to_dense_batch():
+    """``to_dense`` builds its gather index once per view: a second call (another fill, another
+    width, as a model's layers make) reads the same index and agrees with PyG's
+    ``to_dense_batch``."""
+    from torch_geometric.utils import to_dense_batch
+
+    graphs = [Data(edge_index=torch.empty(2, 0, dtype=torch.long), num_nodes=n) for n in (4, 1, 6)]
+    batch = Batch.from_data_list(graphs)
+    dense = DenseBatch.from_batch(batch)
+    x = torch.randn(11, 3)
+    first = dense.to_dense(x, fill=2.5)
+    index = dense.dense_index
+    assert index.shape == (3, 6) and index[1, 1:].eq(11).all()  # padding reads the fill row
+    want, mask = to_dense_batch(x, batch.batch, fill_value=2.5)
+    torch.testing.assert_close(first, want)
+    assert torch.equal(dense.mask, mask)
+    h = torch.randn(11, 2, 5)
+    second = dense.to_dense(h)
+    assert dense.dense_index is index  # built once
+    torch.testing.assert_close(second, to_dense_batch(h, batch.batch)[0])
+
+
 def test_from_batch_errors():
     bad = Data(edge_index=torch.tensor([[0], [5]]), num_nodes=3)
     with pytest.raises(ValueError, match="outside the batch"):

@@ -23,7 +23,7 @@ PyG's ``to_dense_adj`` is source-major (``adj[b, src, dst]``): convert its outpu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import torch
@@ -249,6 +249,8 @@ class DenseBatch:
     edge_index: Tensor
     edge_batch: Tensor
     host_sizes: Tensor | None = None
+    #: :attr:`dense_index`, built on first use (one per view, shared by every ``to_dense``)
+    _dense_index: Tensor | None = field(default=None, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -394,6 +396,17 @@ class DenseBatch:
         """``[B, N, N]`` bool, ``True`` where both nodes are real."""
         return self.mask.unsqueeze(2) & self.mask.unsqueeze(1)
 
+    @property
+    def dense_index(self) -> Tensor:
+        """``[B, N]`` long: the sparse row that slot ``[b, i]`` of the dense view reads,
+        ``ptr[b] + i`` at real nodes and ``num_nodes`` (one past the last node: the fill row of
+        :meth:`to_dense`) at padding. Built once per view, then reused."""
+        if self._dense_index is None:
+            first = torch.cumsum(self.num_nodes, 0) - self.num_nodes  # [B] first node per graph
+            index = first.unsqueeze(1) + torch.arange(self.max_num_nodes, device=first.device)
+            self._dense_index = torch.where(self.mask, index, self.batch.numel())
+        return self._dense_index
+
     # ------------------------------------------------------------------ node tensors
     def to_dense(self, x: Tensor, fill: float = 0.0) -> Tensor:
         """``x [num_nodes, *]`` → ``[B, N, *]``, padding with ``fill``.
@@ -401,17 +414,14 @@ class DenseBatch:
         A gather (slot ``[b, i]`` reads node ``ptr[b] + i``, padding slots a ``fill`` row), not
         a scatter into a new tensor: torch 2.13's CPU inductor miscompiled the scatter form
         (``out[batch, pos] = x``) inside GPS's compiled forward (``docs/speed.md``, "Compiled
-        steps must compute what eager computes"). The values are the same either way.
+        steps must compute what eager computes"). The values are the same either way; the index
+        (:attr:`dense_index`) is built once per view.
         """
         if x.size(0) != self.batch.numel():
             raise ValueError(f"node tensor has {x.size(0)} rows, the batch {self.batch.numel()} "
                              "nodes")
-        n = x.size(0)
-        first = torch.cumsum(self.num_nodes, 0) - self.num_nodes  # [B] first node of each graph
-        index = first.unsqueeze(1) + torch.arange(self.max_num_nodes, device=x.device)
-        index = torch.where(self.mask, index, n)  # padding slots read the fill row
         rows = torch.cat([x, x.new_full((1,) + tuple(x.shape[1:]), fill)])
-        return rows[index]
+        return rows[self.dense_index]
 
     def to_sparse(self, x: Tensor) -> Tensor:
         """``x [B, N, *]`` → ``[num_nodes, *]`` (real nodes only, in the batch's order)."""

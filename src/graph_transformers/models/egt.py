@@ -17,7 +17,7 @@ from ..nn.convention import ffn_width
 from ..nn.egt import EGTLayer, pair_bytes
 from .encoders import (FeatureEncoder, check_encoding_shape, check_sign_flip, encoding_input,
                        flip_signs)
-from .heads import MLPReadout
+from .heads import MLPReadout, check_level
 from .registry import (NonNegativeFloat, NonNegativeInt, PEName, PositiveFloat, PositiveInt,
                        Probability, SignFlip, model_config, register_model)
 from ..nn.reset import reset_descendants
@@ -172,8 +172,7 @@ class EGT(nn.Module):
         the sub-modules are created is the random-number stream that initialised the committed
         results (``tests/models/test_init_fingerprint.py``); a split must keep that order."""
         super().__init__()
-        if level not in ("graph", "node", "edge"):
-            raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
+        check_level(level)
         if variant not in VARIANTS:
             raise ValueError(f"unknown EGT variant {variant!r}; known: {sorted(VARIANTS)}")
         if structure not in ("adjacency", "distance"):

@@ -20,7 +20,7 @@ from ..nn.convention import ffn_width
 from ..nn.gps import GPSLayer, check_attention_maps
 from ..nn.norm import apply_norm, make_norm
 from .encoders import FeatureEncoder, encoding_input, make_pe_encoder, pe_forward
-from .heads import MLPReadout, level_head
+from .heads import MLPReadout, check_level, level_head
 from .registry import (NonNegativeInt, Norm, PEName, PositiveFloat, PositiveInt, Probability,
                        Readout, SignFlip, model_config, register_model)
 from .registry import EdgeFeatureUse
@@ -105,8 +105,7 @@ class GPS(nn.Module):
                  readout: Readout = "sum", mlp_layers: NonNegativeInt = 2,
                  num_virtual_nodes: NonNegativeInt = 1) -> None:
         super().__init__()
-        if level not in ("graph", "node", "edge"):
-            raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
+        check_level(level)
         if pe is not None and not 0 < pe_embed_dim < hidden_dim:
             raise ValueError(f"pe_embed_dim={pe_embed_dim} must be in (0, hidden_dim="
                              f"{hidden_dim}): the encoding is concatenated to the node embedding")

@@ -21,7 +21,8 @@ from ..encodings.rrwp import batch_rrwp
 from ..nn.grit import GRITLayer, pair_bytes
 from ..nn.reset import reset_children
 from .encoders import FeatureEncoder
-from .heads import MLPReadout, batch_vector, level_head, sparse_attention_maps
+from .heads import (MLPReadout, batch_vector, check_level, level_head,
+                    sparse_attention_maps)
 from .registry import (NonNegativeInt, Norm, PositiveFloat, PositiveInt, Probability, Readout,
                        model_config, register_model)
 from .utils import check_inputs, full_graph_edge_index
@@ -172,8 +173,7 @@ class GRIT(nn.Module):
                  mlp_layers: NonNegativeInt = 2, head: Literal["halving", "graphgym"] = "halving",
                  memory_budget_gb: PositiveFloat | None = 8.0) -> None:
         super().__init__()
-        if level not in ("graph", "node", "edge"):
-            raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
+        check_level(level)
         if head not in ("halving", "graphgym"):
             raise ValueError(f"head must be 'halving' or 'graphgym', got {head!r}")
         if readout not in ("sum", "mean", "max"):

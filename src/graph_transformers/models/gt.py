@@ -11,7 +11,7 @@ from ..core.dense import host_num_nodes
 from ..nn.convention import ffn_width
 from ..nn.gt import GraphTransformerLayer
 from .encoders import encoding_input, feature_encoders, make_pe_encoder, pe_forward
-from .heads import MLPReadout, batch_vector, level_head, sparse_attention_maps
+from .heads import MLPReadout, batch_vector, check_level, level_head, sparse_attention_maps
 from .registry import (NonNegativeInt, Norm, PEName, PositiveFloat, PositiveInt, Probability,
                        Readout, SignFlip, model_config, register_model)
 from .registry import EdgeFeatureUse
@@ -73,8 +73,7 @@ class GraphTransformer(nn.Module):
                  qkv_bias: bool = False, readout: Readout = "mean",
                  mlp_layers: NonNegativeInt = 2) -> None:
         super().__init__()
-        if level not in ("graph", "node", "edge"):
-            raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
+        check_level(level)
         if full_graph and use_edge_features:
             raise ValueError("GT's full-graph mode attends over all pairs and discards edge "
                              "features (paper, Table 1): set use_edge_features=false")

@@ -11,6 +11,21 @@ from torch_geometric.utils import to_dense_adj, to_dense_batch
 from ..nn.reset import reset_children
 
 READOUTS = {"mean": global_mean_pool, "sum": global_add_pool, "max": global_max_pool}
+#: what a model can predict: one output per graph, per node or per edge
+LEVELS = ("graph", "node", "edge")
+
+
+def check_level(level: str, allowed: tuple[str, ...] = LEVELS) -> str:
+    """Returns ``level`` if the model predicts at it (one of ``allowed``).
+
+    Raises:
+        ValueError: for another level, naming the allowed ones.
+    """
+    if level not in allowed:
+        names = [repr(a) for a in allowed]
+        choices = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+        raise ValueError(f"level must be {choices}, got {level!r}")
+    return level
 
 
 class MLPReadout(nn.Module):

@@ -36,7 +36,7 @@ from ..nn.convention import ffn_width
 from ..nn.mpnn import CONVS, MPNNBlock, make_activation
 from .encoders import (FeatureEncoder, encoding_input, feature_encoders, make_pe_encoder,
                        pe_forward)
-from .heads import MLPReadout, batch_vector, graph_readout, level_head
+from .heads import MLPReadout, batch_vector, check_level, graph_readout, level_head
 from .registry import (NonNegativeInt, Norm, PEName, PositiveFloat, PositiveInt, Probability,
                        Readout, SignFlip, model_config, register_model)
 from .registry import EdgeFeatureUse
@@ -175,8 +175,7 @@ class MPNN(nn.Module):
         conv = conv or self.conv
         if conv not in CONVS:
             raise ValueError(f"unknown convolution {conv!r}; expected one of {CONVS}")
-        if level not in ("graph", "node", "edge"):
-            raise ValueError(f"level must be 'graph', 'node' or 'edge', got {level!r}")
+        check_level(level)
         if head not in ("mlp", "layer_sum", "mlp_graph"):
             raise ValueError(f"head must be 'mlp', 'layer_sum' or 'mlp_graph', got {head!r}")
         if pe is not None and pe_embed_dim is not None and not 0 < pe_embed_dim < hidden_dim:

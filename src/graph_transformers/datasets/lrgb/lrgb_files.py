@@ -55,6 +55,14 @@ class LRGBFile:
     url: str
     md5: str
 
+    @classmethod
+    def on_dropbox(cls, dropbox_id: str, name: str, folder: str, places: tuple[str, ...],
+                   md5: str) -> LRGBFile:
+        """A file LRGB publishes on Dropbox, whose URL is ``https://www.dropbox.com/s/<id>/<name>
+        ?dl=1`` (so the name is written once)."""
+        return cls(name, folder, places, f"https://www.dropbox.com/s/{dropbox_id}/{name}?dl=1",
+                   md5)
+
     @property
     def expected(self) -> str:
         """Its first place, relative to ``DATA_DIR`` (``peptides-functional/raw/...``)."""
@@ -66,31 +74,26 @@ class LRGBFile:
                 data_dir / self.folder / self.name for place in self.places]
 
 
-_DROPBOX = "https://www.dropbox.com/s/"
-#: the files of LRGB's release, by key (URLs and MD5s as LRGB's / GraphGPS's loaders name them)
+#: the files of LRGB's release, by key (Dropbox ids and MD5s as LRGB's / GraphGPS's loaders name
+#: them)
 LRGB_FILES: dict[str, LRGBFile] = {
-    "peptides-func-csv": LRGBFile(
-        "peptide_multi_class_dataset.csv.gz", "peptides-functional", ("raw",),
-        _DROPBOX + "ol2v01usvaxbsr8/peptide_multi_class_dataset.csv.gz?dl=1",
-        "701eb743e899f4d793f0e13c8fa5a1b4"),
-    "peptides-func-split": LRGBFile(
-        "splits_random_stratified_peptide.pickle", "peptides-functional", ("", "raw"),
-        _DROPBOX + "j4zcnx2eipuo0xz/splits_random_stratified_peptide.pickle?dl=1",
-        "5a0114bdadc80b94fc7ae974f13ef061"),
+    "peptides-func-csv": LRGBFile.on_dropbox(
+        "ol2v01usvaxbsr8", "peptide_multi_class_dataset.csv.gz",
+        "peptides-functional", ("raw",), "701eb743e899f4d793f0e13c8fa5a1b4"),
+    "peptides-func-split": LRGBFile.on_dropbox(
+        "j4zcnx2eipuo0xz", "splits_random_stratified_peptide.pickle",
+        "peptides-functional", ("", "raw"), "5a0114bdadc80b94fc7ae974f13ef061"),
     # the current release: the 11 targets standardized in the file (GraphGPS's loader)
-    "peptides-struct-csv": LRGBFile(
-        "peptide_structure_normalized_dataset.csv.gz", "peptides-structural", ("raw",),
-        _DROPBOX + "0d4aalmq4b4e2nh/peptide_structure_normalized_dataset.csv.gz?dl=1",
-        "c240c1c15466b5c907c63e180fa8aa89"),
+    "peptides-struct-csv": LRGBFile.on_dropbox(
+        "0d4aalmq4b4e2nh", "peptide_structure_normalized_dataset.csv.gz",
+        "peptides-structural", ("raw",), "c240c1c15466b5c907c63e180fa8aa89"),
     # the first release: raw targets, standardized by the loader (LRGB's own loader)
-    "peptides-struct-csv-raw": LRGBFile(
-        "peptide_structure_dataset.csv.gz", "peptides-structural", ("raw",),
-        _DROPBOX + "464u3303eu2u4zp/peptide_structure_dataset.csv.gz?dl=1",
-        "9786061a34298a0684150f2e4ff13f47"),
-    "peptides-struct-split": LRGBFile(
-        "splits_random_stratified_peptide_structure.pickle", "peptides-structural", ("", "raw"),
-        _DROPBOX + "9dfifzft1hqgow6/splits_random_stratified_peptide_structure.pickle?dl=1",
-        "5a0114bdadc80b94fc7ae974f13ef061"),
+    "peptides-struct-csv-raw": LRGBFile.on_dropbox(
+        "464u3303eu2u4zp", "peptide_structure_dataset.csv.gz",
+        "peptides-structural", ("raw",), "9786061a34298a0684150f2e4ff13f47"),
+    "peptides-struct-split": LRGBFile.on_dropbox(
+        "9dfifzft1hqgow6", "splits_random_stratified_peptide_structure.pickle",
+        "peptides-structural", ("", "raw"), "5a0114bdadc80b94fc7ae974f13ef061"),
 }
 
 

@@ -27,6 +27,10 @@ Writes ``<out>.json`` and ``<out>.md`` (default ``benchmarks/results/csl_lapack`
     PYTHONPATH=src python benchmarks/csl_lapack.py            # 5 folds × 2 seeds × 1, 2 threads
     PYTHONPATH=src python benchmarks/csl_lapack.py --folds 1 --seeds 1 --epochs 2 --threads 1 \\
         --out /tmp/csl_lapack_smoke                              # a check that it runs
+    PYTHONPATH=src python benchmarks/csl_lapack.py --work ../runs/csl_lapack  # resumable
+
+With ``--work``, each finished (condition, threads) stays in that folder and a second call with
+the same options reads it instead of training it again.
 """
 from __future__ import annotations
 
@@ -113,23 +117,35 @@ def lapack_libraries() -> list[str]:
                    for i in threadpool_info() if i.get("user_api") == "blas"})
 
 
-def run_all(conditions, threads_list, folds, seeds, epochs) -> dict:
-    """Every (condition, threads) in a child process; the runs and encoding differences."""
+def run_all(conditions, threads_list, folds, seeds, epochs, work: Path | None = None) -> dict:
+    """Every (condition, threads) in a child process; the runs and encoding differences.
+
+    ``work``: a folder kept after the run (default: a temporary one). A (condition, threads)
+    whose ``result.json`` is already there, from the same folds, seeds and epochs, is read
+    instead of trained again, so a killed run continues where it stopped.
+    """
     import numpy as np
     results, encodings = [], {}
     with tempfile.TemporaryDirectory(prefix="csl_lapack_") as tmp:
+        root = Path(work) if work is not None else Path(tmp)
         for threads in threads_list:
             for condition in conditions:
-                workdir = Path(tmp) / f"{condition}-{threads}"
-                workdir.mkdir()
-                env = {**os.environ, "OMP_NUM_THREADS": str(threads),
-                       "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-                       "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"),
-                                                                   os.environ.get("PYTHONPATH")]))}
+                workdir = root / f"{condition}-{threads}"
                 spec = json.dumps([condition, threads, folds, seeds, epochs, str(workdir)])
-                print(f"{condition}, {threads} thread(s) ...", flush=True)
-                subprocess.run([sys.executable, __file__, "--worker", spec], env=env, check=True)
-                out = json.loads((workdir / "result.json").read_text())
+                done = workdir / "result.json"
+                if done.is_file() and json.loads(done.read_text()).get("spec") == spec:
+                    print(f"{condition}, {threads} thread(s): done in {workdir}", flush=True)
+                else:
+                    workdir.mkdir(parents=True, exist_ok=True)
+                    env = {**os.environ, "OMP_NUM_THREADS": str(threads),
+                           "OPENBLAS_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+                           "PYTHONPATH": os.pathsep.join(filter(None, [
+                               str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
+                    print(f"{condition}, {threads} thread(s) ...", flush=True)
+                    subprocess.run([sys.executable, __file__, "--worker", spec], env=env,
+                                   check=True)
+                out = json.loads(done.read_text())
+                out.pop("spec", None)
                 out["lapack"] = json.loads((workdir / "lapack.json").read_text())
                 results.append(out)
                 encodings[(condition, threads)] = np.load(workdir / "encodings.npy")
@@ -179,6 +195,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--epochs", type=int, default=None, help="default: the config's max_epochs")
     ap.add_argument("--conditions", nargs="+", choices=CONDITIONS, default=list(CONDITIONS))
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks/results/csl_lapack")
+    ap.add_argument("--work", type=Path, default=None,
+                    help="keep each condition's runs here and reuse finished ones (resume)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     from graph_transformers.fileio import atomic_write_text
@@ -186,12 +204,15 @@ def main(argv: list[str] | None = None) -> None:
         condition, threads, folds, seeds, epochs, workdir = json.loads(args.worker)
         out = worker(condition, threads, folds, seeds, epochs, workdir)
         atomic_write_text(Path(workdir) / "lapack.json", json.dumps(lapack_libraries()))
-        atomic_write_text(Path(workdir) / "result.json", json.dumps(out))
+        # written last: its presence (with this spec) marks the condition as done
+        atomic_write_text(Path(workdir) / "result.json",
+                          json.dumps({**out, "spec": args.worker}))
         return
     t0 = time.perf_counter()
     report = {"config": str(CONFIG.relative_to(REPO)), "folds": args.folds, "seeds": args.seeds,
               "epochs": args.epochs, "threads": args.threads, "rotation_seed": ROTATION_SEED,
-              **run_all(args.conditions, args.threads, args.folds, args.seeds, args.epochs)}
+              **run_all(args.conditions, args.threads, args.folds, args.seeds, args.epochs,
+                        args.work)}
     report["lapack"] = report["results"][0]["lapack"]
     report["wall_s"] = round(time.perf_counter() - t0, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -49,3 +49,36 @@ def test_smoke_run_writes_every_condition(tmp_path):
     assert diffs["solver"]["vs_canonical_1t"] > 0.1
     text = out.with_suffix(".md").read_text()
     assert "| canonical-rotated | 1 |" in text and "vs_solver_1t" in text
+
+
+def test_work_folder_resumes_finished_conditions(tmp_path, monkeypatch):
+    """With ``--work``, a condition whose result is there (same options) is not trained again,
+    and one trained with other options is."""
+    calls = []
+
+    def fake_worker(cmd, env, check):  # writes what a worker writes, without training
+        spec = cmd[-1]
+        condition, threads, folds, seeds, epochs, workdir = json.loads(spec)
+        calls.append((condition, epochs))
+        work = Path(workdir)
+        np.save(work / "encodings.npy", np.zeros((2, 3), dtype=np.float32))
+        (work / "lapack.json").write_text(json.dumps(["fake"]))
+        runs = [{"fold": 0, "seed": 0, "test_accuracy": 0.5, "epochs": epochs}]
+        (work / "result.json").write_text(json.dumps(
+            {"condition": condition, "threads": threads, "runs": runs, "spec": spec}))
+
+    monkeypatch.setattr(csl_lapack.subprocess, "run", fake_worker)
+    args = ["--folds", "1", "--seeds", "1", "--epochs", "1", "--threads", "1",
+            "--conditions", "solver", "canonical", "--work", str(tmp_path / "work"),
+            "--out", str(tmp_path / "report")]
+    csl_lapack.main(args)
+    assert calls == [("solver", 1), ("canonical", 1)]
+    csl_lapack.main(args)  # everything is there: nothing runs again
+    assert len(calls) == 2
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert [r["condition"] for r in report["results"]] == ["solver", "canonical"]
+    assert all("spec" not in r for r in report["results"])
+    other = list(args)
+    other[args.index("--epochs") + 1] = "2"
+    csl_lapack.main(other)
+    assert calls[2:] == [("solver", 2), ("canonical", 2)]  # other epochs: trained again

@@ -126,3 +126,20 @@ def test_readme_large_graph_table_is_the_committed_benchmark():
                              (run / "time.txt").read_text())[1])
     assert f"peak of {peak_kib / 2**20:.2f} GiB" in readme
     assert f"accuracy was {100 * m['test']['accuracy']:.1f}%" in readme
+
+
+def test_readme_csl_lappe_figure_is_the_committed_run():
+    # the README's CSL paragraph quotes results/csl/gt-lappe (5 folds x 2 seeds)
+    runs = sorted((REPO / "results/csl/gt-lappe").glob("fold_*/seed_*/metrics.json"))
+    accs = [json.loads(p.read_text())["test"]["accuracy"] for p in runs]
+    mean, std = mean_std(accs)
+    readme = (REPO / "README.md").read_text()
+    assert len(runs) == 10
+    assert f"{100 * mean:.3f} ± {100 * std:.3f}%" in readme
+    assert f"basis: {_csl_basis()}" in readme
+
+
+def _csl_basis() -> str:
+    import yaml
+    with open(REPO / "src/graph_transformers/configs/csl_gt.yaml") as f:
+        return yaml.safe_load(f)["encodings"]["lap_pe"]["basis"]
